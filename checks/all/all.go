@@ -1,0 +1,16 @@
+// Package all lists every check ncclwiz knows, in report order.
+package all
+
+import (
+	"github.com/ncclwiz/ncclwiz/checks"
+)
+
+// Registry returns all checks. Each domain package contributes its checks
+// through a Checks() function; add new domains here.
+func Registry() (*checks.Registry, error) {
+	var cs []checks.Check
+	for _, domain := range [][]checks.Check{} {
+		cs = append(cs, domain...)
+	}
+	return checks.NewRegistry(cs...)
+}

@@ -1,0 +1,104 @@
+// Package cli defines ncclwiz's commands (cobra). main.go only builds an App
+// from the process and calls Execute; everything else is testable here with
+// buffers instead of a terminal.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/termio"
+)
+
+// App carries the process's streams, environment and global flags.
+type App struct {
+	Version string
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
+	Env     []string
+
+	// Global flags.
+	NoColor  bool
+	ShmPath  string
+	Scenario string
+	Lang     string
+	// FixtureDir points the checks at a fixture tree (hidden; for tests and demos).
+	FixtureDir string
+
+	// hostCache lets several phases of one command share a host.
+	hostCache *host.Host
+}
+
+// ExitError carries an exit code without a message (the command already
+// printed what it had to say).
+type ExitError struct{ Code int }
+
+func (e ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
+// ExitCode maps an error returned by Execute to the process exit code.
+func ExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return 2
+}
+
+// Out describes stdout for rendering.
+func (a *App) Out() termio.Output { return termio.New(a.Stdout, a.Env, a.NoColor) }
+
+// StdinTTY reports whether stdin is an interactive terminal.
+func (a *App) StdinTTY() bool {
+	f, ok := a.Stdin.(*os.File)
+	return ok && termio.IsTerminal(f)
+}
+
+// StdoutTTY reports whether stdout is an interactive terminal.
+func (a *App) StdoutTTY() bool {
+	f, ok := a.Stdout.(*os.File)
+	return ok && termio.IsTerminal(f)
+}
+
+// Host returns the machine to diagnose: a simulated scenario, a fixture
+// tree, or the real machine (with --shm-path applied).
+func (a *App) Host() (*host.Host, error) {
+	if a.hostCache != nil {
+		return a.hostCache, nil
+	}
+	var h *host.Host
+	switch {
+	case a.Scenario != "":
+		s, err := scenarioHost(a)
+		if err != nil {
+			return nil, err
+		}
+		h = s
+	case a.FixtureDir != "":
+		f, err := host.LoadFixture(a.FixtureDir)
+		if err != nil {
+			return nil, err
+		}
+		h = f
+	default:
+		h = host.Local(host.LocalOptions{ShmDir: a.ShmPath})
+		h.Env = a.Env
+	}
+	if a.ShmPath != "" && a.Scenario == "" {
+		h.ShmDir = a.ShmPath
+	}
+	a.hostCache = h
+	return h, nil
+}
+
+// scenarioHost is replaced when the scenario package lands; until then a
+// scenario name is a usage error.
+var scenarioHost = func(a *App) (*host.Host, error) {
+	return nil, fmt.Errorf("unknown scenario %q", a.Scenario)
+}

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/checks/all"
+	"github.com/ncclwiz/ncclwiz/report"
+)
+
+type checkFlags struct {
+	json    bool
+	verbose bool
+	list    bool
+	only    []string
+	deep    bool
+}
+
+func newCheckCmd(a *App) *cobra.Command {
+	var f checkFlags
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Check this machine and print a report (plain, or --json)",
+		Long: `Runs every quick check (add --deep for slow ones) and prints one line per check
+with a status mark and timing; -v adds details and evidence.
+
+JSON (--json): {"schema": 1, "host": {...}, "summary": {...}, "checks": [...],
+"findings": [{"check", "severity", "title", "detail", "evidence", "guide", "fixes"}]}.
+Exit codes: 0 no warnings or errors, 1 problems found, 2 usage or internal error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runCheck(cmd, a, f) },
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.json, "json", false, "print the versioned JSON report")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show details and evidence for every finding")
+	fl.BoolVar(&f.list, "list-checks", false, "list the checks and exit")
+	fl.StringSliceVar(&f.only, "only", nil, "run only these checks (IDs or categories, comma-separated)")
+	fl.BoolVar(&f.deep, "deep", false, "include slow (deep-tier) checks")
+	return cmd
+}
+
+func runCheck(cmd *cobra.Command, a *App, f checkFlags) error {
+	reg, err := all.Registry()
+	if err != nil {
+		return fmt.Errorf("build check registry: %w", err)
+	}
+	if f.list {
+		tw := tabwriter.NewWriter(a.Stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tCATEGORY\tTIER\tNEEDS\tTITLE")
+		for _, c := range reg.All() {
+			needs := "-"
+			if len(c.Needs) > 0 {
+				var ns []string
+				for _, n := range c.Needs {
+					ns = append(ns, string(n))
+				}
+				needs = strings.Join(ns, ",")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Category, c.Tier, needs, c.Title)
+		}
+		return tw.Flush()
+	}
+	selected, err := reg.Select(f.only)
+	if err != nil {
+		return err
+	}
+	if len(f.only) == 0 && !f.deep {
+		var quick []checks.Check
+		for _, c := range selected {
+			if c.Tier != checks.Deep {
+				quick = append(quick, c)
+			}
+		}
+		selected = quick
+	}
+	h, err := a.Host()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	results := checks.Run(ctx, h, selected, checks.Options{})
+	if f.json {
+		if err := report.WriteJSON(a.Stdout, h, results, a.VersionString()); err != nil {
+			return err
+		}
+	} else if err := report.WritePlain(a.Out(), h, results, report.PlainOptions{Verbose: f.verbose}); err != nil {
+		return err
+	}
+	if code := checks.ExitCode(results); code != 0 {
+		return ExitError{Code: code}
+	}
+	return nil
+}

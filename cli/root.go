@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+)
+
+// NewRoot builds the command tree.
+func NewRoot(a *App) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ncclwiz",
+		Short: "Diagnose and fix NCCL / multi-GPU PyTorch failures on this machine",
+		Long: `ncclwiz walks you from an NCCL error to a verified fix: it detects what is wrong
+on this machine (/dev/shm, processes, GPUs, environment, network), explains it,
+fixes it with your consent (or exports a script), and validates the fix.
+
+Run it with no arguments in a terminal for the wizard; without a terminal it
+prints the same report as "ncclwiz check".
+
+Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.StdinTTY() && a.StdoutTTY() {
+				return runWizard(cmd, a)
+			}
+			return runCheck(cmd, a, checkFlags{})
+		},
+	}
+	root.SetIn(a.Stdin)
+	root.SetOut(a.Stdout)
+	root.SetErr(a.Stderr)
+	pf := root.PersistentFlags()
+	pf.BoolVar(&a.NoColor, "no-color", false, "turn colour off (NO_COLOR with any value does the same)")
+	pf.StringVar(&a.ShmPath, "shm-path", "", "shared-memory directory to inspect (default /dev/shm)")
+	pf.StringVar(&a.Scenario, "scenario", "", "run against a simulated practice server (see --list-scenarios)")
+	pf.StringVar(&a.Lang, "lang", "", "guide language: en or zh (default from the locale)")
+	pf.StringVar(&a.FixtureDir, "fixture", "", "read the machine from a fixture tree (testing)")
+	_ = pf.MarkHidden("fixture")
+
+	// Each command lives in its own file; add new ones here.
+	root.AddCommand(
+		newCheckCmd(a),
+		newVersionCmd(a),
+	)
+	return root
+}
+
+// runWizard starts the interactive wizard; until the TUI lands it prints the
+// plain report, which is what a terminal user would otherwise get.
+var runWizard = func(cmd *cobra.Command, a *App) error {
+	return runCheck(cmd, a, checkFlags{})
+}
+
+// Execute runs the command line and returns the error for ExitCode.
+func Execute(a *App, args []string) error {
+	root := NewRoot(a)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err != nil && ExitCode(err) == 2 {
+		a.errorf("ncclwiz: %v\n", err)
+	}
+	return err
+}
+
+func (a *App) errorf(format string, args ...any) {
+	_, _ = fmtFprintf(a.Stderr, format, args...)
+}

@@ -1,0 +1,22 @@
+// Command ncclwiz diagnoses and fixes NCCL / multi-GPU PyTorch failures.
+package main
+
+import (
+	"os"
+
+	"github.com/ncclwiz/ncclwiz/cli"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = ""
+
+func main() {
+	app := &cli.App{
+		Version: version,
+		Stdin:   os.Stdin,
+		Stdout:  os.Stdout,
+		Stderr:  os.Stderr,
+		Env:     os.Environ(),
+	}
+	os.Exit(cli.ExitCode(cli.Execute(app, os.Args[1:])))
+}

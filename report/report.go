@@ -1,0 +1,422 @@
+// Package report renders check results for people (a doctor-style plain
+// report) and for programs (versioned JSON). Every string from the machine is
+// sanitised here, at the last step before output.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"charm.land/lipgloss/v2"
+
+	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/termio"
+	"github.com/ncclwiz/ncclwiz/textsafe"
+)
+
+// SchemaVersion is the "schema" field of the JSON report. Bump it only on
+// incompatible changes; adding fields is compatible.
+const SchemaVersion = 1
+
+// HostInfo is the "host" object of the JSON report.
+type HostInfo struct {
+	Name      string `json:"name"`
+	Kind      string `json:"kind"`
+	ShmDir    string `json:"shm_dir"`
+	UID       int    `json:"uid"`
+	EUID      int    `json:"euid"`
+	Simulated bool   `json:"simulated"`
+}
+
+// CheckInfo is one entry of the "checks" array.
+type CheckInfo struct {
+	ID         string          `json:"id"`
+	Title      string          `json:"title"`
+	Category   string          `json:"category"`
+	Status     checks.Severity `json:"status"`
+	DurationMS float64         `json:"duration_ms"`
+}
+
+// Summary counts findings by severity.
+type Summary struct {
+	Errors   int `json:"errors"`
+	Warnings int `json:"warnings"`
+	Skipped  int `json:"skipped"`
+	Info     int `json:"info"`
+	OK       int `json:"ok"`
+	ExitCode int `json:"exit_code"`
+}
+
+// JSONReport is the document `ncclwiz check --json` prints.
+type JSONReport struct {
+	Schema      int              `json:"schema"`
+	Tool        string           `json:"tool"`
+	Version     string           `json:"version"`
+	GeneratedAt string           `json:"generated_at"`
+	Host        HostInfo         `json:"host"`
+	Summary     Summary          `json:"summary"`
+	Checks      []CheckInfo      `json:"checks"`
+	Findings    []checks.Finding `json:"findings"`
+}
+
+// Build assembles the JSON document (also used by the wizard's export).
+func Build(h *host.Host, rs []checks.Result, version string) JSONReport {
+	r := JSONReport{
+		Schema:      SchemaVersion,
+		Tool:        "ncclwiz",
+		Version:     version,
+		GeneratedAt: h.Now().UTC().Format(time.RFC3339),
+		Host: HostInfo{Name: textsafe.Sanitize(h.Name), Kind: h.Kind, ShmDir: textsafe.Sanitize(h.ShmLogical()),
+			UID: h.UID, EUID: h.EUID, Simulated: h.Simulated},
+		Checks:   []CheckInfo{},
+		Findings: []checks.Finding{},
+	}
+	for _, res := range rs {
+		r.Checks = append(r.Checks, CheckInfo{ID: res.ID, Title: res.Title, Category: res.Category,
+			Status: res.Worst(), DurationMS: float64(res.Duration.Microseconds()) / 1000})
+		for _, f := range res.Findings {
+			r.Findings = append(r.Findings, SanitizeFinding(f))
+			r.Summary.add(f.Severity)
+		}
+	}
+	r.Summary.ExitCode = checks.ExitCode(rs)
+	return r
+}
+
+func (s *Summary) add(sev checks.Severity) {
+	switch sev {
+	case checks.Error:
+		s.Errors++
+	case checks.Warn:
+		s.Warnings++
+	case checks.Skipped:
+		s.Skipped++
+	case checks.Info:
+		s.Info++
+	default:
+		s.OK++
+	}
+}
+
+// WriteJSON writes the JSON report, indented, with a trailing newline.
+func WriteJSON(w io.Writer, h *host.Host, rs []checks.Result, version string) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(Build(h, rs, version)); err != nil {
+		return fmt.Errorf("write json report: %w", err)
+	}
+	return nil
+}
+
+// SanitizeFinding returns a copy of f with every string made terminal-safe
+// and secrets redacted, including strings inside evidence.
+func SanitizeFinding(f checks.Finding) checks.Finding {
+	f.Title = textsafe.Clean(f.Title)
+	f.Detail = textsafe.SanitizeMultiline(textsafe.RedactText(f.Detail))
+	if f.Evidence != nil {
+		ev := make(map[string]any, len(f.Evidence))
+		for k, v := range f.Evidence {
+			ev[textsafe.Sanitize(k)] = sanitizeValue(v)
+		}
+		f.Evidence = ev
+	}
+	return f
+}
+
+func sanitizeValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return textsafe.Clean(x)
+	case []string:
+		out := make([]string, len(x))
+		for i, s := range x {
+			out[i] = textsafe.Clean(s)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, vv := range x {
+			out[textsafe.Sanitize(k)] = sanitizeValue(vv)
+		}
+		return out
+	case []map[string]any:
+		out := make([]map[string]any, len(x))
+		for i, m := range x {
+			out[i] = sanitizeValue(m).(map[string]any)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, vv := range x {
+			out[i] = sanitizeValue(vv)
+		}
+		return out
+	default:
+		// Structs and numbers: round-trip through JSON so nested strings
+		// are sanitised too.
+		b, err := json.Marshal(x)
+		if err != nil {
+			return fmt.Sprintf("%v", x)
+		}
+		var generic any
+		if json.Unmarshal(b, &generic) != nil {
+			return x
+		}
+		if _, isNum := generic.(float64); isNum {
+			return x
+		}
+		if _, isBool := generic.(bool); isBool {
+			return x
+		}
+		return sanitizeValue(generic)
+	}
+}
+
+// PlainOptions tune the plain report.
+type PlainOptions struct {
+	Verbose bool
+	Title   string // e.g. "ncclwiz check"
+}
+
+type marks struct{ ok, info, warn, err, skip, arrow string }
+
+func marksFor(o termio.Output) marks {
+	if o.Unicode {
+		return marks{"✓", "i", "!", "✗", "–", "→"}
+	}
+	return marks{"ok", "i", "!", "X", "-", "->"}
+}
+
+// WritePlain writes the doctor-style report.
+func WritePlain(out termio.Output, h *host.Host, rs []checks.Result, opts PlainOptions) error {
+	w := out.Writer()
+	m := marksFor(out)
+	st := newStyles()
+	var b strings.Builder
+
+	title := opts.Title
+	if title == "" {
+		title = "ncclwiz check"
+	}
+	hostLine := fmt.Sprintf("%s · %s %s", title, h.Kind, textsafe.Sanitize(h.Name))
+	if h.Simulated {
+		hostLine += " · SIMULATED"
+	}
+	b.WriteString(st.title.Render(hostLine) + "\n\n")
+
+	idw := 0
+	for _, r := range rs {
+		idw = max(idw, len(r.ID))
+	}
+	for _, r := range rs {
+		worst := r.Worst()
+		fs := append([]checks.Finding(nil), r.Findings...)
+		sort.SliceStable(fs, func(i, j int) bool { return fs[i].Severity.Rank() < fs[j].Severity.Rank() })
+		head := fs[0]
+		dur := formatDuration(r.Duration)
+		line := fmt.Sprintf("%s %-*s  %s", st.mark(worst, m), idw, r.ID, textsafe.Clean(head.Title))
+		b.WriteString(padRight(line, dur, out.Width) + "\n")
+		shown := fs
+		if !opts.Verbose {
+			// Without -v: the head finding's hints, plus any other problem.
+			shown = nil
+			for i, f := range fs {
+				if i == 0 || f.Severity.IsProblem() || f.Severity == checks.Skipped {
+					shown = append(shown, f)
+				}
+			}
+		}
+		for i, f := range shown {
+			ind := strings.Repeat(" ", idw+4)
+			if i > 0 {
+				b.WriteString(ind[:len(ind)-2] + st.mark(f.Severity, m) + " " + textsafe.Clean(f.Title) + "\n")
+			}
+			if opts.Verbose {
+				if f.Detail != "" {
+					for _, l := range wrap(textsafe.SanitizeMultiline(textsafe.RedactText(f.Detail)), out.Width-len(ind)) {
+						b.WriteString(ind + st.dim.Render(l) + "\n")
+					}
+				}
+				for _, l := range evidenceLines(f.Evidence) {
+					b.WriteString(ind + st.dim.Render(l) + "\n")
+				}
+			}
+			if hint := hints(f, m); hint != "" && (f.Severity.IsProblem() || opts.Verbose) {
+				b.WriteString(ind + st.hint.Render(hint) + "\n")
+			}
+		}
+	}
+	b.WriteString("\n" + summaryLine(rs, opts.Verbose) + "\n")
+	_, err := io.WriteString(w, b.String())
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+func hints(f checks.Finding, m marks) string {
+	var parts []string
+	for _, id := range f.Fixes {
+		parts = append(parts, "fix: ncclwiz fix --apply "+id)
+	}
+	if f.Guide != "" {
+		parts = append(parts, "guide: ncclwiz guides "+f.Guide)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return m.arrow + " " + strings.Join(parts, " · ")
+}
+
+func summaryLine(rs []checks.Result, verbose bool) string {
+	var s Summary
+	for _, r := range rs {
+		for _, f := range r.Findings {
+			s.add(f.Severity)
+		}
+	}
+	var parts []string
+	switch n := s.Errors + s.Warnings; n {
+	case 0:
+		parts = append(parts, fmt.Sprintf("No problems found in %d checks", len(rs)))
+	default:
+		parts = append(parts, fmt.Sprintf("%d %s found (%s, %s)", n, plural(n, "problem"),
+			count(s.Errors, "error"), count(s.Warnings, "warning")))
+	}
+	if s.Skipped > 0 {
+		parts = append(parts, count(s.Skipped, "check")+" skipped")
+	}
+	if !verbose {
+		parts = append(parts, "run with -v for details")
+	}
+	return strings.Join(parts, " · ") + "."
+}
+
+func count(n int, word string) string { return fmt.Sprintf("%d %s", n, plural(n, word)) }
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+func formatDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return ""
+	case d < time.Millisecond:
+		return "<1ms"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	default:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+}
+
+func padRight(line, right string, width int) string {
+	vis := lipgloss.Width(line)
+	if right == "" || vis+2+len(right) > width {
+		if right == "" {
+			return line
+		}
+		return line + "  " + right
+	}
+	return line + strings.Repeat(" ", width-vis-len(right)) + right
+}
+
+// evidenceLines renders evidence as "key: value" lines, keys sorted.
+func evidenceLines(ev map[string]any) []string {
+	if len(ev) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(ev))
+	for k := range ev {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []string
+	for _, k := range keys {
+		v := sanitizeValue(ev[k])
+		switch x := v.(type) {
+		case []any:
+			if len(x) == 0 {
+				out = append(out, k+": (none)")
+				continue
+			}
+			if _, isMap := x[0].(map[string]any); isMap {
+				out = append(out, k+":")
+				for _, item := range x {
+					out = append(out, "  - "+inline(item))
+				}
+				continue
+			}
+			out = append(out, k+": "+inline(x))
+		case []map[string]any:
+			out = append(out, k+":")
+			for _, item := range x {
+				out = append(out, "  - "+inline(item))
+			}
+		default:
+			out = append(out, k+": "+inline(x))
+		}
+	}
+	return out
+}
+
+func inline(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []string:
+		return strings.Join(x, ", ")
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = inline(e)
+		}
+		return strings.Join(parts, ", ")
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + "=" + inline(x[k])
+		}
+		return strings.Join(parts, " ")
+	case nil:
+		return "-"
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+func wrap(s string, width int) []string {
+	if width < 30 {
+		width = 30
+	}
+	var out []string
+	for _, para := range strings.Split(s, "\n") {
+		line := ""
+		for _, word := range strings.Fields(para) {
+			if line != "" && len(line)+1+len(word) > width {
+				out = append(out, line)
+				line = ""
+			}
+			if line != "" {
+				line += " "
+			}
+			line += word
+		}
+		out = append(out, line)
+	}
+	return out
+}

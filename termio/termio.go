@@ -1,0 +1,105 @@
+// Package termio decides how ncclwiz writes to a terminal: colour profile
+// (NO_COLOR with any value, --no-color, TERM=dumb, pipes), whether Unicode
+// marks are safe, the width, and whether stdin/stdout are terminals.
+package termio
+
+import (
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/term"
+)
+
+// Output is a writer plus what it can display.
+type Output struct {
+	w io.Writer
+	// Profile is the colour profile after NO_COLOR/--no-color/TERM=dumb.
+	Profile colorprofile.Profile
+	// TTY is true when the writer is a terminal.
+	TTY bool
+	// Unicode is true when box-drawing and check marks are safe.
+	Unicode bool
+	// Width is the terminal width, or 80 when unknown.
+	Width int
+}
+
+// Getenv looks a key up in a KEY=VALUE environment list.
+func Getenv(env []string, key string) string {
+	prefix := key + "="
+	for i := len(env) - 1; i >= 0; i-- {
+		if strings.HasPrefix(env[i], prefix) {
+			return env[i][len(prefix):]
+		}
+	}
+	return ""
+}
+
+// NoColor reports whether colour must be off: the --no-color flag, NO_COLOR
+// set to any non-empty value (no-color.org; colorprofile alone only honours
+// values that parse as booleans), or TERM=dumb.
+func NoColor(env []string, flag bool) bool {
+	return flag || Getenv(env, "NO_COLOR") != "" || Getenv(env, "TERM") == "dumb"
+}
+
+// UnicodeOK reports whether the locale and terminal can show UTF-8 symbols.
+func UnicodeOK(env []string) bool {
+	t := Getenv(env, "TERM")
+	if t == "dumb" || t == "linux" {
+		return false
+	}
+	for _, k := range []string{"LC_ALL", "LC_CTYPE", "LANG"} {
+		if v := Getenv(env, k); v != "" {
+			v = strings.ToLower(v)
+			return strings.Contains(v, "utf-8") || strings.Contains(v, "utf8")
+		}
+	}
+	// No locale at all is common over SSH and in containers; modern
+	// terminals are UTF-8, so default to yes unless TERM says otherwise.
+	return true
+}
+
+// IsTerminal reports whether f is a terminal.
+func IsTerminal(f *os.File) bool {
+	return f != nil && term.IsTerminal(f.Fd())
+}
+
+// New describes w. When w is an *os.File its TTY-ness and width are probed.
+func New(w io.Writer, env []string, noColorFlag bool) Output {
+	o := Output{w: w, Width: 80, Unicode: UnicodeOK(env)}
+	if f, ok := w.(*os.File); ok && IsTerminal(f) {
+		o.TTY = true
+		if wd, _, err := term.GetSize(f.Fd()); err == nil && wd > 0 {
+			o.Width = wd
+		}
+	} else if c, err := strconv.Atoi(Getenv(env, "COLUMNS")); err == nil && c > 20 {
+		o.Width = c
+	}
+	o.Profile = colorprofile.Detect(w, env)
+	if !o.TTY {
+		o.Profile = colorprofile.NoTTY
+	}
+	if NoColor(env, noColorFlag) {
+		if o.Profile > colorprofile.Ascii {
+			o.Profile = colorprofile.Ascii
+		}
+		if Getenv(env, "TERM") == "dumb" {
+			o.Profile = colorprofile.NoTTY
+		}
+	}
+	return o
+}
+
+// Writer returns a writer that downsamples or strips ANSI styling to fit the
+// profile, so callers can always render with lipgloss styles.
+func (o Output) Writer() io.Writer {
+	return &colorprofile.Writer{Forward: o.w, Profile: o.Profile}
+}
+
+// Raw returns the underlying writer.
+func (o Output) Raw() io.Writer { return o.w }
+
+// Color reports whether colours will be shown.
+func (o Output) Color() bool { return o.Profile > colorprofile.Ascii }
