@@ -3,13 +3,18 @@ package all
 
 import (
 	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/checks/envcheck"
+	"github.com/ncclwiz/ncclwiz/checks/sysinfo"
 )
 
 // Registry returns all checks. Each domain package contributes its checks
 // through a Checks() function; add new domains here.
 func Registry() (*checks.Registry, error) {
 	var cs []checks.Check
-	for _, domain := range [][]checks.Check{} {
+	for _, domain := range [][]checks.Check{
+		sysinfo.Checks(),
+		envcheck.Checks(),
+	} {
 		cs = append(cs, domain...)
 	}
 	return checks.NewRegistry(cs...)

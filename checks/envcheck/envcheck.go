@@ -1,0 +1,304 @@
+// Package envcheck holds env.nccl: the NCCL and PyTorch-distributed settings
+// a job started from this shell would get, from the environment and from
+// NCCL's config files, judged against the known-variables table.
+package envcheck
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/envvars"
+	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/textsafe"
+)
+
+// Checks returns env.nccl.
+func Checks() []checks.Check {
+	return []checks.Check{{ID: "env.nccl", Title: "NCCL and PyTorch environment", Category: "env", Tier: checks.Quick, Run: run}}
+}
+
+// Setting is one variable with where it came from.
+type Setting struct {
+	Name, Value string
+	// Source is "environment" or the config file path.
+	Source string
+	// Shadowed is true for a config-file value the environment overrides
+	// (NCCL reads config files with setenv(..., 0)).
+	Shadowed bool
+}
+
+// Collect gathers NCCL_*, TORCH_NCCL_*, TORCH_DISTRIBUTED_* and related
+// variables from the environment, $NCCL_CONF_FILE or ~/.nccl.conf, and
+// /etc/nccl.conf, in NCCL's precedence order.
+func Collect(h *host.Host) ([]Setting, []string) {
+	var out []Setting
+	var problems []string
+	seen := map[string]bool{}
+	for _, kv := range h.Env {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || !relevant(name) {
+			continue
+		}
+		out = append(out, Setting{Name: name, Value: val, Source: "environment"})
+		seen[name] = true
+	}
+	// NCCL (src/misc/param.cc): NCCL_CONF_FILE if set, else ~/.nccl.conf;
+	// then /etc/nccl.conf. Earlier sources win because values are applied
+	// with setenv(..., 0).
+	var files []string
+	if f := h.Getenv("NCCL_CONF_FILE"); f != "" {
+		files = append(files, f)
+	} else if h.Home != "" {
+		files = append(files, strings.TrimRight(h.Home, "/")+"/.nccl.conf")
+	}
+	files = append(files, "/etc/nccl.conf")
+	for _, f := range files {
+		b, err := h.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			name, val, ok := strings.Cut(line, "=")
+			name = strings.TrimSpace(name)
+			if !ok || name == "" || strings.ContainsAny(name, " \t") {
+				problems = append(problems, fmt.Sprintf("%s:%d: not NAME=value: %s", f, i+1, line))
+				continue
+			}
+			out = append(out, Setting{Name: name, Value: strings.TrimSpace(val), Source: f, Shadowed: seen[name]})
+			seen[name] = true
+		}
+	}
+	return out, problems
+}
+
+func relevant(name string) bool {
+	if envvars.Governed(name) {
+		return true
+	}
+	switch name {
+	case "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "GLOO_SOCKET_IFNAME", "MASTER_ADDR", "MASTER_PORT":
+		return true
+	}
+	return false
+}
+
+// effective returns the value NCCL/PyTorch would see for name.
+func effective(ss []Setting, name string) (string, bool) {
+	for _, s := range ss {
+		if s.Name == name && !s.Shadowed {
+			return s.Value, true
+		}
+	}
+	return "", false
+}
+
+func run(_ context.Context, h *host.Host) ([]checks.Finding, error) {
+	ss, parseProblems := Collect(h)
+	var fs []checks.Finding
+	list := make([]map[string]any, 0, len(ss))
+	for _, s := range ss {
+		e := map[string]any{"name": s.Name, "value": textsafe.RedactEnv(s.Name, s.Value), "source": s.Source}
+		if s.Shadowed {
+			e["shadowed_by_environment"] = true
+		}
+		list = append(list, e)
+	}
+	for _, p := range parseProblems {
+		fs = append(fs, checks.Finding{Severity: checks.Warn, Title: "Unparsable line in an NCCL config file",
+			Detail: p + "\nNCCL ignores lines it cannot parse; the setting you meant is not applied.", Guide: "env-reference"})
+	}
+
+	for _, s := range ss {
+		if s.Shadowed {
+			continue
+		}
+		fs = append(fs, judgeName(s)...)
+		fs = append(fs, judgeValue(s)...)
+	}
+	fs = append(fs, contradictions(ss)...)
+
+	// Config-file values that differ from the environment surprise people.
+	for _, s := range ss {
+		if s.Shadowed {
+			if ev, _ := effective(ss, s.Name); ev != s.Value {
+				fs = append(fs, checks.Finding{Severity: checks.Info,
+					Title:  fmt.Sprintf("%s in %s is overridden by the environment", s.Name, s.Source),
+					Detail: fmt.Sprintf("NCCL applies config files without overwriting variables that are already set, so %s=%s from the environment wins.", s.Name, textsafe.RedactEnv(s.Name, ev)),
+					Guide:  "env-reference"})
+			}
+		}
+	}
+
+	if _, ok := effective(ss, "NCCL_DEBUG"); !ok {
+		fs = append(fs, checks.Finding{Severity: checks.Info, Title: "NCCL_DEBUG is not set",
+			Detail: "Without NCCL_DEBUG=INFO a failing job only prints the generic PyTorch wrapper. Set it for the next run so ncclwiz explain can name the transport and the exact error.",
+			Guide:  "reading-nccl-debug", Fixes: []string{"env.export"},
+			Evidence: map[string]any{
+				"recommended_env":        map[string]string{"NCCL_DEBUG": "INFO"},
+				"recommended_env_reason": map[string]string{"NCCL_DEBUG": "log NCCL's version, transports and the exact error of the next run"},
+			}})
+	}
+
+	summary := checks.Finding{Severity: checks.OK, Title: fmt.Sprintf("%d NCCL/PyTorch setting(s) found, none suspicious", len(ss)),
+		Evidence: map[string]any{"settings": list}}
+	if len(ss) == 0 {
+		summary.Title = "No NCCL_*, TORCH_NCCL_* or TORCH_DISTRIBUTED_* settings (NCCL defaults apply)"
+	}
+	for _, f := range fs {
+		if f.Severity.IsProblem() {
+			summary.Title = fmt.Sprintf("%d NCCL/PyTorch setting(s) found", len(ss))
+			summary.Severity = checks.Info
+			break
+		}
+	}
+	return append([]checks.Finding{summary}, fs...), nil
+}
+
+func judgeName(s Setting) []checks.Finding {
+	v, known := envvars.Lookup(s.Name)
+	where := ""
+	if s.Source != "environment" {
+		where = " (in " + s.Source + ")"
+	}
+	switch {
+	case !known && envvars.Governed(s.Name):
+		f := checks.Finding{Severity: checks.Warn, Title: fmt.Sprintf("%s%s is not a known NCCL or PyTorch variable", s.Name, where),
+			Detail: "Neither NCCL nor PyTorch reads this name, so it has no effect.", Guide: "env-reference",
+			Evidence: map[string]any{"name": s.Name}}
+		if c := envvars.Closest(s.Name); c != "" {
+			f.Title += "; did you mean " + c + "?"
+			f.Evidence["did_you_mean"] = c
+		}
+		return []checks.Finding{f}
+	case !known:
+		return nil
+	case v.Status == envvars.Nonexistent:
+		return []checks.Finding{{Severity: checks.Warn, Title: fmt.Sprintf("%s%s does not exist: setting it does nothing", s.Name, where),
+			Detail: v.Meaning + ". Instead: " + v.Advice + ". (" + v.Source + ")", Guide: "env-reference",
+			Evidence: map[string]any{"name": s.Name}}}
+	case v.Status == envvars.Removed:
+		return []checks.Finding{{Severity: checks.Warn, Title: fmt.Sprintf("%s%s was removed from NCCL", s.Name, where),
+			Detail: v.Advice + ". (" + v.Source + ")", Guide: "env-reference", Evidence: map[string]any{"name": s.Name}}}
+	case v.Status == envvars.Deprecated:
+		f := checks.Finding{Severity: checks.Info, Title: fmt.Sprintf("%s%s is deprecated", s.Name, where), Guide: "env-deprecated",
+			Evidence: map[string]any{"name": s.Name}}
+		if v.ReplacedBy != "" {
+			f.Title += "; use " + v.ReplacedBy
+			f.Evidence["replaced_by"] = v.ReplacedBy
+			f.Detail = fmt.Sprintf("Rename it to %s. (%s)", v.ReplacedBy, v.Source)
+		} else {
+			f.Detail = strings.TrimSpace(v.Advice + " (" + v.Source + ")")
+		}
+		// An NCCL rename means the old name is no longer read at all.
+		if v.Owner == "nccl" && v.ReplacedBy != "" {
+			f.Severity = checks.Warn
+		}
+		return []checks.Finding{f}
+	}
+	return nil
+}
+
+var enumValues = map[string][]string{
+	"NCCL_DEBUG":              {"VERSION", "WARN", "INFO", "TRACE", "ABORT"},
+	"NCCL_P2P_LEVEL":          {"LOC", "NVL", "PIX", "PXB", "PHB", "SYS", "0", "1", "2", "3", "4", "5"},
+	"NCCL_NET_GDR_LEVEL":      {"LOC", "PIX", "PXB", "PHB", "SYS", "0", "1", "2", "3", "4", "5"},
+	"NCCL_SOCKET_FAMILY":      {"AF_INET", "AF_INET6"},
+	"TORCH_DISTRIBUTED_DEBUG": {"OFF", "INFO", "DETAIL"},
+}
+
+var boolish = []string{"NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE", "NCCL_CUMEM_ENABLE", "NCCL_CUMEM_HOST_ENABLE",
+	"NCCL_P2P_DIRECT_DISABLE", "TORCH_NCCL_BLOCKING_WAIT", "TORCH_NCCL_DUMP_ON_TIMEOUT", "TORCH_NCCL_DESYNC_DEBUG",
+	"TORCH_NCCL_ENABLE_MONITORING", "TORCH_NCCL_ENABLE_TIMING", "TORCH_NCCL_NAN_CHECK"}
+
+var integers = []string{"NCCL_BUFFSIZE", "NCCL_IB_TIMEOUT", "NCCL_IB_RETRY_CNT", "NCCL_SOCKET_RETRY_CNT", "NCCL_SOCKET_RETRY_SLEEP_MSEC",
+	"TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_NVLS_ENABLE", "NCCL_IB_GID_INDEX"}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func judgeValue(s Setting) []checks.Finding {
+	val := strings.TrimSpace(s.Value)
+	bad := func(why string) []checks.Finding {
+		return []checks.Finding{{Severity: checks.Warn, Title: fmt.Sprintf("%s=%s is not a valid value", s.Name, textsafe.RedactEnv(s.Name, s.Value)),
+			Detail: why, Guide: "env-reference", Evidence: map[string]any{"name": s.Name, "value": textsafe.RedactEnv(s.Name, s.Value)}}}
+	}
+	if vals, ok := enumValues[s.Name]; ok && val != "" && !contains(vals, strings.ToUpper(val)) {
+		return bad("Accepted values: " + strings.Join(vals, ", ") + ".")
+	}
+	if contains(boolish, s.Name) && val != "" && val != "0" && val != "1" {
+		return bad("Use 0 or 1; NCCL and PyTorch parse these as integers.")
+	}
+	if contains(integers, s.Name) && val != "" {
+		if _, err := strconv.ParseInt(val, 0, 64); err != nil {
+			return bad("An integer is expected.")
+		}
+	}
+	switch s.Name {
+	case "NCCL_P2P_LEVEL":
+		if strings.EqualFold(val, "LOC") || val == "0" {
+			return []checks.Finding{{Severity: checks.Warn, Title: "NCCL_P2P_LEVEL=LOC turns GPU peer-to-peer off everywhere",
+				Detail: "LOC forbids P2P even over NVLink, so NCCL falls back to shared memory through the CPU; one A100 NVSwitch box went back to ~220 GB/s bus bandwidth after unsetting it (NVIDIA/nccl-tests#228). Unset it unless you are debugging a P2P hang.",
+				Guide:  "p2p-acs-iommu"}}
+		}
+	case "NCCL_IB_GID_INDEX":
+		return []checks.Finding{{Severity: checks.Info, Title: "NCCL_IB_GID_INDEX is set",
+			Detail: "NCCL 2.21 and later pick the RoCE GID automatically; a fixed index copied from another machine can break RoCE (NCCL networking troubleshooting).",
+			Guide:  "ib-roce"}}
+	case "NCCL_DEBUG":
+		if strings.EqualFold(val, "TRACE") {
+			return []checks.Finding{{Severity: checks.Info, Title: "NCCL_DEBUG=TRACE slows every collective",
+				Detail: "TRACE logs each operation; use INFO for diagnosis and unset it for production runs.", Guide: "reading-nccl-debug"}}
+		}
+	}
+	return nil
+}
+
+func contradictions(ss []Setting) []checks.Finding {
+	get := func(n string) string { v, _ := effective(ss, n); return strings.TrimSpace(v) }
+	var fs []checks.Finding
+	if get("NCCL_P2P_DISABLE") == "1" && get("NCCL_SHM_DISABLE") == "1" {
+		fs = append(fs, checks.Finding{Severity: checks.Warn, Title: "NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 together force GPUs on one node onto the network",
+			Detail: "With both intra-node transports off, ranks on the same machine talk through sockets or IB loopback — often 10-100x slower. Keep at most one of them, and only as a diagnosed workaround.",
+			Guide:  "nccl-intro"})
+	}
+	if get("NCCL_P2P_DISABLE") == "1" && get("NCCL_P2P_LEVEL") != "" {
+		fs = append(fs, checks.Finding{Severity: checks.Info, Title: "NCCL_P2P_LEVEL is ignored because NCCL_P2P_DISABLE=1",
+			Detail: "P2P is off entirely; the level setting has no effect.", Guide: "env-reference"})
+	}
+	if get("NCCL_IB_DISABLE") == "1" && get("NCCL_IB_HCA") != "" {
+		fs = append(fs, checks.Finding{Severity: checks.Info, Title: "NCCL_IB_HCA is ignored because NCCL_IB_DISABLE=1",
+			Detail: "InfiniBand/RoCE is off, so the HCA selection has no effect.", Guide: "ib-roce"})
+	}
+	for _, pair := range [][2]string{
+		{"NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING"},
+		{"NCCL_BLOCKING_WAIT", "TORCH_NCCL_BLOCKING_WAIT"},
+		{"NCCL_DESYNC_DEBUG", "TORCH_NCCL_DESYNC_DEBUG"},
+	} {
+		o, n := get(pair[0]), get(pair[1])
+		if o != "" && n != "" && o != n {
+			fs = append(fs, checks.Finding{Severity: checks.Warn, Title: fmt.Sprintf("%s=%s and %s=%s disagree", pair[0], o, pair[1], n),
+				Detail: "PyTorch reads the TORCH_ name first and only falls back to the old one; remove the old name to avoid confusion.", Guide: "env-deprecated"})
+		}
+	}
+	if get("TORCH_NCCL_BLOCKING_WAIT") == "1" && get("TORCH_NCCL_ASYNC_ERROR_HANDLING") != "" {
+		fs = append(fs, checks.Finding{Severity: checks.Info, Title: "TORCH_NCCL_BLOCKING_WAIT=1 together with TORCH_NCCL_ASYNC_ERROR_HANDLING",
+			Detail: "With blocking wait, timeouts are raised from wait() in the training thread; recent PyTorch releases do not start the watchdog thread then, so the async error handling mode has little effect.",
+			Guide:  "pytorch-timeouts"})
+	}
+	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Severity.Rank() < fs[j].Severity.Rank() })
+	return fs
+}
