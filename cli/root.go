@@ -42,6 +42,7 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 	root.AddCommand(
 		newCheckCmd(a),
 		newVersionCmd(a),
+		newReportCmd(a),
 	)
 	return root
 }

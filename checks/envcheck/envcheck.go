@@ -182,7 +182,7 @@ func judgeName(s Setting) []checks.Finding {
 		return nil
 	case v.Status == envvars.Nonexistent:
 		return []checks.Finding{{Severity: checks.Warn, Title: fmt.Sprintf("%s%s does not exist: setting it does nothing", s.Name, where),
-			Detail: v.Meaning + ". Instead: " + v.Advice + ". (" + v.Source + ")", Guide: "env-reference",
+			Detail: "Neither NCCL nor PyTorch reads it (" + v.Meaning + "). Instead: " + v.Advice + ". Source: " + v.Source + ".", Guide: "env-reference",
 			Evidence: map[string]any{"name": s.Name}}}
 	case v.Status == envvars.Removed:
 		return []checks.Finding{{Severity: checks.Warn, Title: fmt.Sprintf("%s%s was removed from NCCL", s.Name, where),
