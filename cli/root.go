@@ -47,12 +47,6 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 	return root
 }
 
-// runWizard starts the interactive wizard; until the TUI lands it prints the
-// plain report, which is what a terminal user would otherwise get.
-var runWizard = func(cmd *cobra.Command, a *App) error {
-	return runCheck(cmd, a, checkFlags{})
-}
-
 // Execute runs the command line and returns the error for ExitCode.
 func Execute(a *App, args []string) error {
 	root := NewRoot(a)

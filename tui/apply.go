@@ -1,0 +1,154 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/steps/flow"
+	"github.com/ncclwiz/ncclwiz/textsafe"
+)
+
+type fixAppliedMsg struct{ res FixResult }
+type fixProgressMsg struct {
+	line string
+	ch   <-chan any
+}
+
+type applyModel struct {
+	c       *common
+	started bool
+	done    bool
+	current string
+	queue   []string
+	log     []string
+	results []FixResult
+}
+
+// startRun applies the chosen fixes one after another in the background;
+// progress lines and results come back through a channel.
+func (m *applyModel) startRun(ids []string) tea.Cmd {
+	m.started, m.queue = true, ids
+	if m.c.deps.ApplyFix == nil || len(ids) == 0 {
+		m.done = true
+		return nil
+	}
+	ch := make(chan any, 16)
+	c := m.c
+	go func() {
+		defer close(ch)
+		for _, id := range ids {
+			ch <- fixProgressMsg{line: "applying " + id}
+			res := c.deps.ApplyFix(c.ctx, id, func(s string) { ch <- fixProgressMsg{line: s} })
+			res.ID = id
+			ch <- fixAppliedMsg{res: res}
+		}
+	}()
+	return waitApply(ch)
+}
+
+type applyDoneMsg struct{}
+
+func waitApply(ch <-chan any) tea.Cmd {
+	return func() tea.Msg {
+		v, ok := <-ch
+		if !ok {
+			return applyDoneMsg{}
+		}
+		switch x := v.(type) {
+		case fixProgressMsg:
+			x.ch = ch
+			return x
+		case fixAppliedMsg:
+			return fixAppliedWithCh{fixAppliedMsg: x, ch: ch}
+		}
+		return nil
+	}
+}
+
+type fixAppliedWithCh struct {
+	fixAppliedMsg
+	ch <-chan any
+}
+
+func (m applyModel) update(msg tea.Msg) (applyModel, tea.Cmd) {
+	switch msg := msg.(type) {
+	case fixProgressMsg:
+		m.log = append(m.log, msg.line)
+		return m, waitApply(msg.ch)
+	case fixAppliedWithCh:
+		m.results = append(m.results, msg.res)
+		return m, waitApply(msg.ch)
+	case applyDoneMsg:
+		m.done = true
+		return m, nil
+	case tea.KeyPressMsg:
+		if m.done && (msg.String() == "enter" || msg.String() == "right") {
+			return m, goTo(flow.Validate)
+		}
+	}
+	return m, nil
+}
+
+// verdict says whether the re-run checks now pass.
+func verdict(r FixResult) (bool, string) {
+	if r.Err != nil {
+		return false, "failed: " + r.Err.Error()
+	}
+	if len(r.Recheck) == 0 {
+		return true, "done"
+	}
+	var bad []string
+	for _, rc := range r.Recheck {
+		if rc.Worst().IsProblem() {
+			bad = append(bad, rc.ID)
+		}
+	}
+	if len(bad) > 0 {
+		return false, "re-check still reports problems in " + strings.Join(bad, ", ")
+	}
+	ids := make([]string, 0, len(r.Recheck))
+	for _, rc := range r.Recheck {
+		ids = append(ids, rc.ID)
+	}
+	return true, "re-check passed (" + strings.Join(ids, ", ") + ")"
+}
+
+func (m applyModel) view() string {
+	st := m.c.st
+	var b strings.Builder
+	if !m.done {
+		b.WriteString(st.title.Render(fmt.Sprintf("Applying %d fix(es)…", len(m.queue))) + "\n\n")
+	} else {
+		b.WriteString(st.title.Render("Applied") + "\n\n")
+	}
+	for _, r := range m.results {
+		ok, v := verdict(r)
+		mark := st.mark(checks.OK)
+		if !ok {
+			mark = st.mark(checks.Error)
+		}
+		b.WriteString(mark + " " + st.title.Render(r.ID) + "  " + textsafe.Clean(r.Summary) + "\n")
+		for i, ch := range r.Changed {
+			if i == 6 {
+				b.WriteString(st.dim.Render(fmt.Sprintf("    … and %d more", len(r.Changed)-6)) + "\n")
+				break
+			}
+			b.WriteString(st.dim.Render(truncate("    "+textsafe.Clean(ch), m.c.width)) + "\n")
+		}
+		b.WriteString("    " + wrapText(v, m.c.width-4) + "\n")
+	}
+	if !m.done && len(m.log) > 0 {
+		b.WriteString("\n" + st.dim.Render(truncate(textsafe.Clean(m.log[len(m.log)-1]), m.c.width)) + "\n")
+	}
+	return b.String()
+}
+
+func (m applyModel) keys() [][2]string {
+	if m.done {
+		return [][2]string{{"enter", "validate"}}
+	}
+	return nil
+}

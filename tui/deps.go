@@ -1,0 +1,92 @@
+// Package tui renders the ncclwiz wizard with bubbletea v2: one root model
+// that routes by stage (steps/flow) to small child models whose View returns
+// a string. Every side effect (running checks, rendering a guide, applying a
+// fix, launching the collective test) happens in a tea.Cmd that calls the
+// functions in Deps, so the models stay testable with fakes.
+package tui
+
+import (
+	"context"
+
+	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/host"
+)
+
+// GuideDoc is a guide as the wizard shows it.
+type GuideDoc struct {
+	ID, Title, Summary string
+	// Markdown is the body without front matter.
+	Markdown string
+}
+
+// FixView describes a fix for the checklist and its preview.
+type FixView struct {
+	ID, Title, Summary string
+	Risk               string
+	NeedsRoot          bool
+	// Impossible is non-empty when the fix cannot run here; Alternative
+	// says what to do instead.
+	Impossible, Alternative string
+	// Preview holds the exact shell lines the fix stands for.
+	Preview []string
+	// Answers lists the check IDs whose findings it addresses.
+	Answers []string
+}
+
+// FixResult is what applying one fix did.
+type FixResult struct {
+	ID      string
+	Summary string
+	Changed []string
+	// Recheck holds the re-run checks that prove (or disprove) the fix.
+	Recheck []checks.Result
+	Err     error
+}
+
+// LogDiagnosis is one diagnosis of an explained log.
+type LogDiagnosis struct {
+	ID, Title, Confidence string
+	RootCause             bool
+	Guide                 string
+	Evidence              []string
+	Fixes                 []string
+}
+
+// LogResult is the explainer's answer for a log.
+type LogResult struct {
+	Summary   string
+	Version   string
+	Diagnoses []LogDiagnosis
+	Digest    []string
+}
+
+// ValidationResult is the collective test's verdict.
+type ValidationResult struct {
+	Pass    bool
+	Verdict string
+	Lines   []string
+}
+
+// Deps are the wizard's connections to the rest of ncclwiz. Nil functions
+// make the corresponding feature say it is unavailable rather than fail.
+type Deps struct {
+	Host   *host.Host
+	Checks []checks.Check
+
+	Guide     func(id string) (GuideDoc, bool)
+	Learn     func() []GuideDoc
+	AllGuides func() []GuideDoc
+	// Render turns markdown into styled text wrapped at width.
+	Render func(md string, width int) (string, error)
+
+	PlanFixes    func(ctx context.Context, findings []checks.Finding) []FixView
+	ApplyFix     func(ctx context.Context, id string, progress func(string)) FixResult
+	ExportScript func(path string, fixIDs []string, findings []checks.Finding) error
+	EnvSnippet   func(findings []checks.Finding) string
+
+	ExplainLog func(ctx context.Context, path string) (LogResult, error)
+
+	// CanValidate says whether a collective test can run, and if not why.
+	CanValidate func(ctx context.Context) (bool, string)
+	Validate    func(ctx context.Context, event func(string)) (ValidationResult, error)
+}

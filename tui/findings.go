@@ -1,0 +1,175 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/report"
+	"github.com/ncclwiz/ncclwiz/steps/flow"
+	"github.com/ncclwiz/ncclwiz/textsafe"
+)
+
+type findingsModel struct {
+	c       *common
+	all     []checks.Finding
+	shown   []checks.Finding
+	cursor  int
+	showAll bool
+	// openGuide is set when the user asked for a finding's guide.
+	openGuide string
+}
+
+func (m *findingsModel) load(rs []checks.Result) {
+	m.all = nil
+	for _, f := range checks.Flatten(rs) {
+		m.all = append(m.all, report.SanitizeFinding(f))
+	}
+	sort.SliceStable(m.all, func(i, j int) bool { return m.all[i].Severity.Rank() < m.all[j].Severity.Rank() })
+	m.filter()
+}
+
+func (m *findingsModel) filter() {
+	m.shown = nil
+	for _, f := range m.all {
+		if m.showAll || f.Severity.IsProblem() || f.Severity == checks.Skipped {
+			m.shown = append(m.shown, f)
+		}
+	}
+	if m.cursor >= len(m.shown) {
+		m.cursor = max(len(m.shown)-1, 0)
+	}
+}
+
+func (m findingsModel) update(msg tea.Msg) (findingsModel, tea.Cmd) {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return m, nil
+	}
+	switch k.String() {
+	case "up", "k":
+		if m.cursor > 0 {
+			m.cursor--
+		}
+	case "down", "j":
+		if m.cursor < len(m.shown)-1 {
+			m.cursor++
+		}
+	case "a":
+		m.showAll = !m.showAll
+		m.filter()
+	case "g":
+		if m.cursor < len(m.shown) && m.shown[m.cursor].Guide != "" {
+			id := m.shown[m.cursor].Guide
+			return m, func() tea.Msg { return openGuideMsg{id: id} }
+		}
+	case "enter", "right", "l":
+		return m, goTo(flow.Explain)
+	}
+	return m, nil
+}
+
+func (m findingsModel) view() string {
+	st := m.c.st
+	var b strings.Builder
+	e, w := checks.Problems(m.all)
+	skipped := 0
+	for _, f := range m.all {
+		if f.Severity == checks.Skipped {
+			skipped++
+		}
+	}
+	switch {
+	case e+w == 0:
+		b.WriteString(st.ok.Render(st.m.ok+" No problems found.") + " ")
+	default:
+		b.WriteString(st.title.Render(fmt.Sprintf("%d problem(s): %d error(s), %d warning(s).", e+w, e, w)) + " ")
+	}
+	if skipped > 0 {
+		b.WriteString(st.dim.Render(fmt.Sprintf("%d check(s) could not run here.", skipped)))
+	}
+	b.WriteString("\n\n")
+	if len(m.shown) == 0 {
+		b.WriteString(st.dim.Render("Nothing to show; press a to list every check result.") + "\n")
+		return b.String()
+	}
+	listH := min(len(m.shown), max(m.c.bodyHeight()/2-2, 3))
+	top := 0
+	if m.cursor >= listH {
+		top = m.cursor - listH + 1
+	}
+	for i := top; i < min(top+listH, len(m.shown)); i++ {
+		f := m.shown[i]
+		cur := "  "
+		if i == m.cursor {
+			cur = st.sel.Render(st.m.cursor) + " "
+		}
+		line := fmt.Sprintf("%s%s %-14s %s", cur, st.mark(f.Severity), f.Check, f.Title)
+		if i == m.cursor {
+			line = cur + st.mark(f.Severity) + " " + st.sel.Render(fmt.Sprintf("%-14s %s", f.Check, f.Title))
+		}
+		b.WriteString(truncate(line, m.c.width) + "\n")
+	}
+	if len(m.shown) > listH {
+		b.WriteString(st.dim.Render(fmt.Sprintf("  (%d of %d)", m.cursor+1, len(m.shown))) + "\n")
+	}
+	f := m.shown[m.cursor]
+	b.WriteString("\n")
+	if f.Detail != "" {
+		b.WriteString(wrapText(f.Detail, m.c.width-2) + "\n")
+	}
+	for _, l := range evidenceSummary(f.Evidence, 6) {
+		b.WriteString(st.dim.Render(truncate("  "+l, m.c.width)) + "\n")
+	}
+	var hints []string
+	if f.Guide != "" {
+		hints = append(hints, "g: guide "+f.Guide)
+	}
+	if len(f.Fixes) > 0 {
+		hints = append(hints, "fixes: "+strings.Join(f.Fixes, ", "))
+	}
+	if len(hints) > 0 {
+		b.WriteString(st.hint.Render(strings.Join(hints, " · ")) + "\n")
+	}
+	return b.String()
+}
+
+// evidenceSummary renders up to n lines of evidence.
+func evidenceSummary(ev map[string]any, n int) []string {
+	if len(ev) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(ev))
+	for k := range ev {
+		if k == "recommended_env_reason" {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []string
+	for _, k := range keys {
+		b, err := json.Marshal(ev[k])
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if len(s) > 200 {
+			s = s[:200] + "…"
+		}
+		out = append(out, k+": "+textsafe.Sanitize(s))
+		if len(out) == n {
+			out = append(out, fmt.Sprintf("… %d more (ncclwiz check -v shows all)", len(keys)-n))
+			break
+		}
+	}
+	return out
+}
+
+func (m findingsModel) keys() [][2]string {
+	return [][2]string{{"↑/↓", "select"}, {"g", "guide"}, {"a", "all/problems"}, {"enter", "continue"}}
+}

@@ -1,0 +1,484 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/steps/flow"
+	"github.com/ncclwiz/ncclwiz/textsafe"
+)
+
+// common is shared by every child model.
+type common struct {
+	deps   Deps
+	opt    Options
+	st     styles
+	ctx    context.Context
+	width  int
+	height int
+}
+
+// bodyHeight is the space between the header and the help bar.
+func (c *common) bodyHeight() int { return max(c.height-4, 5) }
+
+// gotoMsg asks the root to switch stage.
+type gotoMsg struct{ stage flow.Stage }
+
+func goTo(s flow.Stage) tea.Cmd { return func() tea.Msg { return gotoMsg{s} } }
+
+// statusMsg sets the transient status line.
+type statusMsg string
+
+// Model is the wizard's root model.
+type Model struct {
+	c      *common
+	cancel context.CancelFunc
+	stage  flow.Stage
+	state  flow.State
+	status string
+
+	start    startModel
+	detect   detectModel
+	findings findingsModel
+	explain  guidesModel
+	fix      fixModel
+	apply    applyModel
+	validate validateModel
+	summary  summaryModel
+	logx     logModel
+	learn    guidesModel
+	browse   guidesModel
+}
+
+// New builds the wizard. ctx bounds every command the wizard starts.
+func New(ctx context.Context, deps Deps, opt Options) Model {
+	ctx, cancel := context.WithCancel(ctx)
+	c := &common{deps: deps, opt: opt, st: newStyles(opt.ASCII), ctx: ctx, width: 80, height: 24}
+	m := Model{c: c, cancel: cancel, stage: flow.Start}
+	m.start = newStartModel(c)
+	m.detect = newDetectModel(c)
+	m.findings = findingsModel{c: c}
+	m.explain = newGuidesModel(c, "explain")
+	m.fix = fixModel{c: c, chosen: map[string]bool{}}
+	m.apply = applyModel{c: c}
+	m.validate = validateModel{c: c}
+	m.summary = newSummaryModel(c)
+	m.logx = newLogModel(c)
+	m.learn = newGuidesModel(c, "learn")
+	m.browse = newGuidesModel(c, "browse")
+	return m
+}
+
+// Stage returns the current stage (for tests).
+func (m Model) Stage() flow.Stage { return m.stage }
+
+// Init implements tea.Model.
+func (m Model) Init() tea.Cmd {
+	return tea.Batch(tea.RequestWindowSize, m.detect.spin.Tick)
+}
+
+// Update implements tea.Model.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.c.width, m.c.height = msg.Width, msg.Height
+		return m.resize()
+	case tea.KeyPressMsg:
+		if cmd, handled := m.globalKey(msg); handled {
+			return m, cmd
+		}
+	case gotoMsg:
+		return m.enter(msg.stage)
+	case statusMsg:
+		m.status = string(msg)
+		return m, nil
+	case resultMsg, detectDoneMsg:
+		var cmd tea.Cmd
+		m.detect, cmd = m.detect.update(msg)
+		if _, done := msg.(detectDoneMsg); done {
+			return m.detected(cmd)
+		}
+		return m, cmd
+	case openGuideMsg:
+		ids := guideIDsFor(m.state.Problems(), m.c.deps)
+		idx := -1
+		for i, id := range ids {
+			if id == msg.id {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			ids = append([]string{msg.id}, ids...)
+			idx = 0
+		}
+		m.stage = flow.Explain
+		m.explain.loadIDs(ids)
+		return m, m.explain.open(idx)
+	case recheckDoneMsg:
+		m.detect.results = map[string]checks.Result{}
+		for _, r := range msg.results {
+			m.detect.results[r.ID] = r
+		}
+		return m.detected(nil)
+	}
+
+	var cmd tea.Cmd
+	switch m.stage {
+	case flow.Start:
+		m.start, cmd = m.start.update(msg)
+	case flow.Detect:
+		m.detect, cmd = m.detect.update(msg)
+	case flow.Findings:
+		m.findings, cmd = m.findings.update(msg)
+	case flow.Explain:
+		m.explain, cmd = m.explain.update(msg)
+	case flow.Fix:
+		m.fix, cmd = m.fix.update(msg)
+		m.state.Chosen = m.fix.countChosen()
+	case flow.Apply:
+		m.apply, cmd = m.apply.update(msg)
+		if m.apply.done && !m.state.Applied {
+			m.state.Applied = true
+			return m, tea.Batch(cmd, m.recheckAll())
+		}
+	case flow.Validate:
+		m.validate, cmd = m.validate.update(msg)
+	case flow.Summary:
+		m.summary, cmd = m.summary.update(msg)
+	case flow.Log:
+		m.logx, cmd = m.logx.update(msg)
+	case flow.Learn:
+		m.learn, cmd = m.learn.update(msg)
+	case flow.Guides:
+		m.browse, cmd = m.browse.update(msg)
+	}
+	// Spinner ticks must keep flowing whatever the stage.
+	if _, ok := msg.(spinTick); ok && m.stage != flow.Detect {
+		var c2 tea.Cmd
+		m.detect, c2 = m.detect.update(msg)
+		cmd = tea.Batch(cmd, c2)
+	}
+	return m, cmd
+}
+
+// typing reports whether a text input has focus, so that letters are text
+// and not shortcuts.
+func (m Model) typing() bool {
+	switch m.stage {
+	case flow.Log:
+		return m.logx.input.Focused()
+	case flow.Summary:
+		return m.summary.exporting
+	case flow.Explain:
+		return m.explain.searching
+	case flow.Learn:
+		return m.learn.searching
+	case flow.Guides:
+		return m.browse.searching || m.browse.filtering
+	}
+	return false
+}
+
+func (m Model) globalKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
+	switch k.String() {
+	case "ctrl+c":
+		m.cancel()
+		return tea.Quit, true
+	case "q":
+		if !m.typing() {
+			m.cancel()
+			return tea.Quit, true
+		}
+	case "tab":
+		if !m.typing() && m.stage != flow.Start && onPath(m.stage) {
+			return goTo(m.state.Next(m.stage)), true
+		}
+	case "shift+tab":
+		if !m.typing() && onPath(m.stage) {
+			return goTo(m.state.Prev(m.stage)), true
+		}
+	}
+	return nil, false
+}
+
+func onPath(s flow.Stage) bool {
+	for _, p := range flow.Path() {
+		if p == s {
+			return true
+		}
+	}
+	return false
+}
+
+// enter switches to stage s and starts whatever it needs.
+func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
+	m.status = ""
+	prev := m.stage
+	m.stage = s
+	switch s {
+	case flow.Detect:
+		if !m.state.Detected && !m.detect.running {
+			return m, m.detect.startRun()
+		}
+	case flow.Findings:
+		m.findings.load(m.detect.ordered())
+	case flow.Explain:
+		m.explain.loadIDs(guideIDsFor(m.state.Problems(), m.c.deps))
+		return m, m.explain.open(0)
+	case flow.Fix:
+		if prev != flow.Apply {
+			m.fix.plan(m.state.Problems())
+		}
+	case flow.Apply:
+		if !m.apply.started {
+			return m, m.apply.startRun(m.fix.chosenIDs())
+		}
+	case flow.Validate:
+		return m, m.validate.prepare()
+	case flow.Summary:
+		m.summary.load(m.state, m.detect.before, m.apply.results, m.validate.result, m.fix.chosenIDs())
+	case flow.Learn:
+		if m.c.deps.Learn != nil {
+			m.learn.loadDocs(m.c.deps.Learn())
+		}
+		return m, m.learn.open(0)
+	case flow.Guides:
+		if m.c.deps.AllGuides != nil {
+			m.browse.loadDocs(m.c.deps.AllGuides())
+		}
+		m.browse.viewing = false
+	case flow.Log:
+		return m, m.logx.focus()
+	}
+	return m, nil
+}
+
+// detected records a finished check run and moves on from Detect.
+func (m Model) detected(cmd tea.Cmd) (tea.Model, tea.Cmd) {
+	m.state.Detected = true
+	m.state.Results = m.detect.ordered()
+	if m.detect.before == nil {
+		m.detect.before = m.state.Results
+	}
+	m.state.GuideCount = len(guideIDsFor(m.state.Problems(), m.c.deps))
+	if m.c.deps.PlanFixes != nil {
+		m.state.FixCount = len(m.c.deps.PlanFixes(m.c.ctx, m.state.Problems()))
+	}
+	if m.c.deps.CanValidate == nil {
+		m.state.CanValidate = false
+	}
+	if m.stage == flow.Detect {
+		return m.enterWith(flow.Findings, cmd)
+	}
+	if m.stage == flow.Findings {
+		m.findings.load(m.state.Results)
+	}
+	return m, cmd
+}
+
+func (m Model) enterWith(s flow.Stage, cmd tea.Cmd) (tea.Model, tea.Cmd) {
+	nm, c2 := m.enter(s)
+	return nm, tea.Batch(cmd, c2)
+}
+
+// recheckAll re-runs every check after fixes, so Findings and Summary show
+// the machine as it is now.
+func (m Model) recheckAll() tea.Cmd {
+	c := m.c
+	return func() tea.Msg {
+		rs := checks.Run(c.ctx, c.deps.Host, c.deps.Checks, checks.Options{})
+		return recheckDoneMsg{results: rs}
+	}
+}
+
+type recheckDoneMsg struct{ results []checks.Result }
+
+func (m Model) resize() (tea.Model, tea.Cmd) {
+	var cmds []tea.Cmd
+	var c tea.Cmd
+	m.explain, c = m.explain.resize()
+	cmds = append(cmds, c)
+	m.learn, c = m.learn.resize()
+	cmds = append(cmds, c)
+	m.browse, c = m.browse.resize()
+	cmds = append(cmds, c)
+	m.detect.resize()
+	return m, tea.Batch(cmds...)
+}
+
+// View implements tea.Model; only the root returns a tea.View.
+func (m Model) View() tea.View {
+	var body string
+	switch m.stage {
+	case flow.Start:
+		body = m.start.view()
+	case flow.Detect:
+		body = m.detect.view()
+	case flow.Findings:
+		body = m.findings.view()
+	case flow.Explain:
+		body = m.explain.view()
+	case flow.Fix:
+		body = m.fix.view()
+	case flow.Apply:
+		body = m.apply.view()
+	case flow.Validate:
+		body = m.validate.view()
+	case flow.Summary:
+		body = m.summary.view()
+	case flow.Log:
+		body = m.logx.view()
+	case flow.Learn:
+		body = m.learn.view()
+	case flow.Guides:
+		body = m.browse.view()
+	}
+	body = fitHeight(body, m.c.bodyHeight())
+	out := m.header() + "\n" + body + "\n" + m.helpBar()
+	v := tea.NewView(out)
+	v.AltScreen = true
+	v.WindowTitle = "ncclwiz"
+	return v
+}
+
+func (m Model) header() string {
+	st := m.c.st
+	left := st.header.Render("ncclwiz")
+	if m.c.deps.Host != nil && m.c.deps.Host.Simulated {
+		left += " " + st.banner.Render(" SIMULATED: "+textsafe.Sanitize(m.c.deps.Host.Name)+" ")
+	}
+	var trail []string
+	if onPath(m.stage) {
+		for _, p := range flow.Path() {
+			t := p.Title()
+			if p == m.stage {
+				t = st.sel.Render("[" + t + "]")
+			} else {
+				t = st.dim.Render(t)
+			}
+			trail = append(trail, t)
+		}
+	} else {
+		trail = []string{st.sel.Render(m.stage.Title())}
+	}
+	full := left + "  " + strings.Join(trail, st.dim.Render(st.m.sep))
+	if lipgloss.Width(full) > m.c.width {
+		i := 0
+		for j, p := range flow.Path() {
+			if p == m.stage {
+				i = j + 1
+			}
+		}
+		full = left + "  " + st.sel.Render(m.stage.Title())
+		if i > 0 {
+			full += st.dim.Render(fmt.Sprintf(" (%d/%d)", i, len(flow.Path())))
+		}
+	}
+	line := strings.Repeat("─", max(m.c.width, 1))
+	if m.c.opt.ASCII {
+		line = strings.Repeat("-", max(m.c.width, 1))
+	}
+	return truncate(full, m.c.width) + "\n" + st.dim.Render(line)
+}
+
+func (m Model) helpBar() string {
+	var keys [][2]string
+	switch m.stage {
+	case flow.Start:
+		keys = m.start.keys()
+	case flow.Detect:
+		keys = m.detect.keys()
+	case flow.Findings:
+		keys = m.findings.keys()
+	case flow.Explain:
+		keys = m.explain.keys()
+	case flow.Fix:
+		keys = m.fix.keys()
+	case flow.Apply:
+		keys = m.apply.keys()
+	case flow.Validate:
+		keys = m.validate.keys()
+	case flow.Summary:
+		keys = m.summary.keys()
+	case flow.Log:
+		keys = m.logx.keys()
+	case flow.Learn:
+		keys = m.learn.keys()
+	case flow.Guides:
+		keys = m.browse.keys()
+	}
+	if onPath(m.stage) && m.stage != flow.Start {
+		keys = append(keys, [2]string{"tab/shift+tab", "next/back"})
+	}
+	keys = append(keys, [2]string{"q", "quit"})
+	st := m.c.st
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, st.key.Render(k[0])+" "+st.dim.Render(k[1]))
+	}
+	bar := joinFit(parts, " · ", m.c.width)
+	if m.status != "" {
+		return truncate(st.hint.Render(textsafe.Sanitize(m.status)), m.c.width) + "\n" + bar
+	}
+	return "\n" + bar
+}
+
+// joinFit joins parts until the width is used up.
+func joinFit(parts []string, sep string, width int) string {
+	out := ""
+	for _, p := range parts {
+		cand := p
+		if out != "" {
+			cand = out + sep + p
+		}
+		if lipgloss.Width(cand) > width {
+			break
+		}
+		out = cand
+	}
+	return out
+}
+
+// fitHeight pads or cuts s to exactly h lines.
+func fitHeight(s string, h int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// truncate cuts a styled string to width cells.
+func truncate(s string, width int) string {
+	if lipgloss.Width(s) <= width {
+		return s
+	}
+	return lipgloss.NewStyle().MaxWidth(width).Render(s)
+}
+
+// ExitSummary is the line printed after the wizard closes (the alternate
+// screen takes the last frame with it) and the exit code it implies.
+func (m Model) ExitSummary() (string, int) {
+	if !m.state.Detected {
+		return "", 0
+	}
+	n := len(m.state.Problems())
+	line := "ncclwiz: no problems left."
+	code := 0
+	if n > 0 {
+		line = fmt.Sprintf("ncclwiz: %d problem(s) left; run `ncclwiz check -v` for details.", n)
+		code = 1
+	}
+	if m.summary.exported != "" {
+		line += " Fix script: " + textsafe.Sanitize(m.summary.exported) + "."
+	}
+	return line, code
+}

@@ -1,0 +1,102 @@
+package tui
+
+import (
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/ncclwiz/ncclwiz/steps/flow"
+	"github.com/ncclwiz/ncclwiz/textsafe"
+)
+
+type startItem struct {
+	title, desc string
+	stage       flow.Stage
+}
+
+type startModel struct {
+	c      *common
+	items  []startItem
+	cursor int
+}
+
+func newStartModel(c *common) startModel {
+	return startModel{c: c, items: []startItem{
+		{"Diagnose this machine", "run read-only checks, explain what is wrong, fix it with your consent, validate", flow.Detect},
+		{"Explain a log", "point at the failing job's output; ncclwiz names the root cause", flow.Log},
+		{"Learn", "the onboarding track: NCCL, its transports, reading NCCL_DEBUG, /dev/shm, timeouts", flow.Learn},
+		{"Browse guides", "every guide, searchable, offline", flow.Guides},
+	}}
+}
+
+func (m startModel) update(msg tea.Msg) (startModel, tea.Cmd) {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return m, nil
+	}
+	switch k.String() {
+	case "up", "k":
+		m.cursor = (m.cursor + len(m.items) - 1) % len(m.items)
+	case "down", "j":
+		m.cursor = (m.cursor + 1) % len(m.items)
+	case "1", "2", "3", "4":
+		m.cursor = int(k.String()[0] - '1')
+		return m, goTo(m.items[m.cursor].stage)
+	case "enter", "right", "l":
+		return m, goTo(m.items[m.cursor].stage)
+	}
+	return m, nil
+}
+
+func (m startModel) view() string {
+	st := m.c.st
+	var b strings.Builder
+	b.WriteString(st.title.Render("An NCCL job failed? Let's find out why.") + "\n\n")
+	where := "this machine"
+	if h := m.c.deps.Host; h != nil {
+		where = textsafe.Sanitize(h.Name)
+		if h.Simulated {
+			where += " (a simulated practice server: fixes change the simulation only)"
+		}
+	}
+	b.WriteString(wrapText("ncclwiz checks "+where+" — /dev/shm, processes, GPUs, environment and network — "+
+		"explains what it finds, and fixes it only after showing you exactly what will change and getting your yes.", m.c.width) + "\n\n")
+	for i, it := range m.items {
+		cur := "  "
+		title := it.title
+		if i == m.cursor {
+			cur = st.sel.Render(st.m.cursor + " ")
+			title = st.sel.Render(title)
+		}
+		b.WriteString(cur + string(rune('1'+i)) + ". " + title + "\n")
+		b.WriteString("     " + st.dim.Render(truncate(it.desc, max(m.c.width-5, 10))) + "\n")
+	}
+	return b.String()
+}
+
+func (m startModel) keys() [][2]string {
+	return [][2]string{{"↑/↓", "move"}, {"enter", "choose"}, {"1-4", "jump"}}
+}
+
+// wrapText wraps plain text at width (word boundaries).
+func wrapText(s string, width int) string {
+	if width < 20 {
+		width = 20
+	}
+	var out []string
+	for _, para := range strings.Split(s, "\n") {
+		line := ""
+		for _, w := range strings.Fields(para) {
+			if line != "" && len([]rune(line))+1+len([]rune(w)) > width {
+				out = append(out, line)
+				line = ""
+			}
+			if line != "" {
+				line += " "
+			}
+			line += w
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,183 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/steps/flow"
+	"github.com/ncclwiz/ncclwiz/textsafe"
+)
+
+type exportDoneMsg struct {
+	path string
+	err  error
+}
+
+type summaryModel struct {
+	c         *common
+	before    []checks.Finding
+	now       []checks.Finding
+	applied   []FixResult
+	validated *ValidationResult
+	fixIDs    []string
+	input     textinput.Model
+	exporting bool
+	exported  string
+	snippet   string
+	showEnv   bool
+}
+
+func newSummaryModel(c *common) summaryModel {
+	in := textinput.New()
+	in.Prompt = "export to: "
+	in.SetValue("ncclwiz-fix.sh")
+	return summaryModel{c: c, input: in}
+}
+
+func problemsOf(rs []checks.Result) []checks.Finding {
+	var out []checks.Finding
+	for _, f := range checks.Flatten(rs) {
+		if f.Severity.IsProblem() {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (m *summaryModel) load(s flow.State, before []checks.Result, applied []FixResult, v *ValidationResult, chosen []string) {
+	m.before, m.now, m.applied, m.validated = problemsOf(before), s.Problems(), applied, v
+	m.fixIDs = chosen
+	if len(m.fixIDs) == 0 && m.c.deps.PlanFixes != nil {
+		for _, f := range m.c.deps.PlanFixes(m.c.ctx, m.now) {
+			if f.Impossible == "" {
+				m.fixIDs = append(m.fixIDs, f.ID)
+			}
+		}
+	}
+	if m.c.deps.EnvSnippet != nil {
+		m.snippet = m.c.deps.EnvSnippet(m.now)
+	}
+}
+
+func (m summaryModel) update(msg tea.Msg) (summaryModel, tea.Cmd) {
+	switch msg := msg.(type) {
+	case exportDoneMsg:
+		m.exporting = false
+		if msg.err != nil {
+			return m, func() tea.Msg { return statusMsg("export failed: " + msg.err.Error()) }
+		}
+		m.exported = msg.path
+		return m, func() tea.Msg { return statusMsg("wrote " + msg.path + " (dry run by default; run it with --apply)") }
+	case tea.KeyPressMsg:
+		if m.exporting {
+			switch msg.String() {
+			case "enter":
+				path := strings.TrimSpace(m.input.Value())
+				m.input.Blur()
+				if path == "" || m.c.deps.ExportScript == nil {
+					m.exporting = false
+					return m, nil
+				}
+				ids, problems, export := m.fixIDs, append(m.before, m.now...), m.c.deps.ExportScript
+				return m, func() tea.Msg { return exportDoneMsg{path: path, err: export(path, ids, problems)} }
+			case "esc":
+				m.exporting = false
+				m.input.Blur()
+				return m, nil
+			}
+			var cmd tea.Cmd
+			m.input, cmd = m.input.Update(msg)
+			return m, cmd
+		}
+		switch msg.String() {
+		case "e":
+			if m.c.deps.ExportScript != nil {
+				m.exporting = true
+				return m, m.input.Focus()
+			}
+		case "c":
+			if m.snippet != "" {
+				m.showEnv = true
+				return m, tea.Batch(tea.SetClipboard(m.snippet), func() tea.Msg {
+					return statusMsg("env snippet sent to the clipboard (OSC 52); it is also shown below")
+				})
+			}
+		case "esc":
+			return m, goTo(flow.Start)
+		}
+	}
+	return m, nil
+}
+
+func (m summaryModel) view() string {
+	st := m.c.st
+	var b strings.Builder
+	b.WriteString(st.title.Render("Summary") + "\n\n")
+	fmt.Fprintf(&b, "%s found: %d problem(s) at the start", st.m.bullet, len(m.before))
+	if len(m.before) > 0 {
+		b.WriteString(" — " + textsafe.Clean(m.before[0].Title))
+	}
+	b.WriteString("\n")
+	if len(m.applied) == 0 {
+		b.WriteString(st.m.bullet + " done: no fixes applied\n")
+	}
+	for _, r := range m.applied {
+		ok, v := verdict(r)
+		mark := st.mark(checks.OK)
+		if !ok {
+			mark = st.mark(checks.Error)
+		}
+		b.WriteString(truncate(fmt.Sprintf("%s done: %s %s — %s", st.m.bullet, mark, r.ID, v), m.c.width) + "\n")
+	}
+	switch {
+	case m.validated == nil:
+		b.WriteString(st.m.bullet + " verified: by re-running the checks (no collective test)\n")
+	case m.validated.Pass:
+		b.WriteString(st.m.bullet + " verified: " + st.ok.Render(textsafe.Clean(m.validated.Verdict)) + "\n")
+	default:
+		b.WriteString(st.m.bullet + " verified: " + st.err.Render(textsafe.Clean(m.validated.Verdict)) + "\n")
+	}
+	if len(m.now) == 0 {
+		b.WriteString(st.m.bullet + " left: " + st.ok.Render("nothing — no warnings or errors remain") + "\n")
+	} else {
+		fmt.Fprintf(&b, "%s left: %d problem(s)\n", st.m.bullet, len(m.now))
+		for i, f := range m.now {
+			if i == 5 {
+				fmt.Fprintf(&b, "    … %d more\n", len(m.now)-5)
+				break
+			}
+			b.WriteString(truncate("    "+st.mark(f.Severity)+" "+textsafe.Clean(f.Title), m.c.width) + "\n")
+		}
+	}
+	b.WriteString("\n")
+	if m.exporting {
+		b.WriteString(m.input.View() + "\n")
+	} else if m.exported != "" {
+		b.WriteString(st.ok.Render("exported "+textsafe.Sanitize(m.exported)) + st.dim.Render(" — review it, then run: bash "+textsafe.Sanitize(m.exported)+" --apply") + "\n")
+	}
+	if m.showEnv && m.snippet != "" {
+		b.WriteString(st.dim.Render("environment for the next run:") + "\n")
+		for _, l := range strings.Split(strings.TrimRight(m.snippet, "\n"), "\n") {
+			b.WriteString("  " + st.hint.Render(truncate(textsafe.Sanitize(l), m.c.width-2)) + "\n")
+		}
+	}
+	return b.String()
+}
+
+func (m summaryModel) keys() [][2]string {
+	if m.exporting {
+		return [][2]string{{"enter", "write"}, {"esc", "cancel"}}
+	}
+	var ks [][2]string
+	if m.c.deps.ExportScript != nil {
+		ks = append(ks, [2]string{"e", "export fix script"})
+	}
+	if m.snippet != "" {
+		ks = append(ks, [2]string{"c", "copy env snippet"})
+	}
+	return append(ks, [2]string{"esc", "start"})
+}

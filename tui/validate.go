@@ -1,0 +1,152 @@
+package tui
+
+import (
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/steps/flow"
+	"github.com/ncclwiz/ncclwiz/textsafe"
+)
+
+type validateModel struct {
+	c        *common
+	checked  bool
+	can      bool
+	why      string
+	running  bool
+	lines    []string
+	result   *ValidationResult
+	err      error
+	askedRun bool
+}
+
+type canValidateMsg struct {
+	ok  bool
+	why string
+}
+type validateEventMsg struct {
+	line string
+	ch   <-chan any
+}
+type validateDoneMsg struct {
+	res ValidationResult
+	err error
+}
+
+func (m *validateModel) prepare() tea.Cmd {
+	if m.checked || m.c.deps.CanValidate == nil {
+		if m.c.deps.CanValidate == nil {
+			m.checked, m.can, m.why = true, false, "collective testing is not available in this build"
+		}
+		return nil
+	}
+	c := m.c
+	return func() tea.Msg {
+		ok, why := c.deps.CanValidate(c.ctx)
+		return canValidateMsg{ok: ok, why: why}
+	}
+}
+
+func (m *validateModel) run() tea.Cmd {
+	m.running, m.lines, m.result, m.err = true, nil, nil, nil
+	ch := make(chan any, 64)
+	c := m.c
+	go func() {
+		defer close(ch)
+		res, err := c.deps.Validate(c.ctx, func(s string) { ch <- s })
+		ch <- validateDoneMsg{res: res, err: err}
+	}()
+	return waitValidate(ch)
+}
+
+func waitValidate(ch <-chan any) tea.Cmd {
+	return func() tea.Msg {
+		v, ok := <-ch
+		if !ok {
+			return nil
+		}
+		switch x := v.(type) {
+		case string:
+			return validateEventMsg{line: x, ch: ch}
+		case validateDoneMsg:
+			return x
+		}
+		return nil
+	}
+}
+
+func (m validateModel) update(msg tea.Msg) (validateModel, tea.Cmd) {
+	switch msg := msg.(type) {
+	case canValidateMsg:
+		m.checked, m.can, m.why = true, msg.ok, msg.why
+	case validateEventMsg:
+		m.lines = append(m.lines, msg.line)
+		return m, waitValidate(msg.ch)
+	case validateDoneMsg:
+		m.running = false
+		m.result, m.err = &msg.res, msg.err
+	case tea.KeyPressMsg:
+		switch msg.String() {
+		case "r":
+			if m.can && !m.running && m.c.deps.Validate != nil {
+				m.askedRun = true
+				return m, m.run()
+			}
+		case "enter", "right", "s":
+			if !m.running {
+				return m, goTo(flow.Summary)
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m validateModel) view() string {
+	st := m.c.st
+	var b strings.Builder
+	b.WriteString(st.title.Render("Validate with a small collective test") + "\n\n")
+	switch {
+	case !m.checked:
+		b.WriteString(st.dim.Render("looking for GPUs and a test backend…"))
+		return b.String()
+	case !m.can:
+		b.WriteString(wrapText("A collective test cannot run here: "+m.why, m.c.width-2) + "\n\n")
+		b.WriteString(st.dim.Render(wrapText("The fixes were verified by re-running the checks. Run `ncclwiz test` on a machine with GPUs and PyTorch (or nccl-tests) to prove NCCL end to end.", m.c.width-2)) + "\n")
+		return b.String()
+	case !m.askedRun:
+		b.WriteString(wrapText("This launches NCCL on the GPUs of this machine: one GPU, all GPUs, shared memory only and network only, each checked for correct results and bandwidth. It takes about a minute and changes nothing.", m.c.width-2) + "\n\n")
+		b.WriteString(st.key.Render("r") + " run it   " + st.key.Render("enter") + " skip to the summary\n")
+		return b.String()
+	}
+	room := max(m.c.bodyHeight()-6, 3)
+	start := max(len(m.lines)-room, 0)
+	for _, l := range m.lines[start:] {
+		b.WriteString(truncate(textsafe.Clean(l), m.c.width) + "\n")
+	}
+	if m.running {
+		b.WriteString("\n" + st.dim.Render("running…"))
+		return b.String()
+	}
+	b.WriteString("\n")
+	switch {
+	case m.err != nil:
+		b.WriteString(st.mark(checks.Error) + " " + textsafe.Clean(m.err.Error()) + "\n")
+	case m.result != nil && m.result.Pass:
+		b.WriteString(st.mark(checks.OK) + " " + st.ok.Render(textsafe.Clean(m.result.Verdict)) + "\n")
+	case m.result != nil:
+		b.WriteString(st.mark(checks.Error) + " " + st.err.Render(textsafe.Clean(m.result.Verdict)) + "\n")
+	}
+	return b.String()
+}
+
+func (m validateModel) keys() [][2]string {
+	if m.running {
+		return nil
+	}
+	if m.can {
+		return [][2]string{{"r", "run test"}, {"enter", "summary"}}
+	}
+	return [][2]string{{"enter", "summary"}}
+}
