@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/scenario"
 	"github.com/ncclwiz/ncclwiz/termio"
 )
 
@@ -31,6 +32,8 @@ type App struct {
 
 	// hostCache lets several phases of one command share a host.
 	hostCache *host.Host
+	scenario  *scenario.Scenario
+	cleanups  []func()
 }
 
 // ExitError carries an exit code without a message (the command already
@@ -97,8 +100,27 @@ func (a *App) Host() (*host.Host, error) {
 	return h, nil
 }
 
-// scenarioHost is replaced when the scenario package lands; until then a
-// scenario name is a usage error.
-var scenarioHost = func(a *App) (*host.Host, error) {
-	return nil, fmt.Errorf("unknown scenario %q", a.Scenario)
+// scenarioHost builds the simulated practice server named by --scenario;
+// its private copy is removed when the command ends.
+func scenarioHost(a *App) (*host.Host, error) {
+	s, err := scenario.Build(a.Scenario)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	a.scenario = s
+	a.cleanups = append(a.cleanups, func() { _ = s.Close() })
+	return s.Host, nil
+}
+
+// usageError marks errors that come from what the user typed.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// Close runs the cleanups of resources the command created.
+func (a *App) Close() {
+	for i := len(a.cleanups) - 1; i >= 0; i-- {
+		a.cleanups[i]()
+	}
+	a.cleanups = nil
 }

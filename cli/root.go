@@ -6,6 +6,7 @@ import (
 
 // NewRoot builds the command tree.
 func NewRoot(a *App) *cobra.Command {
+	var listScenarios bool
 	root := &cobra.Command{
 		Use:   "ncclwiz",
 		Short: "Diagnose and fix NCCL / multi-GPU PyTorch failures on this machine",
@@ -21,6 +22,9 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if listScenarios {
+				return printScenarios(a)
+			}
 			if a.StdinTTY() && a.StdoutTTY() {
 				return runWizard(cmd, a)
 			}
@@ -34,6 +38,7 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 	pf.BoolVar(&a.NoColor, "no-color", false, "turn colour off (NO_COLOR with any value does the same)")
 	pf.StringVar(&a.ShmPath, "shm-path", "", "shared-memory directory to inspect (default /dev/shm)")
 	pf.StringVar(&a.Scenario, "scenario", "", "run against a simulated practice server (see --list-scenarios)")
+	root.Flags().BoolVar(&listScenarios, "list-scenarios", false, "list the simulated practice servers and exit")
 	pf.StringVar(&a.Lang, "lang", "", "guide language: en or zh (default from the locale)")
 	pf.StringVar(&a.FixtureDir, "fixture", "", "read the machine from a fixture tree (testing)")
 	_ = pf.MarkHidden("fixture")
@@ -52,6 +57,7 @@ func Execute(a *App, args []string) error {
 	root := NewRoot(a)
 	root.SetArgs(args)
 	err := root.Execute()
+	a.Close()
 	if err != nil && ExitCode(err) == 2 {
 		a.errorf("ncclwiz: %v\n", err)
 	}

@@ -35,6 +35,9 @@ func runWizard(cmd *cobra.Command, a *App) error {
 	}
 	deps := wizardDeps(a, reg, quick)
 	deps.Host = h
+	if a.scenario != nil {
+		deps.SuggestedLog = a.scenario.LogPath
+	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	opt := tui.Options{ASCII: termio.NoColor(a.Env, a.NoColor) || !termio.UnicodeOK(a.Env), Lang: a.Lang}

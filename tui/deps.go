@@ -85,6 +85,8 @@ type Deps struct {
 	EnvSnippet   func(findings []checks.Finding) string
 
 	ExplainLog func(ctx context.Context, path string) (LogResult, error)
+	// SuggestedLog pre-fills the log path (a practice scenario's log).
+	SuggestedLog string
 
 	// CanValidate says whether a collective test can run, and if not why.
 	CanValidate func(ctx context.Context) (bool, string)

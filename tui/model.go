@@ -69,6 +69,9 @@ func New(ctx context.Context, deps Deps, opt Options) Model {
 	m.validate = validateModel{c: c}
 	m.summary = newSummaryModel(c)
 	m.logx = newLogModel(c)
+	if deps.SuggestedLog != "" {
+		m.logx.input.SetValue(deps.SuggestedLog)
+	}
 	m.learn = newGuidesModel(c, "learn")
 	m.browse = newGuidesModel(c, "browse")
 	return m
