@@ -261,8 +261,8 @@ func WritePlain(out termio.Output, h *host.Host, rs []checks.Result, opts PlainO
 
 func hints(f checks.Finding, m marks) string {
 	var parts []string
-	for _, id := range f.Fixes {
-		parts = append(parts, "fix: ncclwiz fix --apply "+id)
+	if len(f.Fixes) > 0 {
+		parts = append(parts, "fix: ncclwiz fix --apply "+strings.Join(f.Fixes, ","))
 	}
 	if f.Guide != "" {
 		parts = append(parts, "guide: ncclwiz guides "+f.Guide)

@@ -134,6 +134,9 @@ func Build(name string) (*Scenario, error) {
 		return nil, fmt.Errorf("scenario %s: %w", name, err)
 	}
 	h.Kind, h.Name, h.Simulated = "scenario", name, true
+	// You practise as yourself: the tree's files are yours, so the
+	// simulation's user is the one running ncclwiz.
+	h.UID, h.EUID = os.Getuid(), os.Geteuid()
 	if m.ShmSize > 0 {
 		base := h.StatfsFunc
 		shmReal := h.ShmReal()

@@ -4,6 +4,7 @@ package all
 import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/envcheck"
+	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/checks/sysinfo"
 )
 
@@ -12,6 +13,7 @@ import (
 func Registry() (*checks.Registry, error) {
 	var cs []checks.Check
 	for _, domain := range [][]checks.Check{
+		shm.Checks(),
 		sysinfo.Checks(),
 		envcheck.Checks(),
 	} {

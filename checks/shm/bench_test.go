@@ -1,0 +1,89 @@
+package shm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ncclwiz/ncclwiz/host"
+)
+
+// benchHost builds a fixture with nProcs processes (each with 16 fds and a
+// 300-line maps file, like a Python training rank) and nSegs segments, a
+// tenth of them held.
+func benchHost(b *testing.B, nProcs, nSegs int) *host.Host {
+	b.Helper()
+	root := b.TempDir()
+	mk := func(p string, data string) {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	inos := make([]uint64, nSegs)
+	for i := 0; i < nSegs; i++ {
+		p := fmt.Sprintf("dev/shm/nccl-%06d", i)
+		mk(p, "x")
+		full := filepath.Join(root, p)
+		_ = os.Chtimes(full, old, old)
+		fi, _ := os.Stat(full)
+		inos[i] = fi.Sys().(*syscall.Stat_t).Ino
+	}
+	mk("proc/self/mountinfo", mountinfoHost)
+	mk("proc/self/status", "NSpid:\t42\n")
+	var maps strings.Builder
+	for l := 0; l < 300; l++ {
+		fmt.Fprintf(&maps, "7f%010x-7f%010x r-xp 00000000 08:02 %d /usr/lib/python3.11/lib-dynload/mod%d.so\n", l*4096, l*4096+4096, 100000+l, l)
+	}
+	for p := 1; p <= nProcs; p++ {
+		dir := fmt.Sprintf("proc/%d", p)
+		mk(dir+"/comm", "python\n")
+		mk(dir+"/status", "Uid:\t1000\t1000\t1000\t1000\n")
+		m := maps.String()
+		if p%10 == 0 {
+			seg := (p / 10) % nSegs
+			m += fmt.Sprintf("7f3a2c000000-7f3a2c001000 rw-s 00000000 00:23 %d /dev/shm/nccl-%06d\n", inos[seg], seg)
+		}
+		mk(dir+"/maps", m)
+		for fd := 0; fd < 16; fd++ {
+			target := "/dev/null"
+			if fd == 5 && p%20 == 0 {
+				target = fmt.Sprintf("/dev/shm/nccl-%06d", (p/20)%nSegs)
+			}
+			full := filepath.Join(root, dir, "fd", fmt.Sprint(fd))
+			_ = os.MkdirAll(filepath.Dir(full), 0o755)
+			if err := os.Symlink(target, full); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	h, err := host.FromSpec(root, host.FixtureSpec{UID: os.Geteuid()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.EUID = os.Geteuid()
+	return h
+}
+
+// BenchmarkSegmentsCheck measures shm.segments on ~1,000 processes and ~500
+// segments (README states the figure).
+func BenchmarkSegmentsCheck(b *testing.B) {
+	h := benchHost(b, 1000, 500)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		fs, err := runSegments(context.Background(), h)
+		if err != nil || len(fs) == 0 {
+			b.Fatal(err)
+		}
+	}
+}
