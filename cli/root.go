@@ -48,6 +48,9 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 		newCheckCmd(a),
 		newVersionCmd(a),
 		newReportCmd(a),
+		newFixCmd(a),
+		newEnvCmd(a),
+		newFallbackCmd(a),
 	)
 	return root
 }

@@ -13,6 +13,9 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/all"
+	hostpkg "github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/steps"
+	"github.com/ncclwiz/ncclwiz/steps/envsnippet"
 	"github.com/ncclwiz/ncclwiz/termio"
 	"github.com/ncclwiz/ncclwiz/tui"
 )
@@ -69,6 +72,73 @@ func runWizard(cmd *cobra.Command, a *App) error {
 
 // wizardDeps connects the wizard to the rest of ncclwiz.
 func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
-	_ = context.Background
-	return tui.Deps{Checks: quick}
+	d := tui.Deps{Checks: quick}
+	// Fixes are planned against the current findings each time, so the
+	// checklist always reflects the machine as it is now.
+	var host *hostpkg.Host
+	d.PlanFixes = func(ctx context.Context, fs []checks.Finding) []tui.FixView {
+		if host == nil {
+			host, _ = a.Host()
+		}
+		var out []tui.FixView
+		for _, f := range steps.Plan(ctx, host, fs) {
+			out = append(out, tui.FixView{ID: f.ID, Title: f.Title, Summary: f.Summary, Risk: string(f.Risk), NeedsRoot: f.NeedsRoot,
+				Impossible: f.Impossible, Alternative: f.Alternative, Preview: f.Preview(), Answers: f.Answers, Manual: f.Manual})
+		}
+		return out
+	}
+	d.ApplyFix = func(ctx context.Context, id string, progress func(string)) tui.FixResult {
+		h, _ := a.Host()
+		fs, err := findingsNow(ctx, h)
+		if err != nil {
+			return tui.FixResult{ID: id, Err: err}
+		}
+		fx, ok := steps.ByID(steps.PlanFor(ctx, h, fs, []string{id}), id)
+		if !ok {
+			return tui.FixResult{ID: id, Summary: "nothing left to do"}
+		}
+		// The wizard asked for consent before starting; escalations (SIGKILL)
+		// are not confirmed from here, so they are not taken.
+		res, err := fx.Apply(ctx, h, steps.ApplyOptions{Yes: true, Progress: progress})
+		changed := append(append([]string{}, res.Changed...), prefixAll("left alone: ", res.Skipped)...)
+		return tui.FixResult{ID: id, Summary: res.Summary, Changed: changed, Recheck: res.Recheck, Err: err}
+	}
+	d.ExportScript = func(path string, ids []string, fs []checks.Finding) error {
+		h, err := a.Host()
+		if err != nil {
+			return err
+		}
+		ctx := context.Background()
+		cur, err := findingsNow(ctx, h)
+		if err != nil {
+			return err
+		}
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		plan := steps.PlanFor(ctx, h, cur, ids)
+		return steps.ExportScript(ctx, f, h, plan, append(fs, cur...), a.VersionString())
+	}
+	d.EnvSnippet = func(fs []checks.Finding) string {
+		vars := steps.EnvFrom(fs)
+		if len(vars) == 0 {
+			return ""
+		}
+		s, err := envsnippet.Render("bash", vars)
+		if err != nil {
+			return ""
+		}
+		return s
+	}
+	return d
+}
+
+func prefixAll(p string, xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = p + x
+	}
+	return out
 }

@@ -88,6 +88,8 @@ type Host struct {
 	Clock func() time.Time
 	// Simulated marks a practice scenario: fixes must not touch the real machine.
 	Simulated bool
+	// Act changes the machine on behalf of a consented fix.
+	Act Actions
 }
 
 // Path maps an absolute path on the host (e.g. /proc/self/mountinfo) to the

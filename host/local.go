@@ -39,6 +39,7 @@ func Local(opts LocalOptions) *Host {
 		Home:       home,
 		StatfsFunc: RealStatfs,
 		Runner:     ExecRunner{},
+		Act:        RealActions(),
 	}
 	if !opts.NoNVML {
 		h.NVML = RealNVML()

@@ -330,6 +330,10 @@ func padRight(line, right string, width int) string {
 	return line + strings.Repeat(" ", width-vis-len(right)) + right
 }
 
+// EvidenceLines renders evidence as "key: value" lines, keys sorted, with
+// lists of records one per line; strings are sanitised.
+func EvidenceLines(ev map[string]any) []string { return evidenceLines(ev) }
+
 // evidenceLines renders evidence as "key: value" lines, keys sorted.
 func evidenceLines(ev map[string]any) []string {
 	if len(ev) == 0 {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -137,16 +138,30 @@ func Build(name string) (*Scenario, error) {
 	// You practise as yourself: the tree's files are yours, so the
 	// simulation's user is the one running ncclwiz.
 	h.UID, h.EUID = os.Getuid(), os.Geteuid()
-	if m.ShmSize > 0 {
+	shmReal := h.ShmReal()
+	size := m.ShmSize
+	if size > 0 {
 		base := h.StatfsFunc
-		shmReal := h.ShmReal()
-		size := m.ShmSize
 		h.StatfsFunc = func(p string) (host.StatFS, error) {
 			if filepath.Clean(p) == filepath.Clean(shmReal) {
 				return tmpfsStat(shmReal, size), nil
 			}
 			return base(p)
 		}
+	}
+	// Fixes act on the simulation: a remount changes its size (and the
+	// mountinfo line), a signal ends a simulated process.
+	h.Act = host.Actions{
+		Remount: func(dir string, newSize uint64, _ []string) error {
+			if filepath.Clean(dir) != filepath.Clean(shmReal) {
+				return fmt.Errorf("simulation: %s is not the simulated /dev/shm", dir)
+			}
+			size = newSize
+			return rewriteMountSize(h, newSize)
+		},
+		Signal: func(pid int, _ syscall.Signal) error {
+			return os.RemoveAll(h.Path(fmt.Sprintf("/proc/%d", pid)))
+		},
 	}
 	h.NVML, err = simulatedGPUs(m.GPUs)
 	if err != nil {
@@ -158,6 +173,34 @@ func Build(name string) (*Scenario, error) {
 	}
 	s.Host = h
 	return s, nil
+}
+
+// rewriteMountSize updates size= of the shm line in the simulated mountinfo.
+func rewriteMountSize(h *host.Host, size uint64) error {
+	p := h.Path("/proc/self/mountinfo")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		f := strings.Fields(l)
+		if len(f) > 4 && f[4] == h.ShmLogical() {
+			for j, field := range f {
+				if strings.Contains(field, "size=") {
+					opts := strings.Split(field, ",")
+					for k, o := range opts {
+						if strings.HasPrefix(o, "size=") {
+							opts[k] = fmt.Sprintf("size=%dk", size>>10)
+						}
+					}
+					f[j] = strings.Join(opts, ",")
+				}
+			}
+			lines[i] = strings.Join(f, " ")
+		}
+	}
+	return os.WriteFile(p, []byte(strings.Join(lines, "\n")), 0o644)
 }
 
 func ageTree(root string, age time.Duration) error {

@@ -31,6 +31,8 @@ type FixView struct {
 	Preview []string
 	// Answers lists the check IDs whose findings it addresses.
 	Answers []string
+	// Manual fixes only show what to do; choosing one shows its lines.
+	Manual bool
 }
 
 // FixResult is what applying one fix did.

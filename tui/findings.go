@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/report"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
-	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
 type findingsModel struct {
@@ -140,32 +138,17 @@ func (m findingsModel) view() string {
 
 // evidenceSummary renders up to n lines of evidence.
 func evidenceSummary(ev map[string]any, n int) []string {
-	if len(ev) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(ev))
-	for k := range ev {
-		if k == "recommended_env_reason" {
-			continue
-		}
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	lines := report.EvidenceLines(ev)
 	var out []string
-	for _, k := range keys {
-		b, err := json.Marshal(ev[k])
-		if err != nil {
+	for _, l := range lines {
+		if strings.HasPrefix(l, "recommended_env_reason") {
 			continue
 		}
-		s := string(b)
-		if len(s) > 200 {
-			s = s[:200] + "…"
-		}
-		out = append(out, k+": "+textsafe.Sanitize(s))
-		if len(out) == n {
-			out = append(out, fmt.Sprintf("… %d more (ncclwiz check -v shows all)", len(keys)-n))
-			break
-		}
+		out = append(out, l)
+	}
+	if len(out) > n {
+		more := len(out) - n
+		out = append(out[:n], fmt.Sprintf("… %d more line(s): ncclwiz check -v shows all", more))
 	}
 	return out
 }

@@ -415,10 +415,10 @@ func (m Model) helpBar() string {
 	case flow.Guides:
 		keys = m.browse.keys()
 	}
+	keys = append(keys, [2]string{"q", "quit"})
 	if onPath(m.stage) && m.stage != flow.Start {
 		keys = append(keys, [2]string{"tab/shift+tab", "next/back"})
 	}
-	keys = append(keys, [2]string{"q", "quit"})
 	st := m.c.st
 	var parts []string
 	for _, k := range keys {
