@@ -196,8 +196,11 @@ func remountPlan(ctx context.Context, h *host.Host) (shm.Mount, uint64, string, 
 	}
 	size, why := RecommendSize(h, m.Total)
 	impossible := ""
-	if c := sysinfo.DetectContainer(ctx, h); c.InContainer() {
-		impossible = fmt.Sprintf("ncclwiz runs inside a %s container: its /dev/shm is set when the container starts", c.Runtime)
+	// Inside a container /dev/shm belongs to the container's run options;
+	// only a privileged one (CAP_SYS_ADMIN) can remount it, and then only
+	// until it restarts.
+	if c := sysinfo.DetectContainer(ctx, h); c.InContainer() && !hasCapSysAdmin(h) {
+		impossible = fmt.Sprintf("ncclwiz runs inside a %s container without CAP_SYS_ADMIN: its /dev/shm is set when the container starts", c.Runtime)
 	}
 	return m, size, why, impossible
 }
@@ -282,6 +285,21 @@ func planPersist(ctx context.Context, h *host.Host, w wanted) *Fix {
 		f.Impossible, f.Alternative = impossible, "the container's /dev/shm comes from its run options (fix container.shm)"
 	}
 	return f
+}
+
+// hasCapSysAdmin reads CapEff from /proc/self/status (CAP_SYS_ADMIN is bit 21).
+func hasCapSysAdmin(h *host.Host) bool {
+	b, err := h.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			v, err := strconv.ParseUint(strings.TrimSpace(rest), 16, 64)
+			return err == nil && v&(1<<21) != 0
+		}
+	}
+	return false
 }
 
 // ---- systemd.removeipc / limits.memlock ----------------------------------

@@ -4,6 +4,7 @@ package all
 import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/envcheck"
+	"github.com/ncclwiz/ncclwiz/checks/procs"
 	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/checks/sysinfo"
 )
@@ -16,6 +17,7 @@ func Registry() (*checks.Registry, error) {
 		shm.Checks(),
 		sysinfo.Checks(),
 		envcheck.Checks(),
+		procs.Checks(),
 	} {
 		cs = append(cs, domain...)
 	}

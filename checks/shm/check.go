@@ -37,7 +37,7 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			if s.Kind == "nccl" || s.Kind == "nccl-legacy" {
 				orphanNCCL = append(orphanNCCL, s)
 			}
-			if !s.OtherUser || h.IsRoot() {
+			if !s.OtherUser {
 				orphanMine = append(orphanMine, s)
 				reclaimMine += s.Allocated
 			} else {
@@ -113,10 +113,13 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			Detail: detail, Guide: "shm-stale-segments", Fixes: []string{"shm.cleanup"}})
 	}
 	if len(otherUsers) > 0 {
+		detail := "They look unused, but only their owner or root may remove them; ncclwiz leaves other users' files alone."
+		if h.IsRoot() {
+			detail = "They look unused. As root you may remove them too: ncclwiz fix --apply shm.cleanup --all-users (each is re-proven unused first)."
+		}
 		add(checks.Finding{Severity: checks.Info,
 			Title:  fmt.Sprintf("%d orphaned segment(s) belong to other users", len(otherUsers)),
-			Detail: "They look unused, but only their owner or root may remove them; ncclwiz leaves other users' files alone unless run as root and told explicitly.",
-			Guide:  "shm-stale-segments"})
+			Detail: detail, Guide: "shm-stale-segments"})
 	}
 	if len(inUse) > 0 {
 		pids := map[int]bool{}
@@ -142,7 +145,7 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 		add(checks.Finding{Severity: checks.Info, Title: fmt.Sprintf("%d segment(s) could not be proven unused", n), Detail: why})
 	}
 	for _, s := range symlinks {
-		add(checks.Finding{Severity: checks.Warn,
+		add(checks.Finding{Severity: checks.Info,
 			Title:    fmt.Sprintf("Symlink in %s: %s -> %s", dir, textsafe.Sanitize(s.Name), textsafe.Sanitize(s.LinkTarget)),
 			Detail:   "NCCL never creates symlinks here. ncclwiz does not follow it and will not remove it; whoever created it should.",
 			Evidence: map[string]any{"name": textsafe.Sanitize(s.Name), "target": textsafe.Sanitize(s.LinkTarget), "uid": s.UID}, Guide: "shm-stale-segments"})
@@ -152,7 +155,7 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 		for _, s := range hardlinks {
 			names = append(names, textsafe.Sanitize(s.Name))
 		}
-		add(checks.Finding{Severity: checks.Warn, Title: fmt.Sprintf("%d segment(s) have other hard links: %s", len(hardlinks), strings.Join(names, ", ")),
+		add(checks.Finding{Severity: checks.Info, Title: fmt.Sprintf("%d segment(s) have other hard links: %s", len(hardlinks), strings.Join(names, ", ")),
 			Detail: "Removing the name here would not free the space, and the data is reachable elsewhere; ncclwiz leaves them alone."})
 	}
 	if len(oddNames) > 0 {

@@ -1,0 +1,194 @@
+// Package shmtest provides real-machine helpers for tests that need a tmpfs
+// and live processes holding shared-memory segments: the test binary
+// re-executes itself as a holder, the way a running NCCL rank holds one.
+package shmtest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	envMode = "NCCLWIZ_SHMTEST_MODE"
+	envFile = "NCCLWIZ_SHMTEST_FILE"
+)
+
+// Main must be called first in TestMain: in a helper process it does the
+// helper's work and exits.
+func Main() {
+	mode := os.Getenv(envMode)
+	if mode == "" {
+		return
+	}
+	os.Exit(helper(mode, os.Getenv(envFile)))
+}
+
+func helper(mode, path string) int {
+	switch mode {
+	case "open", "map":
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		if mode == "map" {
+			mem, err := syscall.Mmap(int(f.Fd()), 0, 4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+			if err != nil {
+				fmt.Println("error", err)
+				return 1
+			}
+			mem[0] = 'm'
+			f.Close() // only the mapping remains, as for NCCL 2.12-2.15 attachers
+			defer syscall.Munmap(mem)
+		} else {
+			defer f.Close()
+		}
+		fmt.Println("ready")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return 0
+	case "churn":
+		return churn(path)
+	}
+	fmt.Println("error unknown mode", mode)
+	return 1
+}
+
+// churn keeps creating segments that look old (so only their holders keep
+// them from being "orphaned"), holds each open then mapped for a while, and
+// checks the file is never removed under it. It prints "violation" on the
+// first file that disappears while held, else "ok N".
+func churn(dir string) int {
+	deadline := time.Now().Add(3 * time.Second)
+	n := 0
+	fmt.Println("ready")
+	for time.Now().Before(deadline) {
+		p := filepath.Join(dir, fmt.Sprintf("nccl-ch%d-%d", os.Getpid(), n))
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		if err := f.Truncate(4096); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		old := time.Now().Add(-time.Hour)
+		_ = os.Chtimes(p, old, old)
+		mem, err := syscall.Mmap(int(f.Fd()), 0, 4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		var st syscall.Stat_t
+		_ = syscall.Fstat(int(f.Fd()), &st)
+		if n%2 == 0 {
+			f.Close() // half of them are held by the mapping alone
+		}
+		for i := 0; i < 20; i++ {
+			var cur syscall.Stat_t
+			if err := syscall.Stat(p, &cur); err != nil || cur.Ino != st.Ino {
+				fmt.Println("violation", p)
+				return 1
+			}
+			mem[i] = byte(i)
+			time.Sleep(2 * time.Millisecond)
+		}
+		_ = syscall.Munmap(mem)
+		if n%2 != 0 {
+			f.Close()
+		}
+		_ = os.Remove(p)
+		n++
+	}
+	fmt.Println("ok", n)
+	return 0
+}
+
+// RequireRoot skips tests that need root.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs (CI runs as root)")
+	}
+}
+
+// MountTmpfs mounts a real tmpfs and unmounts it when the test ends.
+func MountTmpfs(t testing.TB, size string) string {
+	t.Helper()
+	RequireRoot(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=1777", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount tmpfs here: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	return dir
+}
+
+// MakeSegment creates an allocated file of size bytes, last modified age ago.
+func MakeSegment(t testing.TB, dir, name string, size int64, age time.Duration) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+		t.Fatalf("fallocate %s: %v", name, err)
+	}
+	f.Close()
+	old := time.Now().Add(-age)
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Process is a running helper.
+type Process struct {
+	Cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+// Start runs the test binary as a helper in mode ("open", "map", "churn")
+// on path and waits until it is ready.
+func Start(t testing.TB, mode, path string) *Process {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envMode+"="+mode, envFile+"="+path)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &Process{Cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	t.Cleanup(func() { stdin.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := p.out.ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		t.Fatalf("helper %s %s: %q %v", mode, path, line, err)
+	}
+	return p
+}
+
+// Result waits for the helper to finish and returns its last line.
+func (p *Process) Result() (string, error) {
+	p.stdin.Close()
+	rest, _ := io.ReadAll(p.out)
+	err := p.Cmd.Wait()
+	lines := strings.Split(strings.TrimSpace(string(rest)), "\n")
+	return lines[len(lines)-1], err
+}
