@@ -13,6 +13,8 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/all"
+	"github.com/ncclwiz/ncclwiz/guides"
+	"github.com/ncclwiz/ncclwiz/guides/render"
 	hostpkg "github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/steps"
 	"github.com/ncclwiz/ncclwiz/steps/envsnippet"
@@ -73,6 +75,40 @@ func runWizard(cmd *cobra.Command, a *App) error {
 // wizardDeps connects the wizard to the rest of ncclwiz.
 func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 	d := tui.Deps{Checks: quick}
+	if lib, err := guides.Load(); err == nil {
+		lang := wizardLang(a)
+		doc := func(g *guides.Guide) tui.GuideDoc {
+			return tui.GuideDoc{ID: g.ID, Title: g.Title, Summary: g.Summary, Markdown: g.Document()}
+		}
+		d.Guide = func(id string) (tui.GuideDoc, bool) {
+			g, ok := lib.Get(id, lang)
+			if !ok {
+				return tui.GuideDoc{}, false
+			}
+			return doc(g), true
+		}
+		d.Learn = func() []tui.GuideDoc {
+			var out []tui.GuideDoc
+			for _, g := range lib.Learn(lang) {
+				out = append(out, doc(g))
+			}
+			return out
+		}
+		d.AllGuides = func() []tui.GuideDoc {
+			var out []tui.GuideDoc
+			for _, g := range lib.List(lang) {
+				out = append(out, doc(g))
+			}
+			return out
+		}
+		style := render.Dark
+		if termio.NoColor(a.Env, a.NoColor) || !termio.UnicodeOK(a.Env) {
+			style = render.ASCII
+		}
+		d.Render = func(md string, width int) (string, error) {
+			return render.Markdown(md, render.Options{Width: width, Style: style})
+		}
+	}
 	// Fixes are planned against the current findings each time, so the
 	// checklist always reflects the machine as it is now.
 	var host *hostpkg.Host
@@ -133,6 +169,22 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		return s
 	}
 	return d
+}
+
+// wizardLang picks the guide language: --lang, else the locale.
+func wizardLang(a *App) string {
+	if l := guides.NormalizeLang(a.Lang); l != "" {
+		return l
+	}
+	for _, k := range []string{"LC_ALL", "LC_MESSAGES", "LANG"} {
+		if v := termio.Getenv(a.Env, k); v != "" {
+			if l := guides.NormalizeLang(v); l != "" {
+				return l
+			}
+			return guides.English
+		}
+	}
+	return guides.English
 }
 
 func prefixAll(p string, xs []string) []string {

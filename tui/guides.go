@@ -106,7 +106,10 @@ func (m guidesModel) renderCmd() tea.Cmd {
 	}
 	d, width, mode, render := m.docs[m.cursor], m.textWidth(), m.mode, m.c.deps.Render
 	return func() tea.Msg {
-		md := "# " + d.Title + "\n\n" + d.Markdown
+		md := d.Markdown
+		if !strings.HasPrefix(md, "# ") {
+			md = "# " + d.Title + "\n\n" + md
+		}
 		if render == nil {
 			return renderedMsg{mode: mode, id: d.ID, width: width, text: md}
 		}
@@ -309,7 +312,7 @@ func (m guidesModel) view() string {
 	if len(m.docs) > 1 {
 		pos = fmt.Sprintf("  %d/%d", m.cursor+1, len(m.docs))
 	}
-	b.WriteString(st.title.Render(d.Title) + st.dim.Render(pos) + "\n")
+	b.WriteString(st.dim.Render("guide "+d.ID+pos) + "\n")
 	if m.loading {
 		b.WriteString(st.dim.Render("rendering…"))
 		return b.String()
