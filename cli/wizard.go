@@ -75,7 +75,10 @@ func runWizard(cmd *cobra.Command, a *App) error {
 // wizardDeps connects the wizard to the rest of ncclwiz.
 func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 	d := tui.Deps{Checks: quick}
-	if lib, err := guides.Load(); err == nil {
+	lib, err := guides.Load()
+	if err != nil {
+		d.GuidesError = err.Error()
+	} else {
 		lang := wizardLang(a)
 		doc := func(g *guides.Guide) tui.GuideDoc {
 			return tui.GuideDoc{ID: g.ID, Title: g.Title, Summary: g.Summary, Markdown: g.Document()}

@@ -78,6 +78,8 @@ type Deps struct {
 	Guide     func(id string) (GuideDoc, bool)
 	Learn     func() []GuideDoc
 	AllGuides func() []GuideDoc
+	// GuidesError says why guides are unavailable, when they are.
+	GuidesError string
 	// Render turns markdown into styled text wrapped at width.
 	Render func(md string, width int) (string, error)
 

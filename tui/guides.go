@@ -296,6 +296,8 @@ func (m guidesModel) view() string {
 	st := m.c.st
 	if len(m.docs) == 0 {
 		switch {
+		case m.c.deps.GuidesError != "":
+			return "Guides could not be loaded: " + m.c.deps.GuidesError
 		case m.c.deps.Guide == nil && m.c.deps.AllGuides == nil:
 			return "Guides are not available in this build."
 		case m.mode == "explain":

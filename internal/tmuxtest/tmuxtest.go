@@ -1,0 +1,113 @@
+// Package tmuxtest drives a real binary in a detached tmux session for
+// end-to-end tests: fixed size, send-keys, and polling capture-pane for a
+// marker with a deadline instead of fixed sleeps.
+package tmuxtest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Session is one tmux session running a command.
+type Session struct {
+	t    testing.TB
+	name string
+	sock string
+}
+
+// Build compiles the ncclwiz binary from the module root into a temp dir.
+func Build(t testing.TB, moduleRoot string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ncclwiz")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = moduleRoot
+	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// Start runs command in dir in a new w x h session. env is set with `env`,
+// so the tmux server's own environment does not leak in.
+func Start(t testing.TB, w, h int, dir string, env []string, command string) *Session {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed (CI installs it)")
+	}
+	s := &Session{t: t, name: fmt.Sprintf("ncclwiz-%d", time.Now().UnixNano()), sock: filepath.Join(t.TempDir(), "tmux.sock")}
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	full := "cd '" + dir + "' && env " + strings.Join(env, " ") + " " + command + "; echo NCCLWIZ-EXIT=$?; sleep 600"
+	s.tmux("new-session", "-d", "-s", s.name, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), full)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", s.sock, "kill-server").Run() })
+	return s
+}
+
+func (s *Session) tmux(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", s.sock}, args...)...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// Keys sends tmux key names (Enter, Escape, Tab, Space, C-c, BTab …).
+func (s *Session) Keys(keys ...string) {
+	s.t.Helper()
+	for _, k := range keys {
+		s.tmux("send-keys", "-t", s.name, k)
+		// Escape followed quickly by another key reads as alt+key.
+		if k == "Escape" {
+			time.Sleep(120 * time.Millisecond)
+		}
+	}
+}
+
+// Type sends literal text.
+func (s *Session) Type(text string) {
+	s.t.Helper()
+	s.tmux("send-keys", "-t", s.name, "-l", text)
+}
+
+// Screen returns the visible pane as text.
+func (s *Session) Screen() string { return s.tmux("capture-pane", "-p", "-t", s.name) }
+
+// ScreenEscapes returns the pane with its SGR escape sequences.
+func (s *Session) ScreenEscapes() string { return s.tmux("capture-pane", "-p", "-e", "-t", s.name) }
+
+// WaitFor polls the screen until it contains every marker, or fails.
+func (s *Session) WaitFor(timeout time.Duration, markers ...string) string {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var screen string
+	for time.Now().Before(deadline) {
+		screen = s.Screen()
+		ok := true
+		for _, m := range markers {
+			if !strings.Contains(screen, m) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return screen
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.t.Fatalf("timed out waiting for %q; screen:\n%s", markers, screen)
+	return ""
+}
+
+// Resize changes the window size.
+func (s *Session) Resize(w, h int) {
+	s.t.Helper()
+	s.tmux("resize-window", "-t", s.name, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h))
+}
