@@ -405,16 +405,17 @@ func (l *Library) Search(query, lang string) []*Guide {
 		g     *Guide
 		score int
 	}
+	phrase := strings.Join(words, " ")
 	var hits []hit
 	for _, g := range l.List(lang) {
 		score := 0
 		all := true
 		for _, w := range words {
-			s := 10*strings.Count(g.idx.title, w) +
-				8*strings.Count(g.ID, w) +
-				6*strings.Count(g.idx.tags, w) +
-				5*strings.Count(g.idx.sigs, w) +
-				4*strings.Count(g.idx.summary, w) +
+			s := 10*b2i(strings.Contains(g.idx.title, w)) +
+				8*b2i(strings.Contains(g.ID, w)) +
+				6*b2i(strings.Contains(g.idx.tags, w)) +
+				5*b2i(strings.Contains(g.idx.sigs, w)) +
+				4*b2i(strings.Contains(g.idx.summary, w)) +
 				min(strings.Count(g.idx.body, w), 10)
 			if s == 0 {
 				all = false
@@ -422,9 +423,17 @@ func (l *Library) Search(query, lang string) []*Guide {
 			}
 			score += s
 		}
-		if all {
-			hits = append(hits, hit{g, score})
+		if !all {
+			continue
 		}
+		// The reader typed the guide's name, or its title's words in order.
+		if g.ID == strings.Join(words, "-") {
+			score += 40
+		}
+		if len(words) > 1 && strings.Contains(g.idx.title, phrase) {
+			score += 20
+		}
+		hits = append(hits, hit{g, score})
 	}
 	sort.SliceStable(hits, func(i, j int) bool {
 		if hits[i].score != hits[j].score {
@@ -493,6 +502,13 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func tokenize(q string) []string {

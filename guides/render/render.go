@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"charm.land/glamour/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -124,17 +126,23 @@ func trimRightPadding(l string) string {
 }
 
 // glamour wraps after '-' and '.', which splits versions ("2.\n24"),
-// file names and commands ("ncclwiz guides socket-\ninterface"). Inside
-// words those characters are swapped for one-column look-alikes that are
-// not break points, and swapped back after rendering.
+// options ("-\n-only") and names ("socket-\ninterface"). Such characters
+// are swapped for one-column look-alikes that are not break points, and
+// swapped back after rendering. Spaces inside inline code become no-break
+// spaces (turned back into spaces at the end too), so a short command is
+// never split across lines.
 const (
 	keepHyphen = '\u2011' // non-breaking hyphen
 	keepDot    = '\u2024' // one dot leader
+	keepSpace  = '\u00a0' // no-break space
 )
 
 var (
-	inWordRe  = regexp.MustCompile(`([^\s])([-.])([^\s])`)
-	unprotect = strings.NewReplacer(string(keepHyphen), "-", string(keepDot), ".")
+	// a '-' or '.' followed by a non-space, not at the start of a line
+	// (list markers, rules).
+	inWordRe  = regexp.MustCompile(`([^\s]|\s-*)[-.]+[^\s]`)
+	codeRe    = regexp.MustCompile("`[^`\n]+`")
+	unprotect = strings.NewReplacer(string(keepHyphen), "-", string(keepDot), ".", string(keepSpace), " ")
 )
 
 func protect(md string) string {
@@ -156,14 +164,36 @@ func protect(md string) string {
 		if fenceRe.MatchString(l) {
 			inFence = !inFence
 		}
-		if inFence || hardRuleRe.MatchString(strings.TrimSpace(l)) || strings.HasPrefix(strings.TrimSpace(l), "|") {
+		t := strings.TrimSpace(l)
+		if inFence || hardRuleRe.MatchString(t) || strings.HasPrefix(t, "|") {
 			b.WriteString(l)
 			continue
 		}
+		l = codeRe.ReplaceAllStringFunc(l, func(c string) string {
+			return strings.ReplaceAll(c, " ", string(keepSpace))
+		})
 		// Twice: matches overlap in "a-b-c".
 		b.WriteString(inWordRe.ReplaceAllStringFunc(inWordRe.ReplaceAllStringFunc(l, swap), swap))
 	}
 	return b.String()
+}
+
+// joinLines joins two soft-wrapped lines: with a space, except between
+// Chinese characters or next to CJK punctuation, where a space would show
+// as a gap in the sentence.
+func joinLines(a, b string) string {
+	last, _ := utf8.DecodeLastRuneInString(a)
+	first, _ := utf8.DecodeRuneInString(b)
+	if (isHan(last) && isHan(first)) || isCJKPunct(last) || isCJKPunct(first) {
+		return a + b
+	}
+	return a + " " + b
+}
+
+func isHan(r rune) bool { return unicode.Is(unicode.Han, r) }
+
+func isCJKPunct(r rune) bool {
+	return (r >= 0x3000 && r <= 0x303f) || (r >= 0xff00 && r <= 0xffef)
 }
 
 var (
@@ -195,7 +225,7 @@ func Unwrap(md string) string {
 		}
 		isBlock := blockRe.MatchString(l) || hardRuleRe.MatchString(l) || strings.HasPrefix(l, "    ") && !joinable
 		if joinable && !isBlock && !strings.HasSuffix(out[len(out)-1], "  ") && !strings.HasSuffix(out[len(out)-1], `\`) {
-			out[len(out)-1] += " " + strings.TrimSpace(l)
+			out[len(out)-1] = joinLines(out[len(out)-1], strings.TrimSpace(l))
 			continue
 		}
 		out = append(out, l)
