@@ -2,123 +2,167 @@ package shm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
-// maxListed caps the segment list in evidence; counts stay exact.
-const maxListed = 200
+// Caps on lists in evidence; the counts stay exact.
+const (
+	maxListed    = 200
+	maxPIDsShown = 20
+)
 
 func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	inv, err := Scan(ctx, h)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return []checks.Finding{{Severity: checks.Skipped, Title: h.ShmLogical() + " does not exist, so there are no segments to look at",
+				Detail: "shm.mount explains what that means for NCCL.", Evidence: map[string]any{"dir": h.ShmLogical()}}}, nil
+		}
 		return nil, err
 	}
 	dir := inv.Dir
 	if len(inv.Segments) == 0 {
 		return []checks.Finding{{Severity: checks.OK, Title: "No NCCL or PyTorch segments in " + dir,
-			Evidence: map[string]any{"dir": dir}}}, nil
+			Evidence: map[string]any{"dir": dir, "total": 0}}}, nil
 	}
-	count := map[State]int{}
-	var orphanNCCL, orphanMine []Segment
-	var reclaim, reclaimMine int64
-	var inUse, unknown, young, symlinks, hardlinks, oddNames, otherUsers []Segment
+
+	var (
+		count                                            = map[State]int{}
+		ownNCCL, ownOther, others                        []Segment
+		ownNCCLBytes, ownOtherBytes, othersBytes, allOrp int64
+		inUse, young, unknown, symlinks, irregular       []Segment
+		hardlinks, oddNames                              []Segment
+	)
 	list := make([]map[string]any, 0, min(len(inv.Segments), maxListed))
 	now := h.Now()
 	for _, s := range inv.Segments {
 		count[s.State]++
 		switch s.State {
 		case Orphaned:
-			reclaim += s.Allocated
-			if s.Kind == "nccl" || s.Kind == "nccl-legacy" {
-				orphanNCCL = append(orphanNCCL, s)
-			}
-			if !s.OtherUser {
-				orphanMine = append(orphanMine, s)
-				reclaimMine += s.Allocated
-			} else {
-				otherUsers = append(otherUsers, s)
+			allOrp += s.Allocated
+			switch {
+			case s.OtherUser:
+				others = append(others, s)
+				othersBytes += s.Allocated
+			case s.IsNCCL():
+				ownNCCL = append(ownNCCL, s)
+				ownNCCLBytes += s.Allocated
+			default:
+				ownOther = append(ownOther, s)
+				ownOtherBytes += s.Allocated
 			}
 		case InUse:
 			inUse = append(inUse, s)
 		case Young:
 			young = append(young, s)
 		case Unknown:
-			unknown = append(unknown, s)
+			if !s.Symlink && !s.Irregular {
+				unknown = append(unknown, s)
+			}
 		}
-		if s.Symlink {
+		switch {
+		case s.Symlink:
 			symlinks = append(symlinks, s)
-		}
-		if s.Nlink > 1 && !s.Symlink {
+		case s.Irregular:
+			irregular = append(irregular, s)
+		case s.Nlink > 1:
 			hardlinks = append(hardlinks, s)
 		}
 		if !textsafe.IsClean(s.Name) {
 			oddNames = append(oddNames, s)
 		}
 		if len(list) < maxListed {
-			e := map[string]any{"name": textsafe.Sanitize(s.Name), "kind": s.Kind, "size": s.Size, "allocated": s.Allocated,
-				"uid": s.UID, "age_seconds": int64(now.Sub(s.ModTime).Seconds()), "state": string(s.State)}
-			if len(s.Holders) > 0 {
-				var hs []string
-				for _, hd := range s.Holders {
-					hs = append(hs, fmt.Sprintf("%d/%s via %s", hd.PID, textsafe.Sanitize(hd.Comm), hd.Via))
-				}
-				e["holders"] = hs
-			}
-			if s.Symlink {
-				e["symlink_to"] = textsafe.Sanitize(s.LinkTarget)
-			}
-			if s.Nlink > 1 {
-				e["nlink"] = s.Nlink
-			}
-			list = append(list, e)
+			list = append(list, segmentEvidence(s, now))
 		}
 	}
 	ev := map[string]any{
 		"dir": dir, "segments": list, "total": len(inv.Segments),
 		"in_use": count[InUse], "orphaned": count[Orphaned], "unknown": count[Unknown], "young": count[Young],
-		"reclaimable_bytes": reclaim, "scanned_pids": inv.ScannedPIDs, "unreadable_pids": len(inv.UnreadablePIDs),
+		"reclaimable_bytes":     allOrp,
+		"reclaimable_own_bytes": ownNCCLBytes + ownOtherBytes,
+		"scanned_pids":          inv.ScannedPIDs, "unreadable_pids": len(inv.UnreadablePIDs),
+		"pid_namespace": inv.PIDNamespace, "all_holders_visible": inv.Private, "visibility": nonNil(inv.Visibility),
+	}
+	if len(inv.UnreadablePIDs) > 0 {
+		ev["unreadable_pid_list"] = inv.UnreadablePIDs[:min(len(inv.UnreadablePIDs), maxPIDsShown)]
+	}
+	if len(inv.IgnoredPIDs) > 0 {
+		ev["ignored_pids"] = inv.IgnoredPIDs
+	}
+	if inv.Note != "" {
+		ev["note"] = inv.Note
 	}
 	if len(list) < len(inv.Segments) {
 		ev["segments_truncated"] = len(inv.Segments) - len(list)
 	}
-	var fs []checks.Finding
+	var total uint64
+	if st, err := h.Statfs(dir); err == nil {
+		total = st.Total()
+		ev["fs_size_bytes"] = total
+	}
+	share := func(b int64) uint64 {
+		if total == 0 {
+			return 0
+		}
+		return uint64(b) * 100 / total
+	}
+
+	var out []checks.Finding
 	// The first finding carries the scan's evidence; the others carry
 	// their own (or none) so JSON output does not repeat the list.
 	add := func(f checks.Finding) {
-		if f.Evidence == nil && len(fs) == 0 {
+		if f.Evidence == nil && len(out) == 0 {
 			f.Evidence = ev
 		}
-		fs = append(fs, f)
+		out = append(out, f)
 	}
-	if len(orphanMine) > 0 {
-		sev := checks.Warn
-		detail := "No live process has these files open or mapped: they were left by a job that was killed during NCCL's setup " +
-			"(SIGKILL, OOM-killer, a crash), and they keep using RAM. The next job can fail with 'failed to extend /dev/shm/nccl-…'. " +
-			"ncclwiz can remove exactly these files; it re-proves each one unused right before removing it."
-		if st, err := h.Statfs(dir); err == nil && st.Total() > 0 && uint64(reclaimMine)*2 >= st.Total() {
+	const why = "No live process has them open or mapped. NCCL removes its segments once every peer has attached, " +
+		"so leftovers mean a job was killed during NCCL's setup (SIGKILL from a launcher or the OOM killer, a crash, kill -9 of a hung run). " +
+		"They keep using RAM, and the next job can fail with 'failed to extend /dev/shm/nccl-…' or a Bus error. "
+	const safe = "ncclwiz removes exactly these files, re-proving each one unused (and the same file) right before removing it."
+	if n := len(ownNCCL); n > 0 {
+		sev, detail := checks.Warn, why+safe
+		if p := share(allOrp); p >= 50 {
 			sev = checks.Error
-			detail = fmt.Sprintf("They fill %d%% of %s. ", uint64(reclaimMine)*100/st.Total(), dir) + detail
+			detail = fmt.Sprintf("Orphaned segments fill %d%% of %s. ", p, dir) + detail
 		}
-		what := "NCCL"
-		if len(orphanNCCL) < len(orphanMine) {
-			what = "shared-memory"
+		title := fmt.Sprintf("%d orphaned NCCL segment%s %s %s in %s (left by a crashed job)", n, plural(n), verb(n), Human(uint64(ownNCCLBytes)), dir)
+		if m := len(ownOther); m > 0 {
+			title = fmt.Sprintf("%d orphaned NCCL segment%s and %d other%s hold %s in %s (left by a crashed job)",
+				n, plural(n), m, plural(m), Human(uint64(ownNCCLBytes+ownOtherBytes)), dir)
+		}
+		add(checks.Finding{Severity: sev, Title: title, Detail: detail, Guide: "shm-stale-segments", Fixes: []string{"shm.cleanup"}})
+	} else if m := len(ownOther); m > 0 {
+		// PyTorch tensors (torch_*) and Python semaphores (sem.*) left by
+		// killed DataLoader workers: tidy, not an NCCL failure by themselves.
+		sev, detail := checks.Info, "No live process has them open or mapped: left by killed PyTorch or Python multiprocessing workers. They use RAM until removed. "+safe
+		if p := share(allOrp); p >= 50 {
+			sev, detail = checks.Error, fmt.Sprintf("Orphaned files fill %d%% of %s, leaving little room for NCCL's ~9.2 MiB segments. ", p, dir)+detail
 		}
 		add(checks.Finding{Severity: sev,
-			Title:  fmt.Sprintf("%d orphaned %s segment(s) hold %s in %s (left by a crashed job)", len(orphanMine), what, Human(uint64(reclaimMine)), dir),
+			Title:  fmt.Sprintf("%d orphaned PyTorch/semaphore file%s %s %s in %s", m, plural(m), verb(m), Human(uint64(ownOtherBytes)), dir),
 			Detail: detail, Guide: "shm-stale-segments", Fixes: []string{"shm.cleanup"}})
 	}
-	if len(otherUsers) > 0 {
-		detail := "They look unused, but only their owner or root may remove them; ncclwiz leaves other users' files alone."
+	if n := len(others); n > 0 {
+		sev := checks.Info
+		detail := "They look unused, but only their owner or root may remove them; ncclwiz leaves other users' files alone. Ask the owner or an administrator."
 		if h.IsRoot() {
 			detail = "They look unused. As root you may remove them too: ncclwiz fix --apply shm.cleanup --all-users (each is re-proven unused first)."
 		}
-		add(checks.Finding{Severity: checks.Info,
-			Title:  fmt.Sprintf("%d orphaned segment(s) belong to other users", len(otherUsers)),
+		if p := share(allOrp); p >= 50 {
+			sev = checks.Warn
+			detail = fmt.Sprintf("Orphaned segments fill %d%% of %s. ", p, dir) + detail
+		}
+		add(checks.Finding{Severity: sev,
+			Title:  fmt.Sprintf("%d orphaned segment%s of other users %s %s in %s (uid %s)", n, plural(n), verb(n), Human(uint64(othersBytes)), dir, uidList(others)),
 			Detail: detail, Guide: "shm-stale-segments"})
 	}
 	if len(inUse) > 0 {
@@ -129,45 +173,151 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			}
 		}
 		add(checks.Finding{Severity: checks.Info,
-			Title:  fmt.Sprintf("%d segment(s) in use by %d running process(es); they will not be touched", len(inUse), len(pids)),
-			Detail: "A running job holds them. If that job is hung or left over from a failed run, gpu.processes shows it."})
+			Title: fmt.Sprintf("%d segment%s in use by %d running process%s; they will not be touched",
+				len(inUse), plural(len(inUse)), len(pids), pluralEs(len(pids))),
+			Detail: "A running job has them open or mapped. If that job is hung or left over from a failed run, gpu.processes and proc.ranks show it; " +
+				"end it first, and NCCL (or the cleanup) removes its files."})
 	}
 	if len(young) > 0 {
 		add(checks.Finding{Severity: checks.Info,
-			Title:  fmt.Sprintf("%d segment(s) were created in the last %s", len(young), YoungAge),
-			Detail: "A job may be starting up right now; they are not counted as orphaned until they are older."})
+			Title:  fmt.Sprintf("%d segment%s modified in the last %s", len(young), plural(len(young)), shortDur(YoungAge)),
+			Detail: "A job may be setting up its communicators right now; they are not counted as orphaned until they are older. Run the check again in a few minutes."})
 	}
-	if n := len(unknown) - len(symlinks); n > 0 {
-		why := inv.Note
-		if why == "" {
-			why = fmt.Sprintf("%d process(es) could not be inspected without root, so these cannot be proven unused.", len(inv.UnreadablePIDs))
+	if n := len(unknown); n > 0 {
+		detail := unknown[0].Reason
+		if !inv.Private && inv.Note != "" {
+			detail = inv.Note
 		}
-		add(checks.Finding{Severity: checks.Info, Title: fmt.Sprintf("%d segment(s) could not be proven unused", n), Detail: why})
+		var b int64
+		for _, s := range unknown {
+			b += s.Allocated
+		}
+		add(checks.Finding{Severity: checks.Info,
+			Title:  fmt.Sprintf("%d segment%s (%s) could not be proven unused", n, plural(n), Human(uint64(b))),
+			Detail: detail})
 	}
 	for _, s := range symlinks {
+		// Info, not a warning: the kernel's protected_symlinks and the
+		// sticky bit keep NCCL from following another user's link, and
+		// ncclwiz never touches it, so it does not block a job.
 		add(checks.Finding{Severity: checks.Info,
-			Title:    fmt.Sprintf("Symlink in %s: %s -> %s", dir, textsafe.Sanitize(s.Name), textsafe.Sanitize(s.LinkTarget)),
-			Detail:   "NCCL never creates symlinks here. ncclwiz does not follow it and will not remove it; whoever created it should.",
+			Title: fmt.Sprintf("Symlink in %s: %s -> %s", dir, textsafe.Sanitize(s.Name), textsafe.Sanitize(s.LinkTarget)),
+			Detail: "NCCL and PyTorch never create symlinks here; a program that opened this name would write to the target instead. " +
+				"ncclwiz does not follow it and will not remove it; check who created it (uid shown) and remove it by hand if it is not yours to keep.",
 			Evidence: map[string]any{"name": textsafe.Sanitize(s.Name), "target": textsafe.Sanitize(s.LinkTarget), "uid": s.UID}, Guide: "shm-stale-segments"})
 	}
+	if len(irregular) > 0 {
+		add(checks.Finding{Severity: checks.Info,
+			Title:  fmt.Sprintf("%d entr%s with a segment name %s: %s", len(irregular), pluralY(len(irregular)), notRegular(len(irregular)), nameList(irregular)),
+			Detail: "Directories, FIFOs or sockets named like NCCL or PyTorch files; ncclwiz leaves them alone."})
+	}
 	if len(hardlinks) > 0 {
-		var names []string
-		for _, s := range hardlinks {
-			names = append(names, textsafe.Sanitize(s.Name))
-		}
-		add(checks.Finding{Severity: checks.Info, Title: fmt.Sprintf("%d segment(s) have other hard links: %s", len(hardlinks), strings.Join(names, ", ")),
+		add(checks.Finding{Severity: checks.Info,
+			Title:  fmt.Sprintf("%d segment%s %s other hard links: %s", len(hardlinks), plural(len(hardlinks)), hasHave(len(hardlinks)), nameList(hardlinks)),
 			Detail: "Removing the name here would not free the space, and the data is reachable elsewhere; ncclwiz leaves them alone."})
 	}
 	if len(oddNames) > 0 {
-		var names []string
-		for _, s := range oddNames {
-			names = append(names, textsafe.Sanitize(s.Name))
+		add(checks.Finding{Severity: checks.Info,
+			Title:  fmt.Sprintf("%d name%s contain%s control or invalid bytes (shown escaped): %s", len(oddNames), plural(len(oddNames)), verbS(len(oddNames)), nameList(oddNames)),
+			Detail: "Such names can hide terminal escape sequences; ncclwiz shows them escaped, never prints them raw and does not remove them automatically."})
+	}
+	if len(out) == 0 {
+		add(checks.Finding{Severity: checks.OK, Title: fmt.Sprintf("%d segment%s in %s, none orphaned", len(inv.Segments), plural(len(inv.Segments)), dir)})
+	}
+	return out, nil
+}
+
+func segmentEvidence(s Segment, now time.Time) map[string]any {
+	e := map[string]any{"name": textsafe.Sanitize(s.Name), "kind": s.Kind, "size": s.Size, "allocated": s.Allocated,
+		"uid": s.UID, "age_seconds": int64(now.Sub(s.ModTime).Seconds()), "state": string(s.State), "inode": s.Ino}
+	if s.Reason != "" && s.State != InUse {
+		e["reason"] = textsafe.Sanitize(s.Reason)
+	}
+	if len(s.Holders) > 0 {
+		hs := make([]string, 0, len(s.Holders))
+		for _, hd := range s.Holders {
+			hs = append(hs, fmt.Sprintf("%d/%s via %s", hd.PID, textsafe.Sanitize(hd.Comm), hd.Via))
 		}
-		add(checks.Finding{Severity: checks.Info, Title: fmt.Sprintf("%d name(s) contain control or invalid bytes (shown escaped): %s", len(oddNames), strings.Join(names, ", ")),
-			Detail: "Such names can hide terminal escape sequences; ncclwiz shows them escaped and never prints them raw."})
+		e["holders"] = hs
 	}
-	if len(fs) == 0 {
-		add(checks.Finding{Severity: checks.OK, Title: fmt.Sprintf("%d segment(s) in %s, none orphaned", len(inv.Segments), dir)})
+	if s.Symlink {
+		e["symlink_to"] = textsafe.Sanitize(s.LinkTarget)
 	}
-	return fs, nil
+	if s.Nlink > 1 {
+		e["nlink"] = s.Nlink
+	}
+	return e
+}
+
+func nameList(segs []Segment) string {
+	var names []string
+	for i, s := range segs {
+		if i == 5 {
+			names = append(names, fmt.Sprintf("+%d more", len(segs)-5))
+			break
+		}
+		names = append(names, textsafe.Sanitize(s.Name))
+	}
+	return strings.Join(names, ", ")
+}
+
+func uidList(segs []Segment) string {
+	seen := map[int]bool{}
+	var parts []string
+	for _, s := range segs {
+		if !seen[s.UID] {
+			seen[s.UID] = true
+			parts = append(parts, fmt.Sprint(s.UID))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func shortDur(d time.Duration) string {
+	if d%time.Minute == 0 {
+		return fmt.Sprintf("%d minutes", int(d/time.Minute))
+	}
+	return d.String()
+}
+
+func verb(n int) string {
+	if n == 1 {
+		return "holds"
+	}
+	return "hold"
+}
+
+func verbS(n int) string {
+	if n == 1 {
+		return "s"
+	}
+	return ""
+}
+
+func hasHave(n int) string {
+	if n == 1 {
+		return "has"
+	}
+	return "have"
+}
+
+func notRegular(n int) string {
+	if n == 1 {
+		return "is not a regular file"
+	}
+	return "are not regular files"
+}
+
+func pluralEs(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "es"
+}
+
+func pluralY(n int) string {
+	if n == 1 {
+		return "y"
+	}
+	return "ies"
 }

@@ -3,7 +3,9 @@ package shm
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,53 +14,148 @@ import (
 	"github.com/ncclwiz/ncclwiz/internal/shmtest"
 )
 
+// TestMain lets the test binary act as a holder process (shmtest.Start).
 func TestMain(m *testing.M) {
 	shmtest.Main()
 	os.Exit(m.Run())
 }
 
+// TestRealTmpfsHoldersAndFull runs the checks against a real 1 MiB tmpfs
+// and real processes: one holds a segment open, one only maps it (fd
+// closed, as NCCL 2.12-2.15 attachers do), one holds a deleted file of the
+// same name as a current one, and one holds a segment through a bind mount
+// of the directory (a path the check has never heard of).
 func TestRealTmpfsHoldersAndFull(t *testing.T) {
 	dir := shmtest.MountTmpfs(t, "1M")
-	held := shmtest.MakeSegment(t, dir, "nccl-Held01", 64<<10, time.Hour)
-	mapped := shmtest.MakeSegment(t, dir, "nccl-Mapd02", 64<<10, time.Hour)
+	const seg = 64 << 10
+	held := shmtest.MakeSegment(t, dir, "nccl-Held01", seg, time.Hour)
+	mapped := shmtest.MakeSegment(t, dir, "nccl-Mapd02", seg, time.Hour)
 	for _, n := range []string{"nccl-Orph03", "nccl-Orph04", "nccl-Orph05"} {
-		shmtest.MakeSegment(t, dir, n, 64<<10, time.Hour)
+		shmtest.MakeSegment(t, dir, n, seg, time.Hour)
 	}
 	shmtest.Start(t, "open", held)
 	shmtest.Start(t, "map", mapped)
+
+	// A job held nccl-Reus06, which was then removed and re-created: the
+	// holder's fd now reads "…/nccl-Reus06 (deleted)" and must not make
+	// the new file look in use.
+	reused := shmtest.MakeSegment(t, dir, "nccl-Reus06", 4096, time.Hour)
+	shmtest.Start(t, "open", reused)
+	if err := os.Remove(reused); err != nil {
+		t.Fatal(err)
+	}
+	shmtest.MakeSegment(t, dir, "nccl-Reus06", 4096, time.Hour)
+
+	// A holder that opened the file through a bind mount elsewhere.
+	bind := t.TempDir()
+	if out, err := exec.Command("mount", "--bind", dir, bind).CombinedOutput(); err != nil {
+		t.Fatalf("bind mount: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", bind).Run() })
+	shmtest.MakeSegment(t, dir, "nccl-Bind07", 4096, time.Hour)
+	shmtest.Start(t, "map", filepath.Join(bind, "nccl-Bind07"))
+	shmtest.MakeSegment(t, dir, "nccl-Bind10", 4096, time.Hour)
+	shmtest.Start(t, "open", filepath.Join(bind, "nccl-Bind10"))
+
+	// A symlink to a file outside, and another user's orphan.
+	outside := filepath.Join(t.TempDir(), "precious")
+	if err := os.WriteFile(outside, []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "nccl-Link08")); err != nil {
+		t.Fatal(err)
+	}
+	theirs := shmtest.MakeSegment(t, dir, "nccl-Othr09", 4096, time.Hour)
+	if err := os.Lchown(theirs, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
 
 	h := host.Local(host.LocalOptions{ShmDir: dir, NoNVML: true})
 	inv, err := Scan(context.Background(), h)
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := map[string]State{
+		"nccl-Held01": InUse, "nccl-Mapd02": InUse, "nccl-Bind07": InUse, "nccl-Bind10": InUse,
+		"nccl-Orph03": Orphaned, "nccl-Orph04": Orphaned, "nccl-Orph05": Orphaned, "nccl-Reus06": Orphaned, "nccl-Othr09": Orphaned,
+		"nccl-Link08": Unknown,
+	}
 	got := states(inv)
-	want := map[string]State{"nccl-Held01": InUse, "nccl-Mapd02": InUse, "nccl-Orph03": Orphaned, "nccl-Orph04": Orphaned, "nccl-Orph05": Orphaned}
+	if len(got) != len(want) {
+		t.Errorf("scanned %v", got)
+	}
 	for k, v := range want {
 		if got[k] != v {
-			t.Errorf("%s: %s, want %s", k, got[k], v)
+			t.Errorf("%s: %s (%s), want %s", k, got[k], segment(t, inv, k).Reason, v)
 		}
 	}
-	for _, s := range inv.Segments {
-		if s.Name == "nccl-Mapd02" && (len(s.Holders) == 0 || s.Holders[0].Via != "map") {
-			t.Errorf("mapped segment holders = %+v (want via map)", s.Holders)
-		}
-		if s.Name == "nccl-Held01" && (len(s.Holders) == 0 || s.Holders[0].Via != "fd") {
-			t.Errorf("open segment holders = %+v (want via fd)", s.Holders)
+	via := map[string]string{"nccl-Held01": "fd", "nccl-Mapd02": "map", "nccl-Bind07": "map", "nccl-Bind10": "fd"}
+	for name, v := range via {
+		s := segment(t, inv, name)
+		if len(s.Holders) != 1 || s.Holders[0].Via != v || s.Holders[0].PID <= 1 {
+			t.Errorf("%s holders = %+v (want one, via %s)", name, s.Holders, v)
 		}
 	}
+	if s := segment(t, inv, "nccl-Othr09"); !s.OtherUser || s.UID != 4242 {
+		t.Errorf("other user's file = %+v", s)
+	}
+	if s := segment(t, inv, "nccl-Link08"); !s.Symlink || s.LinkTarget != outside {
+		t.Errorf("symlink = %+v", s)
+	}
+	if len(inv.UnreadablePIDs) != 0 {
+		t.Errorf("root could not read pids %v", inv.UnreadablePIDs)
+	}
+
+	// The check's verdict and evidence.
+	fs, err := runSegments(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !has(fs, checks.Warn, "4 orphaned NCCL segments hold 196 KiB in "+dir+" (left by a crashed job)") ||
+		!has(fs, checks.Info, "4 segments in use by 4 running processes") ||
+		!has(fs, checks.Info, "Symlink in "+dir+": nccl-Link08 -> "+outside) ||
+		!has(fs, checks.Info, "1 orphaned segment of other users holds 4 KiB") {
+		t.Errorf("findings:\n%s", titles(fs))
+	}
+	ev := fs[0].Evidence
+	if ev["in_use"] != 4 || ev["orphaned"] != 5 || ev["unknown"] != 1 || ev["reclaimable_own_bytes"] != int64(3*seg+4096) {
+		t.Errorf("evidence counts: %v", ev)
+	}
+
+	// Right before a removal: orphans prove, held ones do not.
 	for _, s := range inv.Segments {
-		if s.State == Orphaned {
-			ok, hs, err := ProveOrphaned(context.Background(), h, s)
+		ok, hs, err := ProveOrphaned(context.Background(), h, s)
+		switch s.State {
+		case Orphaned:
 			if !ok || err != nil {
 				t.Errorf("ProveOrphaned(%s) = %v %v %v", s.Name, ok, hs, err)
 			}
-		}
-		if s.State == InUse {
-			if ok, _, _ := ProveOrphaned(context.Background(), h, s); ok {
-				t.Errorf("in-use %s proven orphaned", s.Name)
+		case InUse:
+			if ok || len(hs) == 0 {
+				t.Errorf("in-use %s proven orphaned (%v)", s.Name, err)
+			}
+		default:
+			if ok {
+				t.Errorf("%s (%s) proven orphaned", s.Name, s.State)
 			}
 		}
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "keep me" {
+		t.Error("the symlink's target was touched")
+	}
+
+	// Before it fills up: the size is known, and the free space is what
+	// the segments leave (1 MiB is "full" for NCCL from the start).
+	fs, err = runMount(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev = fs[0].Evidence
+	if ev["size_option"] != "1024k" || ev["size_bytes"] != uint64(1<<20) || ev["fstype"] != "tmpfs" || ev["free_bytes"].(uint64) == 0 {
+		t.Errorf("mount evidence %v", ev)
+	}
+	if has(fs, checks.Error, "is full: 0 B free") {
+		t.Errorf("empty space reported as 0 B:\n%s", titles(fs))
 	}
 
 	// Fill the tmpfs: shm.mount must call it full.
@@ -73,14 +170,31 @@ func TestRealTmpfsHoldersAndFull(t *testing.T) {
 		}
 	}
 	f.Close()
+	fs, err = runMount(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := find(fs, checks.Error, "is full: 0 B free")
+	if full == nil || !strings.Contains(strings.Join(full.Fixes, ","), "shm.cleanup") {
+		t.Errorf("full tmpfs not reported:\n%s", titles(fs))
+	}
+	if !has(fs, checks.Error, dir+" is only 1 MiB") {
+		t.Errorf("1 MiB tmpfs not called too small:\n%s", titles(fs))
+	}
+}
+
+// TestRealReadOnlyTmpfs remounts the tmpfs read-only: shm.mount must say so.
+func TestRealReadOnlyTmpfs(t *testing.T) {
+	dir := shmtest.MountTmpfs(t, "64M")
+	if out, err := exec.Command("mount", "-o", "remount,ro", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot remount read-only here: %v %s", err, out)
+	}
+	h := host.Local(host.LocalOptions{ShmDir: dir, NoNVML: true})
 	fs, err := runMount(context.Background(), h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !has(fs, checks.Error, "is full") {
-		t.Errorf("full tmpfs not reported:\n%s", titles(fs))
-	}
-	if fs[0].Evidence["size_option"] != "1M" && fs[0].Evidence["size_option"] != "1024k" {
-		t.Errorf("size option = %v", fs[0].Evidence["size_option"])
+	if !has(fs, checks.Error, dir+" is mounted read-only") || !has(fs, checks.Warn, dir+" is 64 MiB, the Docker and Kubernetes default") {
+		t.Errorf("findings:\n%s", titles(fs))
 	}
 }

@@ -6,9 +6,14 @@ package shm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
@@ -22,6 +27,24 @@ func Checks() []checks.Check {
 	}
 }
 
+// Sizes that decide severities. NCCL's SHM transport gives each receiving
+// rank one segment per peer and channel (reference §2.1, §4).
+const (
+	// SegmentBytes is one NCCL SHM receive segment with default buffer
+	// sizes: 4096 + LL 512 KiB + LL128 4,915,200 B + SIMPLE 4 MiB =
+	// 9,637,888 B, plus the 4-byte refcount trailer NCCL >= 2.16 appends.
+	SegmentBytes = 9637892
+	// DockerDefault is the /dev/shm size Docker and Kubernetes give a
+	// container unless told otherwise (65536k).
+	DockerDefault = 64 << 20
+	// pairSegments is what the smallest multi-GPU job needs: two ranks,
+	// two channels each way.
+	pairSegments = 4
+	// nodeSegments is an 8-GPU node without P2P at two channels per peer
+	// pair, the order of magnitude reference §2.1 gives (~150 MiB).
+	nodeSegments = 16
+)
+
 // Mount describes the filesystem behind the shared-memory directory.
 type Mount struct {
 	Path, Source, FSType string
@@ -34,11 +57,35 @@ type Mount struct {
 	NoExec                  bool
 	Total, Used, Free       uint64
 	InodesTotal, InodesFree uint64
-	// Found is false when the directory does not exist.
-	Found bool
-	// StatfsOK is false when the sizes could not be read.
-	StatfsOK bool
-	IsTmpfs  bool
+	// Found is false when the directory is missing or not a directory;
+	// Problem then says which.
+	Found   bool
+	Problem string
+	// LinkTarget is set when the directory itself is a symlink (old Debian
+	// systems had /dev/shm -> /run/shm); the mount is looked up for the
+	// resolved path.
+	LinkTarget string
+	// Mode is the directory's permission bits (normally 1777) and DirUID
+	// its owner.
+	Mode           fs.FileMode
+	DirUID, DirGID int
+	// StatfsOK is false when the sizes could not be read; StatfsErr says why.
+	StatfsOK  bool
+	StatfsErr string
+	IsTmpfs   bool
+	// Unlimited is a tmpfs mounted with size=0: statfs reports no blocks
+	// and it may grow until RAM runs out.
+	Unlimited bool
+	// MountinfoErr is set when /proc/self/mountinfo could not be read.
+	MountinfoErr string
+}
+
+// UsedPercent is the share of the tmpfs in use, 0 when unknown/unlimited.
+func (m Mount) UsedPercent() float64 {
+	if m.Total == 0 {
+		return 0
+	}
+	return float64(m.Used) * 100 / float64(m.Total)
 }
 
 type mountEntry struct {
@@ -47,12 +94,14 @@ type mountEntry struct {
 	majMin                           string
 }
 
-// parseMountinfo parses /proc/PID/mountinfo (proc(5)).
+// parseMountinfo parses /proc/PID/mountinfo (proc_pid_mountinfo(5)):
+// "36 35 98:0 /root /mnt opts [optional…] - fstype source superopts".
+// Malformed lines are skipped.
 func parseMountinfo(b []byte) []mountEntry {
 	var out []mountEntry
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
-		if len(f) < 10 {
+		if len(f) < 7 {
 			continue
 		}
 		sep := -1
@@ -62,7 +111,7 @@ func parseMountinfo(b []byte) []mountEntry {
 				break
 			}
 		}
-		if sep < 0 || sep+3 >= len(f)+1 || sep+2 >= len(f) {
+		if sep < 0 || sep+2 >= len(f) {
 			continue
 		}
 		e := mountEntry{
@@ -70,25 +119,26 @@ func parseMountinfo(b []byte) []mountEntry {
 			root:       unescape(f[3]),
 			mountPoint: unescape(f[4]),
 			opts:       strings.Split(f[5], ","),
-			fsType:     f[sep+1],
+			fsType:     unescape(f[sep+1]),
 			source:     unescape(f[sep+2]),
 		}
 		if sep+3 < len(f) {
-			e.superOpts = strings.Split(f[sep+3], ",")
+			e.superOpts = strings.Split(unescape(f[sep+3]), ",")
 		}
 		out = append(out, e)
 	}
 	return out
 }
 
-// unescape decodes the octal escapes (\040 for space) the kernel uses.
+// unescape decodes the octal escapes the kernel writes for space, tab,
+// newline and backslash (\040, \011, \012, \134).
 func unescape(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
+		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
 			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
 				b.WriteByte(byte(n))
 				i += 3
@@ -100,6 +150,8 @@ func unescape(s string) string {
 	return b.String()
 }
 
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+
 // within reports whether p is dir or below it.
 func within(p, dir string) bool {
 	if dir == "/" {
@@ -108,56 +160,120 @@ func within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// ReadMount finds the mount that holds the shared-memory directory: the
-// longest mount point containing it, the last one listed when mounts are
-// stacked (the top of the stack is what processes see).
+// findMount returns the mount holding dir: the longest mount point that
+// contains it, the last one listed when mounts are stacked (the top of the
+// stack is what processes see).
+func findMount(entries []mountEntry, dir string) (mountEntry, bool) {
+	best := -1
+	for i, e := range entries {
+		if !within(dir, e.mountPoint) {
+			continue
+		}
+		if best < 0 || len(e.mountPoint) >= len(entries[best].mountPoint) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return mountEntry{}, false
+	}
+	return entries[best], true
+}
+
+// resolveDir follows symlinks of the shm directory itself (never of
+// entries in it) inside the host's root, at most a few levels.
+func resolveDir(h *host.Host, dir string) (string, error) {
+	cur := path.Clean(dir)
+	for range 8 {
+		fi, err := h.Lstat(cur)
+		if err != nil {
+			return cur, err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return cur, nil
+		}
+		t, err := h.Readlink(cur)
+		if err != nil {
+			return cur, err
+		}
+		if !path.IsAbs(t) {
+			t = path.Join(path.Dir(cur), t)
+		}
+		cur = path.Clean(t)
+	}
+	return cur, fmt.Errorf("%s: too many levels of symbolic links", dir)
+}
+
+// ReadMount describes the filesystem behind the shared-memory directory:
+// the mountinfo entry (parsed here because gopsutil drops superblock options
+// such as size=65536k), statfs sizes and the directory's mode. A missing
+// directory is not an error: Found is false and Problem says why.
 func ReadMount(_ context.Context, h *host.Host) (Mount, error) {
 	dir := h.ShmLogical()
-	m := Mount{Path: dir}
-	if fi, err := h.Lstat(dir); err != nil || !fi.IsDir() {
+	m := Mount{Path: dir, DirUID: -1, DirGID: -1}
+	resolved, err := resolveDir(h, dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		m.Problem = "does not exist"
+		return m, nil
+	case err != nil:
+		m.Problem = "cannot be examined: " + err.Error()
+		return m, nil
+	}
+	if resolved != path.Clean(dir) {
+		m.LinkTarget = resolved
+	}
+	fi, err := h.Lstat(resolved)
+	if err != nil {
+		m.Problem = "cannot be examined: " + err.Error()
+		return m, nil
+	}
+	if !fi.IsDir() {
+		m.Problem = "is not a directory"
 		return m, nil
 	}
 	m.Found = true
-	if b, err := h.ReadFile("/proc/self/mountinfo"); err == nil {
-		best := -1
-		entries := parseMountinfo(b)
-		for i, e := range entries {
-			if !within(dir, e.mountPoint) {
-				continue
-			}
-			if best < 0 || len(e.mountPoint) >= len(entries[best].mountPoint) {
-				best = i
+	m.Mode = fi.Mode() & (fs.ModePerm | fs.ModeSticky)
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		m.DirUID, m.DirGID = int(st.Uid), int(st.Gid)
+	}
+	if b, err := h.ReadFile("/proc/self/mountinfo"); err != nil {
+		m.MountinfoErr = err.Error()
+	} else if e, ok := findMount(parseMountinfo(b), resolved); ok {
+		m.MountPoint, m.Source, m.FSType = e.mountPoint, e.source, e.fsType
+		m.Options, m.SuperOptions = e.opts, e.superOpts
+		for _, o := range e.superOpts {
+			if v, ok := strings.CutPrefix(o, "size="); ok {
+				m.SizeOption = v
 			}
 		}
-		if best >= 0 {
-			e := entries[best]
-			m.MountPoint, m.Source, m.FSType = e.mountPoint, e.source, e.fsType
-			m.Options, m.SuperOptions = e.opts, e.superOpts
-			for _, o := range e.superOpts {
-				if v, ok := strings.CutPrefix(o, "size="); ok {
-					m.SizeOption = v
-				}
+		for _, o := range e.opts {
+			switch o {
+			case "ro":
+				m.ReadOnly = true
+			case "noexec":
+				m.NoExec = true
 			}
-			for _, o := range append(append([]string{}, e.opts...), e.superOpts...) {
-				switch o {
-				case "ro":
-					m.ReadOnly = true
-				case "noexec":
-					m.NoExec = true
-				}
+		}
+		for _, o := range e.superOpts {
+			if o == "ro" {
+				m.ReadOnly = true
 			}
 		}
 	}
 	st, err := h.Statfs(dir)
 	if err != nil {
+		m.StatfsErr = err.Error()
 		return m, nil
 	}
 	m.StatfsOK = true
 	m.Total, m.Used, m.Free = st.Total(), st.Used(), st.Free()
 	m.InodesTotal, m.InodesFree = st.Files, st.Ffree
-	m.IsTmpfs = st.Type == host.TmpfsMagic || m.FSType == "tmpfs"
+	m.IsTmpfs = st.Type == host.TmpfsMagic || (st.Type == 0 && m.FSType == "tmpfs")
 	if m.FSType == "" && st.Type == host.TmpfsMagic {
 		m.FSType = "tmpfs"
+	}
+	if m.IsTmpfs && st.Blocks == 0 {
+		m.Unlimited = true
 	}
 	const stRdonly = 0x1 // ST_RDONLY in statfs f_flags
 	if st.Flags&stRdonly != 0 {
@@ -166,13 +282,53 @@ func ReadMount(_ context.Context, h *host.Host) (Mount, error) {
 	return m, nil
 }
 
-// SegmentBytes is the size of one NCCL SHM receive segment with default
-// buffer sizes (4096 + the three protocol buffers, plus NCCL's 4-byte
-// refcount trailer since 2.16): 9,637,892 bytes, about 9.2 MiB.
-const SegmentBytes = 9637892
+// writableBy reports whether uid (with the given groups) may create files
+// in a directory of this mode and owner.
+func writableBy(mode fs.FileMode, owner, uid int, gid int, groups []int, dirGID int) bool {
+	switch {
+	case uid == 0:
+		return true
+	case owner == uid:
+		return mode&0o200 != 0
+	case mode&0o002 != 0:
+		return true
+	}
+	if mode&0o020 != 0 {
+		if gid == dirGID {
+			return true
+		}
+		for _, g := range groups {
+			if g == dirGID {
+				return true
+			}
+		}
+	}
+	return false
+}
 
-// DockerDefault is the /dev/shm size Docker and Kubernetes give a container.
-const DockerDefault = 64 << 20
+// selfGroups reads the effective gid and supplementary groups of ncclwiz.
+func selfGroups(h *host.Host) (gid int, groups []int) {
+	gid = -1
+	b, err := h.ReadFile("/proc/self/status")
+	if err != nil {
+		return gid, nil
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Gid:"); ok {
+			if f := strings.Fields(rest); len(f) > 1 {
+				gid, _ = strconv.Atoi(f[1])
+			}
+		}
+		if rest, ok := strings.CutPrefix(line, "Groups:"); ok {
+			for _, g := range strings.Fields(rest) {
+				if n, err := strconv.Atoi(g); err == nil {
+					groups = append(groups, n)
+				}
+			}
+		}
+	}
+	return gid, groups
+}
 
 func runMount(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	m, err := ReadMount(ctx, h)
@@ -181,73 +337,157 @@ func runMount(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	}
 	dir := m.Path
 	if !m.Found {
-		return []checks.Finding{{Severity: checks.Error, Title: dir + " does not exist",
-			Detail: "NCCL's shared-memory transport creates its segments in /dev/shm (the path is fixed in NCCL's source); without it, ranks on one node cannot use SHM. " +
-				"Mount a tmpfs there, or start the container with --shm-size / --ipc=host.",
-			Evidence: map[string]any{"path": dir}, Guide: "shm-no-space", Fixes: []string{"container.shm"}}}, nil
+		return []checks.Finding{{Severity: checks.Error, Title: dir + " " + m.Problem,
+			Detail: "NCCL's shared-memory transport creates its segments as files in /dev/shm (the path is fixed in NCCL's source), " +
+				"so ranks on one node cannot use it. On a host, mount a tmpfs there (mount -t tmpfs -o size=8g tmpfs /dev/shm); " +
+				"in a container, start it with --shm-size=8g or --ipc=host (Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm). " +
+				"NCCL_SHM_DISABLE=1 avoids it at the cost of speed.",
+			Evidence: map[string]any{"path": dir, "problem": m.Problem}, Guide: "shm-no-space", Fixes: []string{"container.shm"}}}, nil
 	}
 	ev := map[string]any{"path": dir, "fstype": m.FSType, "mount_source": m.Source, "mount_point": m.MountPoint,
-		"options": m.Options, "super_options": m.SuperOptions}
+		"options": nonNil(m.Options), "super_options": nonNil(m.SuperOptions), "read_only": m.ReadOnly, "noexec": m.NoExec,
+		"is_tmpfs": m.IsTmpfs, "mode": fmt.Sprintf("%04o", unixMode(m.Mode)), "dir_uid": m.DirUID}
 	if m.SizeOption != "" {
 		ev["size_option"] = m.SizeOption
 	}
+	if m.LinkTarget != "" {
+		ev["symlink_to"] = m.LinkTarget
+	}
+	if m.MountinfoErr != "" {
+		ev["mountinfo_error"] = m.MountinfoErr
+	}
 	if !m.StatfsOK {
-		return []checks.Finding{{Severity: checks.Skipped, Title: "Could not read the size of " + dir, Evidence: ev}}, nil
+		ev["statfs_error"] = m.StatfsErr
+		return []checks.Finding{{Severity: checks.Skipped, Title: "Could not read the size of " + dir,
+			Detail: "statfs failed, so its size and free space are unknown: " + m.StatfsErr, Evidence: ev}}, nil
 	}
-	pct := 0.0
-	if m.Total > 0 {
-		pct = float64(m.Used) * 100 / float64(m.Total)
-	}
+	pct := m.UsedPercent()
 	ev["size_bytes"], ev["used_bytes"], ev["free_bytes"] = m.Total, m.Used, m.Free
 	ev["used_percent"] = float64(int(pct*10)) / 10
 	ev["inodes_total"], ev["inodes_free"] = m.InodesTotal, m.InodesFree
-
-	var fs []checks.Finding
-	summary := fmt.Sprintf("%s is %s, %s, %.0f%% used (%s free)", dir, m.FSType, Human(m.Total), pct, Human(m.Free))
-	head := checks.Finding{Severity: checks.OK, Title: summary, Evidence: ev}
-	fs = append(fs, head)
-	bad := func(sev checks.Severity, title, detail, guide string, fixes ...string) {
-		fs = append(fs, checks.Finding{Severity: sev, Title: title, Detail: detail, Guide: guide, Fixes: fixes})
+	ev["unlimited"] = m.Unlimited
+	ev["segment_bytes"] = SegmentBytes
+	if !m.Unlimited {
+		ev["segments_fit_total"] = m.Total / SegmentBytes
+		ev["segments_fit_free"] = m.Free / SegmentBytes
 	}
+
+	summary := fmt.Sprintf("%s is %s, %s, %.0f%% used (%s free)", dir, orUnknown(m.FSType), Human(m.Total), pct, Human(m.Free))
+	if m.Unlimited {
+		summary = fmt.Sprintf("%s is tmpfs with no size limit, %s used", dir, Human(m.Used))
+	}
+	out := []checks.Finding{{Severity: checks.OK, Title: summary, Evidence: ev}}
+	add := func(sev checks.Severity, title, detail, guide string, fixes ...string) {
+		out = append(out, checks.Finding{Severity: sev, Title: title, Detail: detail, Guide: guide, Fixes: fixes})
+	}
+	// Both remedies are named: whether this is a container is host.container's call.
+	const grow = "On a host, remount it bigger (mount -o remount,size=8g /dev/shm; persist in /etc/fstab). " +
+		"In a container it cannot be resized from inside: start a new one with --shm-size=8g or --ipc=host " +
+		"(Kubernetes: an emptyDir with medium: Memory and a sizeLimit mounted at /dev/shm)."
+
 	if !m.IsTmpfs {
-		bad(checks.Warn, fmt.Sprintf("%s is %s, not tmpfs", dir, m.FSType),
-			"Shared memory normally lives in RAM (tmpfs). On a disk filesystem NCCL's SHM transport still works but every access can hit storage.",
+		add(checks.Warn, fmt.Sprintf("%s is %s, not tmpfs", dir, orUnknown(m.FSType)),
+			"Shared memory normally lives in RAM (tmpfs). On a disk filesystem NCCL's SHM transport still works, "+
+				"but every segment is backed by storage, which is slower and survives crashes as files on disk.",
 			"shm-no-space")
 	}
 	if m.ReadOnly {
-		bad(checks.Error, dir+" is mounted read-only",
-			"NCCL cannot create its segments (mkstemp fails), so 'Error while creating shared memory segment' follows. Remount it read-write or start the container without a read-only /dev/shm.",
-			"shm-no-space", "container.shm")
+		add(checks.Error, dir+" is mounted read-only",
+			"NCCL cannot create its segments (mkstemp fails), so 'Error while creating shared memory segment' follows. "+
+				"Remount it read-write on a host, or start the container without a read-only /dev/shm.",
+			"shm-no-space", "shm.remount", "container.shm")
+	}
+	gid, groups := selfGroups(h)
+	if !m.ReadOnly && m.Mode != 0 && !writableBy(m.Mode, m.DirUID, h.EUID, gid, groups, m.DirGID) {
+		add(checks.Error, fmt.Sprintf("%s is not writable for uid %d (mode %04o)", dir, h.EUID, unixMode(m.Mode)),
+			"NCCL creates its segments there as the user who runs the job, so mkstemp fails with 'Permission denied'. "+
+				"The usual mode is 1777 (everyone may create files, only owners may delete them): chmod 1777 /dev/shm as root.",
+			"shm-no-space")
+	} else if m.Mode&0o002 != 0 && m.Mode&fs.ModeSticky == 0 {
+		add(checks.Info, fmt.Sprintf("%s is world-writable without the sticky bit (mode %04o)", dir, unixMode(m.Mode)),
+			"Any local user may delete or replace other users' segments while a job attaches to them. The usual mode is 1777.",
+			"shm-stale-segments")
 	}
 	if m.InodesTotal > 0 && m.InodesFree == 0 {
-		bad(checks.Error, dir+" has no free inodes", "No new file can be created there even though bytes may be free; remove orphaned segments.",
-			"shm-stale-segments", "shm.cleanup")
+		add(checks.Error, fmt.Sprintf("%s has no free inodes (%d in use)", dir, m.InodesTotal),
+			"No new file can be created there even though bytes may be free, so NCCL's mkstemp fails. "+
+				"Remove orphaned segments (shm.segments lists them), or remount with a larger nr_inodes.",
+			"shm-no-space", "shm.cleanup", "shm.remount")
 	}
+	if m.Unlimited {
+		if len(out) == 1 {
+			out[0].Detail = "A tmpfs mounted with size=0 has no limit: segments can use RAM until the machine runs out."
+		}
+		return out, nil
+	}
+	const cleanupFirst = "Remove orphaned segments first (shm.segments shows which are unused), then make it bigger if it is still small. "
 	switch {
 	case m.Free < SegmentBytes:
-		bad(checks.Error, fmt.Sprintf("%s is full: %s free, less than one NCCL segment (9.2 MiB)", dir, Human(m.Free)),
-			"NCCL sizes each shared-memory receive buffer at about 9.2 MiB; with less free space it fails with 'failed to extend /dev/shm/nccl-… bytes' "+
-				"(or a Bus error on NCCL 2.12-2.18). Remove orphaned segments first (shm.segments shows them), then make /dev/shm bigger if it is still small.",
+		add(checks.Error, fmt.Sprintf("%s is full: %s free, less than one NCCL segment (%s)", dir, Human(m.Free), Human(SegmentBytes)),
+			"With default buffer sizes each NCCL shared-memory receive segment is about 9.2 MiB. NCCL 2.19+ then fails with "+
+				"'failed to extend /dev/shm/nccl-… bytes' (No space left on device); NCCL 2.12-2.18 crash with a Bus error (SIGBUS, exit code -7). "+
+				cleanupFirst+grow,
+			"shm-no-space", "shm.cleanup", "shm.remount", "container.shm")
+	case pct >= 90 && m.Free < nodeSegments*SegmentBytes:
+		add(checks.Error, fmt.Sprintf("%s is %.0f%% full: %s free, room for %d NCCL segment%s", dir, pct, Human(m.Free), m.Free/SegmentBytes, plural(int(m.Free/SegmentBytes))),
+			"Each NCCL shared-memory receive segment is about 9.2 MiB; an 8-GPU job without P2P needs on the order of 150 MiB. "+cleanupFirst+grow,
 			"shm-no-space", "shm.cleanup", "shm.remount", "container.shm")
 	case pct >= 90:
-		bad(checks.Warn, fmt.Sprintf("%s is %.0f%% full (%s free)", dir, pct, Human(m.Free)),
-			"A multi-GPU job needs roughly 9.2 MiB per shared-memory connection; it may not fit. Look for orphaned segments.",
+		add(checks.Warn, fmt.Sprintf("%s is %.0f%% full (%s free)", dir, pct, Human(m.Free)),
+			"There is still room for NCCL's segments, but whatever fills it (datasets, orphaned segments, DataLoader tensors) shares RAM with the job. "+
+				"shm.segments shows which NCCL and PyTorch files are orphaned.",
 			"shm-no-space", "shm.cleanup")
+	case m.Free < pairSegments*SegmentBytes && m.Total > DockerDefault:
+		add(checks.Warn, fmt.Sprintf("%s has only %s free, room for %d NCCL segment%s", dir, Human(m.Free), m.Free/SegmentBytes, plural(int(m.Free/SegmentBytes))),
+			"Two ranks talking over shared memory already need about four ~9.2 MiB segments (one per peer and channel). "+cleanupFirst+grow,
+			"shm-no-space", "shm.cleanup", "shm.remount", "container.shm")
 	}
 	if m.Total <= DockerDefault {
-		// Each pair of local ranks that talks over SHM needs a ~9.2 MiB
-		// receive buffer per channel; a 64 MiB tmpfs holds six of them.
+		sev := checks.Warn
+		if m.Total < pairSegments*SegmentBytes {
+			sev = checks.Error
+		}
 		title := fmt.Sprintf("%s is only %s", dir, Human(m.Total))
 		if m.Total == DockerDefault {
 			title = fmt.Sprintf("%s is 64 MiB, the Docker and Kubernetes default", dir)
 		}
-		bad(checks.Warn, title,
-			fmt.Sprintf("It holds at most %d NCCL shared-memory segments of ~9.2 MiB, so a few local ranks exhaust it. "+
-				"Inside a container restart it with --shm-size=1g (or --ipc=host, or a Kubernetes emptyDir with medium: Memory); "+
-				"on a host remount /dev/shm with a larger size.", m.Total/SegmentBytes),
-			"shm-no-space", "container.shm", "shm.remount")
+		add(sev, title,
+			fmt.Sprintf("It holds at most %d NCCL shared-memory segment%s of ~9.2 MiB (one per receiving rank, peer and channel with default buffer sizes), "+
+				"so a few local ranks exhaust it: NCCL fails with 'failed to extend /dev/shm/nccl-…' or, on NCCL 2.12-2.18, a Bus error. ",
+				m.Total/SegmentBytes, plural(int(m.Total/SegmentBytes)))+grow,
+			"container-shm", "container.shm", "shm.remount")
 	}
-	return fs, nil
+	return out, nil
+}
+
+// unixMode turns Go's mode bits into the octal a user types with chmod.
+func unixMode(m fs.FileMode) uint32 {
+	v := uint32(m.Perm())
+	if m&fs.ModeSticky != 0 {
+		v |= 0o1000
+	}
+	return v
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "an unknown filesystem"
+	}
+	return s
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // Human formats bytes with binary units ("9.2 MiB").
@@ -265,5 +505,9 @@ func Human(b uint64) string {
 	if v == float64(int64(v)) {
 		return fmt.Sprintf("%d %ciB", int64(v), "KMGTPE"[exp])
 	}
-	return fmt.Sprintf("%.1f %ciB", v, "KMGTPE"[exp])
+	s := fmt.Sprintf("%.1f", v)
+	if strings.HasSuffix(s, ".0") { // 1023.96 KiB rounds to "1024.0"
+		s = strings.TrimSuffix(s, ".0")
+	}
+	return fmt.Sprintf("%s %ciB", s, "KMGTPE"[exp])
 }

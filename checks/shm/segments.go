@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -16,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ncclwiz/ncclwiz/checks/sysinfo"
 	"github.com/ncclwiz/ncclwiz/host"
 )
 
@@ -34,7 +37,8 @@ type State string
 const (
 	InUse    State = "in-use"
 	Orphaned State = "orphaned"
-	// Unknown: no holder seen, but some processes could not be inspected.
+	// Unknown: no holder seen, but a holder could be invisible (processes
+	// that could not be inspected, other PID namespaces, not a regular file).
 	Unknown State = "unknown"
 	// Young: too new to judge; NCCL's init window is short but real.
 	Young State = "young"
@@ -50,7 +54,9 @@ type Segment struct {
 	Path, RealPath string
 	// Kind is nccl (NCCL >= 2.12 nccl-XXXXXX), nccl-legacy (<= 2.11
 	// nccl-shm-…), sem (POSIX semaphores) or torch.
-	Kind            string
+	Kind string
+	// Size is st_size; Allocated is st_blocks*512, what the file really
+	// takes (NCCL 2.12-2.18 files are sparse).
 	Size, Allocated int64
 	UID             int
 	Mode            os.FileMode
@@ -61,22 +67,36 @@ type Segment struct {
 	LinkTarget      string
 	// Irregular is set for entries that are neither files nor symlinks.
 	Irregular bool
+	// OtherUser: owned by someone other than the user running ncclwiz.
 	OtherUser bool
 	Holders   []Holder
 	State     State
 	Reason    string
 }
 
+// IsNCCL reports whether NCCL created the segment (either naming scheme).
+func (s Segment) IsNCCL() bool { return s.Kind == "nccl" || s.Kind == "nccl-legacy" }
+
 // Inventory is the result of one scan.
 type Inventory struct {
 	Dir      string
 	Segments []Segment
-	// UnreadablePIDs could not be inspected (other users' processes).
+	// UnreadablePIDs could not be inspected (other users' processes without
+	// root, non-dumpable processes).
 	UnreadablePIDs []int
-	ScannedPIDs    int
+	// IgnoredPIDs were unreadable but cannot hold a segment: PID 1 of the
+	// initial PID namespace (the machine's init), which some sandboxes hide
+	// even from root.
+	IgnoredPIDs []int
+	ScannedPIDs int
 	// Private is false when processes outside ncclwiz's view may share the
-	// directory (a container with a shared tmpfs); then nothing is orphaned.
+	// directory (a container whose /dev/shm is the host's or the pod's);
+	// then nothing is reported as orphaned.
 	Private bool
+	// PIDNamespace is "host", "nested" or "unknown".
+	PIDNamespace string
+	// Visibility lists what decided Private.
+	Visibility []string
 	// Note explains a limitation of this scan, if any.
 	Note string
 }
@@ -96,11 +116,13 @@ func Kind(name string) string {
 	return ""
 }
 
-// Scan lists the segments and proves, with one pass over /proc, which are
-// held by live processes.
+// Scan lists the segments and proves, with one pass over /proc for all of
+// them, which are held by live processes. A cancelled scan is an error, never
+// a list of "orphaned" segments.
 func Scan(ctx context.Context, h *host.Host) (*Inventory, error) {
-	inv := &Inventory{Dir: h.ShmLogical(), Private: true}
-	ents, err := h.ReadDir(h.ShmLogical())
+	dir := h.ShmLogical()
+	inv := &Inventory{Dir: dir}
+	ents, err := h.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("list shared memory: %w", err)
 	}
@@ -117,29 +139,30 @@ func Scan(ctx context.Context, h *host.Host) (*Inventory, error) {
 	}
 	sort.Slice(inv.Segments, func(i, j int) bool { return inv.Segments[i].Name < inv.Segments[j].Name })
 	if len(inv.Segments) == 0 {
+		inv.Private = true
 		return inv, nil
 	}
-	shmDev := dirDevice(h)
-	idx := newIndex(inv.Segments, h.ShmLogical())
-	sc := procScan(ctx, h, idx, shmDev)
-	inv.ScannedPIDs, inv.UnreadablePIDs = sc.scanned, sc.unreadable
-	if !sharedVisible(h) {
-		inv.Private = false
-		inv.Note = "ncclwiz runs inside a container whose /dev/shm may be shared with processes it cannot see (other containers of the pod or the host); no segment is reported as orphaned."
+	vis := visibility(ctx, h)
+	inv.Private, inv.PIDNamespace, inv.Visibility, inv.Note = vis.all, vis.pidNS, vis.evidence, vis.note
+	ix := newIndex(inv.Segments, shmPrefixes(h))
+	sc, err := procScan(ctx, h, ix, vis.pidNS == "host")
+	if err != nil {
+		return nil, err
 	}
+	inv.ScannedPIDs, inv.UnreadablePIDs, inv.IgnoredPIDs = sc.scanned, sc.unreadable, sc.ignored
 	now := h.Now()
 	for i := range inv.Segments {
 		s := &inv.Segments[i]
 		s.Holders = sc.holders[i]
-		s.State, s.Reason = judge(h, s, sc, inv.Private, now)
+		s.State, s.Reason = judge(s, sc, inv.Private, now)
 	}
 	return inv, nil
 }
 
 func statSegment(h *host.Host, name, kind string) (Segment, error) {
 	p := path.Join(h.ShmLogical(), name)
-	s := Segment{Name: name, Path: p, RealPath: h.Path(p), Kind: kind}
-	fi, err := h.Lstat(p)
+	s := Segment{Name: name, Path: p, RealPath: h.Path(p), Kind: kind, UID: -1}
+	fi, err := h.Lstat(p) // never follow: a symlink here is reported, not used
 	if err != nil {
 		return s, err
 	}
@@ -159,215 +182,389 @@ func statSegment(h *host.Host, name, kind string) (Segment, error) {
 	return s, nil
 }
 
-// dirDevice returns the device of the shm directory as "major:minor" in the
-// hex form /proc/PID/maps uses, or "" when unknown.
-func dirDevice(h *host.Host) string {
-	fi, err := os.Stat(h.ShmReal())
-	if err != nil {
-		return ""
+// shmPrefixes are the paths under which processes name files of the shm
+// directory: the directory itself and, if it is a symlink, its target.
+func shmPrefixes(h *host.Host) []string {
+	dir := path.Clean(h.ShmLogical())
+	out := []string{strings.TrimRight(dir, "/") + "/"}
+	if r, err := resolveDir(h, dir); err == nil && r != dir {
+		out = append(out, strings.TrimRight(r, "/")+"/")
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return ""
-	}
-	return fmt.Sprintf("%02x:%02x", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)))
+	return out
 }
 
-// inInitialPIDNamespace reports whether ncclwiz sees the machine's own PID 1
-// (a single entry in NSpid).
-func inInitialPIDNamespace(h *host.Host) bool {
-	b, err := h.ReadFile("/proc/self/status")
-	if err != nil {
-		return false
+// The inode numbers of the initial namespaces (PROC_PID_INIT_INO and
+// PROC_IPC_INIT_INO in linux/proc_ns.h): fixed since Linux 3.8.
+const (
+	initPIDNamespace = "pid:[4026531836]"
+	initIPCNamespace = "ipc:[4026531839]"
+)
+
+type vis struct {
+	all      bool
+	pidNS    string
+	evidence []string
+	note     string
+}
+
+// pidNamespace decides whether ncclwiz sees every process of the machine.
+func pidNamespace(h *host.Host) (string, string) {
+	self, errSelf := h.Readlink("/proc/self/ns/pid")
+	one, errOne := h.Readlink("/proc/1/ns/pid")
+	switch {
+	case errSelf == nil && self == initPIDNamespace:
+		return "host", "ncclwiz is in the initial PID namespace (/proc/self/ns/pid is " + self + ")"
+	case errOne == nil && one == initPIDNamespace:
+		return "host", "/proc shows the initial PID namespace (/proc/1/ns/pid is " + one + ")"
+	case errSelf == nil && errOne == nil && self != one:
+		return "nested", fmt.Sprintf("/proc/self/ns/pid (%s) differs from /proc/1/ns/pid (%s)", self, one)
+	case errSelf == nil && strings.HasPrefix(self, "pid:["):
+		return "nested", "ncclwiz is in a nested PID namespace (/proc/self/ns/pid is " + self + ", the host's is " + initPIDNamespace + ")"
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
-			return len(strings.Fields(rest)) == 1
+	// No namespace links (fixture trees): NSpid has one entry per level
+	// when /proc was mounted in an outer namespace.
+	if b, err := h.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "NSpid:"); ok && len(strings.Fields(rest)) > 1 {
+				return "nested", "NSpid in /proc/self/status lists several PID namespaces"
+			}
 		}
 	}
-	return false
+	return "unknown", "the PID namespace could not be read"
 }
 
-// sharedVisible reports whether every process that could use the shm
-// directory is visible: true on a host, or in a container with its own
-// private /dev/shm (Docker's per-container "shm" mount).
-func sharedVisible(h *host.Host) bool {
-	if _, err := h.ReadFile("/proc/self/status"); err != nil || inInitialPIDNamespace(h) {
-		return true
+// visibility decides whether every process that could hold a segment in
+// the shm directory is visible in /proc (reference §4 item 6).
+func visibility(ctx context.Context, h *host.Host) vis {
+	ns, why := pidNamespace(h)
+	v := vis{pidNS: ns, evidence: []string{why}}
+	if ns == "host" {
+		v.all = true
+		return v
 	}
-	mi, err := h.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false
+	c := sysinfo.DetectContainer(ctx, h)
+	v.evidence = append(v.evidence, c.Evidence...)
+	if ns == "unknown" && !c.InContainer() {
+		v.all = true
+		v.evidence = append(v.evidence, "no container detected")
+		return v
 	}
-	dir := h.ShmLogical()
 	src := ""
-	for _, e := range parseMountinfo(mi) {
-		if within(dir, e.mountPoint) {
-			src = e.source
+	if b, err := h.ReadFile("/proc/self/mountinfo"); err == nil {
+		if r, err := resolveDir(h, h.ShmLogical()); err == nil {
+			if e, ok := findMount(parseMountinfo(b), r); ok {
+				src = e.source
+			}
 		}
 	}
-	return src == "shm"
+	ipc, ipcErr := h.Readlink("/proc/self/ns/ipc")
+	ipcHost := ipcErr == nil && ipc == initIPCNamespace
+	where := "a container"
+	if c.InContainer() {
+		where = "a " + c.Runtime + " container"
+	}
+	const prove = " Holders there are invisible from here, so no segment is called orphaned; run ncclwiz on the host " +
+		"(or in a container started with --pid=host) to prove which are unused."
+	switch {
+	case ipcHost:
+		v.evidence = append(v.evidence, "the IPC namespace is the host's ("+ipc+")")
+		v.note = "ncclwiz runs in " + where + " with its own PID namespace but the host's IPC namespace (--ipc=host), " +
+			"so this /dev/shm is shared with the host and other containers." + prove
+	case c.Runtime == sysinfo.RuntimeKubernetes:
+		v.note = "ncclwiz runs in a Kubernetes pod: its /dev/shm is shared by every container of the pod, whose processes are in other PID namespaces." + prove
+	case src == "shm":
+		// Docker, Podman and containerd give each container its own tmpfs
+		// named "shm": everything that uses it runs in this container.
+		v.all = true
+		v.evidence = append(v.evidence, "the shm directory is the container's private tmpfs (mount source \"shm\")")
+		return v
+	default:
+		v.note = fmt.Sprintf("ncclwiz runs in %s with its own PID namespace, and %s is not the container's private tmpfs (mount source %q), "+
+			"so it may be shared with processes outside this namespace.", where, h.ShmLogical(), src) + prove
+	}
+	return v
 }
 
 type index struct {
-	byIno  map[uint64][]int
-	byName map[string]int
-	prefix string
+	segs     []Segment
+	byIno    map[uint64][]int
+	byName   map[string]int
+	prefixes []string
+	// devs are the maps-style "major:minor" strings of the segments'
+	// filesystems, to skip other mappings before parsing them.
+	devs map[string]bool
 }
 
-func newIndex(segs []Segment, dir string) *index {
-	ix := &index{byIno: map[uint64][]int{}, byName: map[string]int{}, prefix: strings.TrimRight(dir, "/") + "/"}
+func newIndex(segs []Segment, prefixes []string) *index {
+	ix := &index{segs: segs, byIno: map[uint64][]int{}, byName: map[string]int{}, prefixes: prefixes, devs: map[string]bool{}}
 	for i, s := range segs {
 		if s.Symlink || s.Irregular {
-			continue
+			continue // never "held": only regular files are judged by holders
 		}
 		ix.byIno[s.Ino] = append(ix.byIno[s.Ino], i)
 		ix.byName[s.Name] = i
+		ix.devs[mapsDev(s.Dev)] = true
 	}
 	return ix
+}
+
+// mapsDev formats a device number as /proc/PID/maps prints it ("%02x:%02x").
+func mapsDev(dev uint64) string {
+	return fmt.Sprintf("%02x:%02x", unix.Major(dev), unix.Minor(dev))
+}
+
+// splitTarget returns the segment name a path refers to if it lies in the
+// shm directory, and whether the kernel marked it deleted.
+func (ix *index) splitTarget(p string) (name string, inDir, deleted bool) {
+	p, deleted = strings.CutSuffix(p, " (deleted)")
+	for _, pre := range ix.prefixes {
+		if rest, ok := strings.CutPrefix(p, pre); ok && !strings.Contains(rest, "/") {
+			return rest, true, deleted
+		}
+	}
+	return path.Base(p), false, deleted
 }
 
 type scanResult struct {
 	holders    map[int][]Holder
 	scanned    int
 	unreadable []int
-	// unreadableUID maps unreadable PIDs to their owner (from status).
-	unreadableUID map[int]int
+	ignored    []int
+	// unreadableUIDs maps unreadable PIDs to their real, effective, saved
+	// and filesystem uids (from status, which anyone may read); nil if unknown.
+	unreadableUIDs map[int][]int
+}
+
+// access is what reading one /proc/PID file came to.
+type access int
+
+const (
+	readOK access = iota
+	gone          // the process exited meanwhile
+	denied        // permission (another user's process without root)
+)
+
+func classify(err error) access {
+	switch {
+	case err == nil:
+		return readOK
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ESRCH):
+		return gone
+	default:
+		return denied
+	}
 }
 
 // procScan walks /proc once, reading each process's fd links and maps.
-func procScan(ctx context.Context, h *host.Host, ix *index, shmDev string) scanResult {
-	res := scanResult{holders: map[int][]Holder{}, unreadableUID: map[int]int{}}
-	ents, err := h.ReadDir("/proc")
+func procScan(ctx context.Context, h *host.Host, ix *index, hostPIDNS bool) (scanResult, error) {
+	res := scanResult{holders: map[int][]Holder{}, unreadableUIDs: map[int][]int{}}
+	pd, err := os.Open(h.Path("/proc"))
 	if err != nil {
-		return res
+		return res, fmt.Errorf("read /proc: %w", err)
+	}
+	names, err := pd.Readdirnames(-1)
+	pd.Close()
+	if err != nil {
+		return res, fmt.Errorf("read /proc: %w", err)
 	}
 	real := h.Root == "" || h.Root == "/"
-	initNS := inInitialPIDNamespace(h)
-	buf := make([]byte, 0, 64*1024) // reused for every maps file
+	rd := bufio.NewReaderSize(nil, 64<<10) // reused for every maps file
 	hits := map[int]string{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
 		if err != nil || pid <= 0 {
 			continue
 		}
-		if ctx.Err() != nil {
-			return res
+		if err := ctx.Err(); err != nil {
+			return res, fmt.Errorf("scan of /proc interrupted: %w", err)
+		}
+		clear(hits)
+		fdState := scanFDs(h, pid, ix, real, hits)
+		mapState := scanMaps(h, pid, ix, real, hits, rd)
+		if fdState == gone || mapState == gone {
+			continue // exited: it holds nothing any more
 		}
 		res.scanned++
-		clear(hits)
-		okFD := scanFDs(h, pid, ix, real, hits)
-		okMaps := scanMaps(h, pid, ix, shmDev, real, hits, buf)
-		// The host's init (PID 1 of the initial namespace) never maps a
-		// job's segments; some sandboxes deny reading its maps even to
-		// root, which must not make every segment unprovable.
-		if okFD && !okMaps && pid == 1 && initNS {
-			okMaps = true
-		}
-		if !okFD || !okMaps {
-			res.unreadable = append(res.unreadable, pid)
-			res.unreadableUID[pid] = procUID(h, pid)
+		if fdState == denied || mapState == denied {
+			// The machine's init never runs a job; some sandboxes hide it
+			// even from root, which must not make every segment unprovable.
+			if pid == 1 && hostPIDNS {
+				res.ignored = append(res.ignored, pid)
+			} else {
+				res.unreadable = append(res.unreadable, pid)
+				res.unreadableUIDs[pid] = procUIDs(h, pid)
+			}
 		}
 		if len(hits) == 0 {
 			continue
 		}
 		comm := procComm(h, pid)
-		uid := procUID(h, pid)
+		uid := -1
+		if u := procUIDs(h, pid); len(u) > 0 {
+			uid = u[0]
+		}
 		for i, via := range hits {
 			res.holders[i] = append(res.holders[i], Holder{PID: pid, Comm: comm, UID: uid, Via: via})
 		}
 	}
-	return res
+	return res, nil
 }
 
-func scanFDs(h *host.Host, pid int, ix *index, real bool, hits map[int]string) bool {
-	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
-	ents, err := h.ReadDir(dir)
+// scanFDs matches a process's open files. On the real host a candidate link
+// is stat'ed through /proc (which reaches the open file itself) and matched
+// by device and inode, so a path from another mount namespace or a deleted
+// file of the same name is told apart; fixture trees match by name.
+func scanFDs(h *host.Host, pid int, ix *index, real bool, hits map[int]string) access {
+	dir := h.Path("/proc/" + strconv.Itoa(pid) + "/fd")
+	d, err := os.Open(dir)
 	if err != nil {
-		return os.IsNotExist(unwrapPath(err)) // a process that exited is not unreadable
+		return classify(err)
 	}
-	for _, fe := range ents {
-		fdPath := dir + "/" + fe.Name()
-		target, err := h.Readlink(fdPath)
+	fds, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return classify(err)
+	}
+	state := readOK
+	for _, fd := range fds {
+		lp := dir + "/" + fd
+		target, err := os.Readlink(lp)
 		if err != nil {
+			if classify(err) == denied {
+				state = denied
+			}
 			continue
 		}
-		if strings.HasPrefix(target, ix.prefix) {
-			name := strings.TrimSuffix(strings.TrimPrefix(target, ix.prefix), " (deleted)")
-			if i, ok := ix.byName[name]; ok && !strings.HasSuffix(target, " (deleted)") {
-				hits[i] = "fd"
-				continue
-			}
+		name, inDir, deleted := ix.splitTarget(target)
+		if !inDir && Kind(name) == "" {
+			continue // not a shared-memory file
 		}
-		if real && (strings.Contains(target, "/nccl-") || strings.Contains(target, "/sem.") || strings.Contains(target, "/torch_")) {
-			// Same file under another path (a bind mount, another mount
-			// namespace): match by inode through the link itself.
-			if st, err := os.Stat(fdPath); err == nil {
-				if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-					for _, i := range ix.byIno[sys.Ino] {
+		if real {
+			var st unix.Stat_t
+			err := unix.Stat(lp, &st)
+			if err == nil {
+				for _, i := range ix.byIno[st.Ino] {
+					if ix.segs[i].Dev == uint64(st.Dev) {
 						hits[i] = "fd"
 					}
 				}
+				continue
+			}
+			if classify(err) == gone {
+				continue
+			}
+			// Cannot stat it: fall back to the name, which errs on the
+			// side of "in use".
+		}
+		if inDir && !deleted {
+			if i, ok := ix.byName[name]; ok {
+				hits[i] = "fd"
 			}
 		}
 	}
-	return true
+	return state
 }
 
 var deletedSuffix = []byte(" (deleted)")
 
-func scanMaps(h *host.Host, pid int, ix *index, shmDev string, real bool, hits map[int]string, buf []byte) bool {
+// scanMaps matches a process's memory mappings by inode and the device of
+// the shm filesystem, which is robust to " (deleted)" and to paths from
+// other mount namespaces. Lines are read through one bounded buffer.
+func scanMaps(h *host.Host, pid int, ix *index, real bool, hits map[int]string, rd *bufio.Reader) access {
 	f, err := os.Open(h.Path("/proc/" + strconv.Itoa(pid) + "/maps"))
 	if err != nil {
-		return os.IsNotExist(err)
+		return classify(err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(buf, 1<<20)
-	prefix := []byte(ix.prefix)
-	dev := []byte(shmDev)
-	for sc.Scan() {
-		// address perms offset dev inode pathname — parsed in place, since
-		// a busy host has hundreds of thousands of lines.
-		devF, inoF, pathField, ok := mapsFields(sc.Bytes())
-		if !ok {
-			continue
-		}
-		devMatch := len(dev) > 0 && bytes.Equal(devF, dev)
-		inShm := bytes.HasPrefix(pathField, prefix)
-		if !devMatch && !inShm {
-			continue
-		}
-		ino, err := strconv.ParseUint(string(inoF), 10, 64)
-		if err != nil || ino == 0 {
-			continue
-		}
-		if idxs, ok := ix.byIno[ino]; ok && (devMatch || !real) {
-			for _, i := range idxs {
-				if _, had := hits[i]; !had {
-					hits[i] = "map"
-				}
+	rd.Reset(f)
+	for {
+		line, err := rd.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// Longer than any path the kernel prints: skip the rest of it.
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = rd.ReadSlice('\n')
 			}
-			continue
+			line = nil
 		}
-		// Fixture trees cannot reproduce device numbers; fall back to the
-		// path, unless the mapping is of a deleted file.
-		if !real && inShm && !bytes.HasSuffix(pathField, deletedSuffix) {
-			if i, ok := ix.byName[string(pathField[len(prefix):])]; ok {
-				if _, had := hits[i]; !had {
-					hits[i] = "map"
+		if len(line) > 0 {
+			matchMapsLine(line, ix, real, hits)
+		}
+		if err == io.EOF {
+			return readOK
+		}
+		if err != nil {
+			return classify(err)
+		}
+	}
+}
+
+func matchMapsLine(line []byte, ix *index, real bool, hits map[int]string) {
+	dev, inoF, p, ok := mapsFields(line)
+	if !ok {
+		return
+	}
+	if real && !ix.devs[string(dev)] {
+		return
+	}
+	ino, ok := parseUint(inoF)
+	if ok && ino != 0 {
+		for _, i := range ix.byIno[ino] {
+			if real {
+				if string(dev) == mapsDev(ix.segs[i].Dev) {
+					setMap(hits, i)
 				}
+				continue
+			}
+			// Fixture trees cannot reproduce device numbers: the inode must
+			// come with the segment's name (possibly " (deleted)").
+			if name, _, _ := ix.splitTarget(string(p)); name == ix.segs[i].Name {
+				setMap(hits, i)
 			}
 		}
 	}
-	return sc.Err() == nil
+	if !real && !bytes.HasSuffix(p, deletedSuffix) {
+		// Hand-written fixtures may not know the inode: fall back to the
+		// path of a live (not deleted) file.
+		if name, inDir, _ := ix.splitTarget(string(p)); inDir {
+			if i, ok := ix.byName[name]; ok {
+				setMap(hits, i)
+			}
+		}
+	}
+}
+
+func setMap(hits map[int]string, i int) {
+	if _, had := hits[i]; !had {
+		hits[i] = "map"
+	}
+}
+
+// parseUint parses a decimal inode number without allocating.
+func parseUint(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if n > (1<<64-1-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, true
 }
 
 // mapsFields returns the dev, inode and pathname fields of a maps line
-// without allocating.
-func mapsFields(line []byte) (dev, ino, path []byte, ok bool) {
-	field := 0
-	i := 0
+// ("address perms offset dev inode pathname") without allocating.
+func mapsFields(line []byte) (dev, ino, p []byte, ok bool) {
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+	}
+	field, i := 0, 0
 	for field < 5 {
 		for i < len(line) && line[i] == ' ' {
 			i++
@@ -393,16 +590,6 @@ func mapsFields(line []byte) (dev, ino, path []byte, ok bool) {
 	return dev, ino, line[i:], true
 }
 
-func unwrapPath(err error) error {
-	for {
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			return err
-		}
-		err = u.Unwrap()
-	}
-}
-
 func procComm(h *host.Host, pid int) string {
 	b, err := h.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
 	if err != nil {
@@ -411,55 +598,83 @@ func procComm(h *host.Host, pid int) string {
 	return strings.TrimSpace(string(b))
 }
 
-func procUID(h *host.Host, pid int) int {
+// procUIDs returns the real, effective, saved and filesystem uids of a
+// process (status is readable for every process), or nil.
+func procUIDs(h *host.Host, pid int) []int {
 	b, err := h.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return -1
+		return nil
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
-			if f := strings.Fields(rest); len(f) > 0 {
-				if n, err := strconv.Atoi(f[0]); err == nil {
-					return n
+			var out []int
+			for _, f := range strings.Fields(rest) {
+				if n, err := strconv.Atoi(f); err == nil {
+					out = append(out, n)
 				}
 			}
+			return out
 		}
 	}
-	return -1
+	return nil
 }
 
 // judge decides the state of one segment.
-func judge(h *host.Host, s *Segment, sc scanResult, private bool, now time.Time) (State, string) {
+func judge(s *Segment, sc scanResult, private bool, now time.Time) (State, string) {
 	switch {
 	case s.Symlink:
 		return Unknown, "symlink to " + s.LinkTarget + "; not followed, never removed"
 	case s.Irregular:
-		return Unknown, "not a regular file"
+		return Unknown, "not a regular file; never removed"
 	case len(s.Holders) > 0:
 		return InUse, holderText(s.Holders)
 	case !private:
-		return Unknown, "other containers may hold it"
+		return Unknown, "processes in other containers may hold it"
 	}
-	// Processes ncclwiz could not inspect only matter if they could have
-	// opened the file: its owner, or anyone when the mode allows it. Root
-	// can open any file, but NCCL's peers are ranks of one job and run as
-	// the user who created the segment (mkstemp makes it 0600), so an
-	// uninspectable root process is not counted for a user's 0600 file.
+	if blind := blindTo(s, sc); len(blind) > 0 {
+		return Unknown, fmt.Sprintf("%d process(es) that could hold it could not be inspected (pid %s); run ncclwiz as root to prove it unused",
+			len(blind), pidList(blind, 5))
+	}
+	if age := now.Sub(s.ModTime); age < YoungAge {
+		return Young, fmt.Sprintf("modified %s ago; a job may be starting", age.Round(time.Second))
+	}
+	return Orphaned, "no live process has it open or mapped"
+}
+
+// blindTo returns the uninspectable processes that could hold s. A process
+// can only have opened the file if one of its uids owns it, or the mode lets
+// others open it. Root could open anything, but NCCL's peers are ranks of
+// one job running as the user who created the segment (mkstemp makes it
+// 0600), so an uninspectable root daemon does not block a user's own 0600
+// segment. Unknown uids always block.
+func blindTo(s *Segment, sc scanResult) []int {
+	ownerOnly := s.Mode.Perm()&0o066 == 0
 	var blind []int
 	for _, pid := range sc.unreadable {
-		uid := sc.unreadableUID[pid]
-		ownerOnly := s.Mode.Perm()&0o066 == 0
-		if uid == s.UID || uid < 0 || !ownerOnly || (uid == 0 && s.UID == 0) {
+		uids := sc.unreadableUIDs[pid]
+		could := len(uids) == 0 || !ownerOnly
+		for _, u := range uids {
+			if u == s.UID {
+				could = true
+			}
+		}
+		if could {
 			blind = append(blind, pid)
 		}
 	}
-	if len(blind) > 0 {
-		return Unknown, fmt.Sprintf("%d process(es) could not be inspected (run as root to prove it unused)", len(blind))
+	return blind
+}
+
+func pidList(pids []int, max int) string {
+	var parts []string
+	for i, p := range pids {
+		if i == max {
+			parts = append(parts, fmt.Sprintf("+%d more", len(pids)-max))
+			break
+		}
+		parts = append(parts, strconv.Itoa(p))
 	}
-	if age := now.Sub(s.ModTime); age < YoungAge {
-		return Young, fmt.Sprintf("created %s ago; a job may be starting", age.Round(time.Second))
-	}
-	return Orphaned, "no live process has it open or mapped"
+	return strings.Join(parts, ", ")
 }
 
 func holderText(hs []Holder) string {
@@ -476,7 +691,10 @@ func holderText(hs []Holder) string {
 
 // ProveOrphaned re-checks one segment right before it is removed: the path
 // must still be the same regular file (same device and inode, not a
-// symlink) and no process may have it open or mapped. Any doubt is false.
+// symlink), no process may have it open or mapped (a fresh pass over every
+// /proc/PID/fd and maps), every process that could hold it must be
+// inspectable, and it must not have been modified within YoungAge. Any doubt
+// is false; err says why when no holder was found.
 func ProveOrphaned(ctx context.Context, h *host.Host, seg Segment) (bool, []Holder, error) {
 	fi, err := h.Lstat(seg.Path)
 	if err != nil {
@@ -487,17 +705,21 @@ func ProveOrphaned(ctx context.Context, h *host.Host, seg Segment) (bool, []Hold
 		return false, nil, fmt.Errorf("%s changed since it was scanned (not the same regular file)", seg.Name)
 	}
 	cur := seg
-	cur.UID, cur.Mode, cur.ModTime = int(st.Uid), fi.Mode(), fi.ModTime()
-	ix := newIndex([]Segment{cur}, h.ShmLogical())
-	sc := procScan(ctx, h, ix, dirDevice(h))
-	if ctx.Err() != nil {
-		return false, nil, ctx.Err()
+	cur.UID, cur.Mode, cur.ModTime, cur.Nlink = int(st.Uid), fi.Mode(), fi.ModTime(), uint64(st.Nlink)
+	cur.Symlink, cur.Irregular, cur.Holders = false, false, nil
+	v := visibility(ctx, h)
+	ix := newIndex([]Segment{cur}, shmPrefixes(h))
+	sc, err := procScan(ctx, h, ix, v.pidNS == "host")
+	if err != nil {
+		return false, nil, err
 	}
 	if hs := sc.holders[0]; len(hs) > 0 {
 		return false, hs, nil
 	}
-	state, why := judge(h, &cur, sc, sharedVisible(h), h.Now())
-	if state != Orphaned {
+	if state, why := judge(&cur, sc, v.all, h.Now()); state != Orphaned {
+		if v.note != "" && !v.all {
+			why += ": " + v.note
+		}
 		return false, nil, fmt.Errorf("%s: %s", seg.Name, why)
 	}
 	return true, nil, nil

@@ -2,6 +2,7 @@ package shm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,13 +11,19 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
 	ft "github.com/ncclwiz/ncclwiz/internal/fixturetest"
 )
 
-const mountinfoHost = "25 22 0:23 / /dev/shm rw,nosuid,nodev shared:4 - tmpfs tmpfs rw,size=33554432k,inode64\n"
-const mountinfoDocker = "620 612 0:56 / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs shm rw,size=65536k,inode64\n"
+const (
+	mountinfoHost   = "25 22 0:23 / /dev/shm rw,nosuid,nodev shared:4 - tmpfs tmpfs rw,size=33554432k,inode64\n"
+	mountinfoDocker = "612 540 0:52 / / rw,relatime master:302 - overlay overlay rw,lowerdir=/l\n" +
+		"620 612 0:56 / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs shm rw,size=65536k,inode64\n"
+	hostPIDNS = "pid:[4026531836]"
+)
 
 func titles(fs []checks.Finding) string {
 	var b strings.Builder
@@ -26,129 +33,309 @@ func titles(fs []checks.Finding) string {
 	return b.String()
 }
 
-func has(fs []checks.Finding, sev checks.Severity, sub string) bool {
-	for _, f := range fs {
+func find(fs []checks.Finding, sev checks.Severity, sub string) *checks.Finding {
+	for i, f := range fs {
 		if f.Severity == sev && strings.Contains(f.Title, sub) {
-			return true
+			return &fs[i]
 		}
 	}
-	return false
+	return nil
 }
 
+func has(fs []checks.Finding, sev checks.Severity, sub string) bool { return find(fs, sev, sub) != nil }
+
 func TestParseMountinfo(t *testing.T) {
-	in := "36 35 98:0 /mnt1 /mnt\\040with\\040space rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n" +
+	in := "36 35 98:0 /mnt1 /mnt\\040with\\040space rw,noatime master:1 shared:7 - ext3 /dev/root rw,errors=continue\n" +
 		"25 24 0:23 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=24684092k\n" +
 		"30 25 0:27 / /dev/shm ro,relatime - tmpfs shm ro,size=65536k\n" +
-		"garbage line\n"
+		"garbage line\n" +
+		"1 2 3 4 5 6 7 8 9 10\n" + // no separator
+		"40 1 0:5 / /dev rw - devtmpfs\n" + // no source
+		"41 1 0:6 / /no\\134super rw - tmpfs tmpfs\n" // no superblock options, escaped backslash
 	es := parseMountinfo([]byte(in))
-	if len(es) != 3 {
-		t.Fatalf("got %d entries", len(es))
+	if len(es) != 4 {
+		t.Fatalf("got %d entries: %+v", len(es), es)
 	}
-	if es[0].mountPoint != "/mnt with space" || es[0].fsType != "ext3" || es[0].source != "/dev/root" {
+	if es[0].mountPoint != "/mnt with space" || es[0].root != "/mnt1" || es[0].fsType != "ext3" || es[0].source != "/dev/root" {
 		t.Errorf("entry 0 = %+v", es[0])
 	}
-	h := ft.Tree(t, map[string]any{"/proc/self/mountinfo": in, "/dev/shm": nil},
-		host.FixtureSpec{Statfs: map[string]host.StatFS{"/dev/shm": ft.StatfsTmpfs(64<<20, 0)}})
-	m, err := ReadMount(context.Background(), h)
-	if err != nil {
-		t.Fatal(err)
+	if es[3].mountPoint != `/no\super` || es[3].superOpts != nil {
+		t.Errorf("entry 3 = %+v", es[3])
 	}
-	// Stacked mounts: the last one is what processes see.
-	if m.Source != "shm" || m.SizeOption != "65536k" || !m.ReadOnly {
-		t.Errorf("stacked mount not resolved to the top one: %+v", m)
+	for in, want := range map[string]string{`a\040b`: "a b", `tab\011`: "tab\t", `x\9`: `x\9`, `end\04`: `end\04`, `\777`: `\777`, `no`: "no"} {
+		if got := unescape(in); got != want {
+			t.Errorf("unescape(%q) = %q, want %q", in, got, want)
+		}
 	}
+}
+
+func TestFindMountLongestPrefix(t *testing.T) {
+	es := parseMountinfo([]byte(
+		"1 0 8:1 / / rw - ext4 /dev/sda1 rw\n" +
+			"2 1 0:5 / /dev rw - devtmpfs udev rw\n" +
+			"3 2 0:23 / /dev/shm rw - tmpfs tmpfs rw,size=1g\n" +
+			"4 1 0:30 / /dev/shmx rw - tmpfs other rw\n" +
+			"5 1 0:31 / /scratch/my\\040shm rw - tmpfs tmpfs rw,size=2g\n"))
+	for dir, want := range map[string]string{
+		"/dev/shm": "/dev/shm", "/dev/shm/sub": "/dev/shm", "/dev/shmy": "/dev", "/scratch/my shm": "/scratch/my shm", "/home/x": "/",
+	} {
+		e, ok := findMount(es, dir)
+		if !ok || e.mountPoint != want {
+			t.Errorf("findMount(%s) = %q, want %q", dir, e.mountPoint, want)
+		}
+	}
+}
+
+// mountHost builds a fixture with the given mountinfo and a /dev/shm dir
+// of the given mode (0 = no directory).
+func mountHost(t *testing.T, mountinfo string, mode os.FileMode, st host.StatFS, spec host.FixtureSpec) *host.Host {
+	t.Helper()
+	files := map[string]any{"/proc/self/mountinfo": mountinfo}
+	if mode != 0 {
+		files["/dev/shm"] = nil
+	}
+	spec.Statfs = map[string]host.StatFS{"/dev/shm": st}
+	h := ft.Tree(t, files, spec)
+	if mode != 0 {
+		if err := os.Chmod(filepath.Join(h.Root, "dev/shm"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h
 }
 
 func TestMountFindings(t *testing.T) {
+	const sticky = os.ModeDir | os.ModeSticky | 0o777
+	owner := os.Geteuid()
+	stranger := owner + 4242
+	big := ft.StatfsTmpfs(32<<30, 1<<30)
 	tests := []struct {
-		name     string
-		files    map[string]any
-		stat     host.StatFS
-		wantSev  checks.Severity
-		want     string
-		problems int
+		name      string
+		mountinfo string
+		mode      os.FileMode
+		stat      host.StatFS
+		euid      int
+		want      checks.Severity
+		title     string
+		guide     string
+		problems  int
 	}{
-		{"healthy", map[string]any{"/proc/self/mountinfo": mountinfoHost, "/dev/shm": nil}, ft.StatfsTmpfs(32<<30, 1<<30), checks.OK, "/dev/shm is tmpfs, 32 GiB, 3% used", 0},
-		{"docker 64 MiB", map[string]any{"/proc/self/mountinfo": mountinfoDocker, "/dev/shm": nil}, ft.StatfsTmpfs(64<<20, 0), checks.Warn, "64 MiB, the Docker and Kubernetes default", 1},
-		{"full", map[string]any{"/proc/self/mountinfo": mountinfoDocker, "/dev/shm": nil}, ft.StatfsTmpfs(64<<20, 60<<20), checks.Error, "is full: 4 MiB free", 2},
-		{"missing", map[string]any{"/proc/self/mountinfo": mountinfoHost}, host.StatFS{}, checks.Error, "/dev/shm does not exist", 1},
-		{"not tmpfs", map[string]any{"/proc/self/mountinfo": "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n", "/dev/shm": nil},
-			host.StatFS{Type: 0xEF53, Bsize: 4096, Blocks: 1 << 24, Bfree: 1 << 23, Bavail: 1 << 23}, checks.Warn, "is ext4, not tmpfs", 1},
-		{"read-only", map[string]any{"/proc/self/mountinfo": "25 22 0:23 / /dev/shm ro,relatime - tmpfs tmpfs ro,size=8g\n", "/dev/shm": nil},
-			ft.StatfsTmpfs(8<<30, 0), checks.Error, "mounted read-only", 1},
+		{"healthy", mountinfoHost, sticky, big, owner, checks.OK, "/dev/shm is tmpfs, 32 GiB, 3% used (31 GiB free)", "", 0},
+		{"docker 64 MiB", mountinfoDocker, sticky, ft.StatfsTmpfs(64<<20, 0), stranger, checks.Warn, "64 MiB, the Docker and Kubernetes default", "container-shm", 1},
+		{"16 MiB is an error", mountinfoDocker, sticky, ft.StatfsTmpfs(16<<20, 0), stranger, checks.Error, "/dev/shm is only 16 MiB", "container-shm", 1},
+		{"full", mountinfoDocker, sticky, ft.StatfsTmpfs(64<<20, 60<<20), stranger, checks.Error, "is full: 4 MiB free, less than one NCCL segment (9.2 MiB)", "shm-no-space", 2},
+		{"90% of a big one is a warning", mountinfoHost, sticky, ft.StatfsTmpfs(32<<30, 29<<30), owner, checks.Warn, "is 91% full (3 GiB free)", "shm-no-space", 1},
+		{"90% with little room is an error", mountinfoHost, sticky, ft.StatfsTmpfs(1<<30, 970<<20), owner, checks.Error, "is 95% full: 54 MiB free, room for 5 NCCL segments", "shm-no-space", 1},
+		{"little room left", mountinfoHost, sticky, ft.StatfsTmpfs(256<<20, 230<<20), owner, checks.Warn, "has only 26 MiB free, room for 2 NCCL segments", "shm-no-space", 1},
+		{"missing", mountinfoHost, 0, host.StatFS{}, owner, checks.Error, "/dev/shm does not exist", "shm-no-space", 1},
+		{"not tmpfs", "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n", sticky,
+			host.StatFS{Type: 0xEF53, Bsize: 4096, Blocks: 1 << 24, Bfree: 1 << 23, Bavail: 1 << 23, Files: 100, Ffree: 50}, owner, checks.Warn, "is ext4, not tmpfs", "shm-no-space", 1},
+		{"read-only per mount", "25 22 0:23 / /dev/shm ro,relatime - tmpfs tmpfs rw,size=8g\n", sticky, ft.StatfsTmpfs(8<<30, 0), owner, checks.Error, "mounted read-only", "shm-no-space", 1},
+		{"read-only per statfs", mountinfoHost, sticky, func() host.StatFS { s := ft.StatfsTmpfs(8<<30, 0); s.Flags = 1; return s }(), owner, checks.Error, "mounted read-only", "shm-no-space", 1},
+		{"inodes exhausted", mountinfoHost, sticky, func() host.StatFS { s := ft.StatfsTmpfs(8<<30, 0); s.Ffree = 0; return s }(), owner, checks.Error, "has no free inodes", "shm-no-space", 1},
+		{"unlimited tmpfs", "25 22 0:23 / /dev/shm rw - tmpfs tmpfs rw,size=0\n", sticky, host.StatFS{Type: host.TmpfsMagic, Bsize: 4096}, owner, checks.OK, "tmpfs with no size limit", "", 0},
+		{"not writable for the user", mountinfoHost, os.ModeDir | 0o755, big, stranger, checks.Error, fmt.Sprintf("not writable for uid %d (mode 0755)", stranger), "shm-no-space", 1},
+		{"no sticky bit", mountinfoHost, os.ModeDir | 0o777, big, owner, checks.Info, "world-writable without the sticky bit (mode 0777)", "shm-stale-segments", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := ft.Tree(t, tt.files, host.FixtureSpec{Statfs: map[string]host.StatFS{"/dev/shm": tt.stat}})
+			h := mountHost(t, tt.mountinfo, tt.mode, tt.stat, host.FixtureSpec{UID: tt.euid})
 			fs, err := runMount(context.Background(), h)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !has(fs, tt.wantSev, tt.want) {
-				t.Errorf("want %s %q in\n%s", tt.wantSev, tt.want, titles(fs))
+			f := find(fs, tt.want, tt.title)
+			if f == nil {
+				t.Fatalf("want %s %q in\n%s", tt.want, tt.title, titles(fs))
+			}
+			if f.Guide != tt.guide {
+				t.Errorf("guide %q, want %q", f.Guide, tt.guide)
 			}
 			if e, w := checks.Problems(fs); e+w != tt.problems {
 				t.Errorf("%d problems, want %d:\n%s", e+w, tt.problems, titles(fs))
+			}
+			for _, f := range fs {
+				if strings.Contains(f.Title, "Docker") && !strings.Contains(f.Detail, "--shm-size") {
+					t.Errorf("64 MiB finding without the container remedy: %s", f.Detail)
+				}
+				if f.Severity.IsProblem() && f.Guide == "" {
+					t.Errorf("problem without a guide: %s", f.Title)
+				}
 			}
 		})
 	}
 }
 
-// fixtureHost builds a host whose /dev/shm holds the named segments (each
-// a small real file) and whose /proc holds the given processes.
-type proc struct {
-	pid  int
-	uid  int
-	fds  map[string]string // fd number → link target
-	maps []string          // /dev/shm names mapped (written with their real inode)
+func TestMountEvidence(t *testing.T) {
+	h := mountHost(t, mountinfoDocker, os.ModeDir|os.ModeSticky|0o777, ft.StatfsTmpfs(64<<20, 16<<20), host.FixtureSpec{})
+	fs, err := runMount(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := fs[0].Evidence
+	want := map[string]any{"size_option": "65536k", "mount_source": "shm", "fstype": "tmpfs", "noexec": true, "read_only": false,
+		"size_bytes": uint64(64 << 20), "used_bytes": uint64(16 << 20), "free_bytes": uint64(48 << 20), "used_percent": 25.0,
+		"mode": "1777", "segments_fit_total": uint64(6)}
+	for k, v := range want {
+		if fmt.Sprint(ev[k]) != fmt.Sprint(v) {
+			t.Errorf("evidence %s = %v, want %v", k, ev[k], v)
+		}
+	}
+	for _, k := range []string{"inodes_total", "inodes_free", "options", "super_options", "mount_point"} {
+		if _, ok := ev[k]; !ok {
+			t.Errorf("evidence lacks %s", k)
+		}
+	}
 }
 
-func fixtureHost(t testing.TB, segs []string, procs []proc, extra map[string]any) *host.Host {
+func TestReadMountShapes(t *testing.T) {
+	t.Run("symlinked /dev/shm is followed for the mount", func(t *testing.T) {
+		h := ft.Tree(t, map[string]any{"/run/shm": nil, "/dev/shm": ft.Symlink("/run/shm"),
+			"/proc/self/mountinfo": "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n9 1 0:40 / /run/shm rw - tmpfs tmpfs rw,size=2g\n"},
+			host.FixtureSpec{Statfs: map[string]host.StatFS{"/dev/shm": ft.StatfsTmpfs(2<<30, 0)}})
+		m, err := ReadMount(context.Background(), h)
+		if err != nil || !m.Found || m.LinkTarget != "/run/shm" || m.SizeOption != "2g" || m.MountPoint != "/run/shm" {
+			t.Errorf("mount = %+v, %v", m, err)
+		}
+	})
+	t.Run("a file is not a directory", func(t *testing.T) {
+		h := ft.Tree(t, map[string]any{"/dev/shm": "oops"}, host.FixtureSpec{})
+		fs, _ := runMount(context.Background(), h)
+		if !has(fs, checks.Error, "/dev/shm is not a directory") {
+			t.Errorf("got\n%s", titles(fs))
+		}
+	})
+	t.Run("--shm-path below another mount", func(t *testing.T) {
+		h := ft.Tree(t, map[string]any{"/scratch/job 1/shm": nil,
+			"/proc/self/mountinfo": "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n7 1 0:41 / /scratch/job\\0401 rw - tmpfs tmpfs rw,size=512m\n"},
+			host.FixtureSpec{ShmDir: "/scratch/job 1/shm", Statfs: map[string]host.StatFS{"/scratch/job 1/shm": ft.StatfsTmpfs(512<<20, 0)}})
+		m, _ := ReadMount(context.Background(), h)
+		if m.MountPoint != "/scratch/job 1" || m.SizeOption != "512m" || m.Path != "/scratch/job 1/shm" {
+			t.Errorf("mount = %+v", m)
+		}
+	})
+	t.Run("no mountinfo, no statfs", func(t *testing.T) {
+		h := ft.Tree(t, map[string]any{"/dev/shm": nil}, host.FixtureSpec{})
+		fs, err := runMount(context.Background(), h)
+		if err != nil || len(fs) != 1 || fs[0].Severity != checks.Skipped || fs[0].Evidence["mountinfo_error"] == nil {
+			t.Errorf("got %v\n%s", err, titles(fs))
+		}
+	})
+}
+
+// world describes a generated fixture machine for the segment tests.
+type world struct {
+	segs      map[string]int64 // name → bytes (regular files, an hour old)
+	modes     map[string]os.FileMode
+	procs     []proc
+	files     map[string]any // extra files (mountinfo, ns links, symlinks …)
+	statTotal uint64
+	euid      *int // nil: the owner of the files (this test's user)
+	env       map[string]string
+}
+
+type proc struct {
+	pid        int
+	uid        int
+	comm       string
+	fds        map[string]string // fd number → link target
+	maps       []string          // segment names mapped, written with their real inode
+	mapsExtra  string            // extra maps lines, verbatim
+	unreadable bool              // fd and maps replaced by files: reading them fails like EACCES
+}
+
+func (w world) build(t testing.TB) *host.Host {
 	t.Helper()
-	files := map[string]any{"/proc/self/mountinfo": mountinfoHost, "/proc/self/status": "NSpid:\t42\n", "/dev/shm": nil}
-	for k, v := range extra {
+	files := map[string]any{"/proc/self/mountinfo": mountinfoHost, "/proc/self/status": "Name:\tncclwiz\nNSpid:\t42\n", "/dev/shm": nil}
+	for k, v := range w.files {
 		files[k] = v
 	}
-	for _, s := range segs {
-		files["/dev/shm/"+s] = strings.Repeat("x", 100)
+	for name := range w.segs {
+		files["/dev/shm/"+name] = ""
 	}
-	for _, p := range procs {
+	for _, p := range w.procs {
 		dir := fmt.Sprintf("/proc/%d", p.pid)
-		files[dir+"/comm"] = "python\n"
-		files[dir+"/status"] = fmt.Sprintf("Name:\tpython\nUid:\t%d\t%d\t%d\t%d\n", p.uid, p.uid, p.uid, p.uid)
-		files[dir+"/maps"] = "00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/python3\n"
+		comm := p.comm
+		if comm == "" {
+			comm = "python"
+		}
+		files[dir+"/comm"] = comm + "\n"
+		files[dir+"/status"] = fmt.Sprintf("Name:\t%s\nUid:\t%d\t%d\t%d\t%d\n", comm, p.uid, p.uid, p.uid, p.uid)
+		if p.unreadable {
+			// Root reads everything, so EACCES cannot be made in a fixture;
+			// a file where the fd directory belongs and a directory where
+			// maps belongs fail the same way (an error that is not ENOENT).
+			files[dir+"/fd"] = "not a directory"
+			files[dir+"/maps"] = nil
+			continue
+		}
 		files[dir+"/fd"] = nil
 		for fd, target := range p.fds {
 			files[dir+"/fd/"+fd] = ft.Symlink(target)
 		}
 	}
-	h := ft.Tree(t, files, host.FixtureSpec{UID: 1000, Statfs: map[string]host.StatFS{"/dev/shm": ft.StatfsTmpfs(128<<20, 64<<20)}})
+	spec := host.FixtureSpec{Statfs: map[string]host.StatFS{"/dev/shm": ft.StatfsTmpfs(max(w.statTotal, 128<<20), 64<<20)}, Env: w.env}
+	h := ft.Tree(t, files, spec)
 	old := time.Now().Add(-time.Hour)
-	for _, s := range segs {
-		_ = os.Chtimes(filepath.Join(h.Root, "dev/shm", s), old, old)
-	}
-	// maps lines need the real inode of the fixture file.
-	for _, p := range procs {
-		var b strings.Builder
-		b.WriteString("00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/python3\n")
-		for _, name := range p.maps {
-			fi, err := os.Stat(filepath.Join(h.Root, "dev/shm", name))
+	for name, size := range w.segs {
+		p := filepath.Join(h.Root, "dev/shm", name)
+		mode, ok := w.modes[name]
+		if !ok {
+			mode = 0o600 // as NCCL's mkstemp makes them
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		if size > 0 {
+			f, err := os.OpenFile(p, os.O_RDWR, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ino := fi.Sys().(*syscall.Stat_t).Ino
-			fmt.Fprintf(&b, "7f3a2c000000-7f3a2c001000 rw-s 00000000 00:23 %d /dev/shm/%s\n", ino, name)
+			if err := syscall.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+				// Not every filesystem under TMPDIR can fallocate: write it.
+				_, _ = f.Write(make([]byte, size))
+			}
+			f.Close()
 		}
-		if err := os.WriteFile(filepath.Join(h.Root, fmt.Sprintf("proc/%d/maps", p.pid)), []byte(b.String()), 0o644); err != nil {
+		if err := os.Chtimes(p, old, old); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h.EUID = ownerOf(t, filepath.Join(h.Root, "dev/shm"))
+	for _, p := range w.procs {
+		var b strings.Builder
+		b.WriteString("00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/python3\n")
+		b.WriteString("7f0000000000-7f0000001000 rw-s 00000000 00:01 4242 /SYSV00000000 (deleted)\n")
+		for _, name := range p.maps {
+			fmt.Fprintf(&b, "7f3a2c000000-7f3a2c001000 rw-s 00000000 00:23 %d /dev/shm/%s\n", inode(t, filepath.Join(h.Root, "dev/shm", name)), name)
+		}
+		b.WriteString(p.mapsExtra)
+		content := b.String()
+		if p.unreadable {
+			continue // no maps file at all would mean "exited"; the fd file already fails
+		}
+		if err := os.WriteFile(filepath.Join(h.Root, fmt.Sprintf("proc/%d/maps", p.pid)), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.EUID = fileOwner(t, filepath.Join(h.Root, "dev/shm"))
+	if w.euid != nil {
+		h.EUID = *w.euid
+	}
 	return h
 }
 
-func ownerOf(t testing.TB, p string) int {
-	fi, err := os.Stat(p)
+func inode(t testing.TB, p string) uint64 {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+func fileOwner(t testing.TB, p string) int {
+	t.Helper()
+	fi, err := os.Lstat(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,148 +350,430 @@ func states(inv *Inventory) map[string]State {
 	return out
 }
 
-func TestScanProvesHolders(t *testing.T) {
-	h := fixtureHost(t,
-		[]string{"nccl-Held01", "nccl-Mapd02", "nccl-Orph03", "nccl-shm-recv-250a7cc850ba9298-0-1-3", "sem.mp-abc", "torch_1234_567", "unrelated.txt"},
-		[]proc{
-			{pid: 100, uid: 1000, fds: map[string]string{"3": "/dev/shm/nccl-Held01", "4": "/dev/null"}},
-			{pid: 200, uid: 1000, maps: []string{"nccl-Mapd02"}},
-			{pid: 300, uid: 1000, fds: map[string]string{"5": "/dev/shm/nccl-Orph03 (deleted)"}}, // an older file of the same name
-		}, nil)
+func segment(t testing.TB, inv *Inventory, name string) Segment {
+	t.Helper()
+	for _, s := range inv.Segments {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("segment %q not scanned", name)
+	return Segment{}
+}
+
+func scan(t testing.TB, h *host.Host) *Inventory {
+	t.Helper()
 	inv, err := Scan(context.Background(), h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := states(inv)
-	want := map[string]State{
-		"nccl-Held01": InUse, "nccl-Mapd02": InUse, "nccl-Orph03": Orphaned,
-		"nccl-shm-recv-250a7cc850ba9298-0-1-3": Orphaned, "sem.mp-abc": Orphaned, "torch_1234_567": Orphaned,
-	}
-	if len(got) != len(want) {
-		t.Errorf("scanned %v, want %v (unrelated files must be ignored)", got, want)
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("%s: %s, want %s", k, got[k], v)
+	return inv
+}
+
+func TestScanStates(t *testing.T) {
+	me := os.Geteuid()
+	nested := map[string]any{"/proc/self/ns/pid": ft.Symlink("pid:[4026532301]"), "/proc/1/ns/pid": ft.Symlink("pid:[4026532301]")}
+	withFiles := func(base map[string]any, more map[string]any) map[string]any {
+		out := map[string]any{}
+		for k, v := range base {
+			out[k] = v
 		}
-	}
-	for _, s := range inv.Segments {
-		if s.Name == "nccl-Mapd02" && (len(s.Holders) != 1 || s.Holders[0].PID != 200 || s.Holders[0].Via != "map") {
-			t.Errorf("mapped holder = %+v", s.Holders)
+		for k, v := range more {
+			out[k] = v
 		}
-		if s.Name == "nccl-shm-recv-250a7cc850ba9298-0-1-3" && s.Kind != "nccl-legacy" {
-			t.Errorf("legacy kind = %s", s.Kind)
-		}
+		return out
 	}
-	if inv.ScannedPIDs != 3 {
-		t.Errorf("scanned %d pids", inv.ScannedPIDs)
+	tests := []struct {
+		name string
+		w    world
+		want map[string]State
+	}{
+		{"fd, map, deleted fd and legacy names", world{
+			segs: map[string]int64{"nccl-Held01": 0, "nccl-Mapd02": 0, "nccl-Orph03": 0, "nccl-shm-recv-250a7cc850ba9298-0-1-3": 0,
+				"sem.mp-abc": 0, "torch_1234_567": 0, "unrelated.txt": 0, "psm2_shm.abc": 0},
+			procs: []proc{
+				{pid: 100, uid: me, fds: map[string]string{"3": "/dev/shm/nccl-Held01", "4": "/dev/null", "5": "socket:[1234]"}},
+				{pid: 200, uid: me, maps: []string{"nccl-Mapd02"}},
+				// An older, deleted file of the same name is not this one.
+				{pid: 300, uid: me, fds: map[string]string{"5": "/dev/shm/nccl-Orph03 (deleted)"},
+					mapsExtra: "7f3a2c000000-7f3a2c001000 rw-s 00000000 00:23 99999999 /dev/shm/nccl-Orph03 (deleted)\n"},
+			}}, map[string]State{"nccl-Held01": InUse, "nccl-Mapd02": InUse, "nccl-Orph03": Orphaned,
+			"nccl-shm-recv-250a7cc850ba9298-0-1-3": Orphaned, "sem.mp-abc": Orphaned, "torch_1234_567": Orphaned}},
+		{"mapping found by inode although deleted", world{
+			segs:  map[string]int64{"nccl-Gone01": 0},
+			procs: []proc{{pid: 10, uid: me}}, // maps line added below with " (deleted)"
+		}, nil},
+		{"unreadable process of the owner makes it unknown", world{
+			segs:  map[string]int64{"nccl-Mine01": 0},
+			procs: []proc{{pid: 50, uid: me, unreadable: true}},
+		}, map[string]State{"nccl-Mine01": Unknown}},
+		{"unreadable process of another uid does not block a 0600 file", world{
+			segs:  map[string]int64{"nccl-Mine01": 0},
+			procs: []proc{{pid: 50, uid: me + 1, unreadable: true}},
+		}, map[string]State{"nccl-Mine01": Orphaned}},
+		{"unreadable process of another uid blocks a world-readable file", world{
+			segs:  map[string]int64{"sem.mp-open": 0},
+			modes: map[string]os.FileMode{"sem.mp-open": 0o666},
+			procs: []proc{{pid: 50, uid: me + 1, unreadable: true}},
+		}, map[string]State{"sem.mp-open": Unknown}},
+		{"init of the host PID namespace is ignored when hidden", world{
+			segs:  map[string]int64{"nccl-Mine01": 0},
+			procs: []proc{{pid: 1, uid: me, unreadable: true}},
+			files: map[string]any{"/proc/self/ns/pid": ft.Symlink(hostPIDNS)},
+		}, map[string]State{"nccl-Mine01": Orphaned}},
+		{"hidden PID 1 of a nested namespace is not ignored", world{
+			segs:  map[string]int64{"nccl-Mine01": 0},
+			procs: []proc{{pid: 1, uid: me, unreadable: true}},
+			files: withFiles(nested, map[string]any{"/proc/self/mountinfo": mountinfoDocker, "/.dockerenv": ""}),
+		}, map[string]State{"nccl-Mine01": Unknown}},
+		{"docker's private shm: orphans are provable", world{
+			segs:  map[string]int64{"nccl-Xq3F9a": 0},
+			files: withFiles(nested, map[string]any{"/proc/self/mountinfo": mountinfoDocker, "/.dockerenv": ""}),
+		}, map[string]State{"nccl-Xq3F9a": Orphaned}},
+		{"container with --ipc=host: unknown", world{
+			segs: map[string]int64{"nccl-Xq3F9a": 0},
+			files: withFiles(nested, map[string]any{"/.dockerenv": "", "/proc/self/ns/ipc": ft.Symlink("ipc:[4026531839]"),
+				"/proc/self/mountinfo": "99 90 0:23 / /dev/shm rw - tmpfs tmpfs rw,size=32g\n"}),
+		}, map[string]State{"nccl-Xq3F9a": Unknown}},
+		{"kubernetes pod: unknown", world{
+			segs:  map[string]int64{"nccl-Xq3F9a": 0},
+			files: withFiles(nested, map[string]any{"/proc/self/mountinfo": mountinfoDocker}),
+			env:   map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.1"},
+		}, map[string]State{"nccl-Xq3F9a": Unknown}},
+		{"nested namespace, host tmpfs bind-mounted: unknown", world{
+			segs:  map[string]int64{"nccl-Xq3F9a": 0},
+			files: withFiles(nested, map[string]any{"/proc/self/mountinfo": "99 90 0:23 / /dev/shm rw - tmpfs tmpfs rw,size=32g\n"}),
+		}, map[string]State{"nccl-Xq3F9a": Unknown}},
+		{"NSpid with two levels and a container: unknown", world{
+			segs: map[string]int64{"nccl-Xq3F9a": 0},
+			files: map[string]any{"/proc/self/status": "NSpid:\t4242\t7\n", "/.dockerenv": "",
+				"/proc/self/mountinfo": "99 90 0:23 / /dev/shm rw - tmpfs tmpfs rw,size=32g\n"},
+		}, map[string]State{"nccl-Xq3F9a": Unknown}},
+		{"symlink, hardlink, directory", world{
+			segs: map[string]int64{"nccl-Real01": 0},
+			files: map[string]any{"/dev/shm/nccl-Link02": ft.Symlink("/etc/shadow"), "/dev/shm/nccl-Dir03": nil,
+				"/dev/shm/nccl-Dir03/x": ""},
+		}, map[string]State{"nccl-Real01": Orphaned, "nccl-Link02": Unknown, "nccl-Dir03": Unknown}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := tt.w.build(t)
+			if tt.name == "mapping found by inode although deleted" {
+				ino := inode(t, filepath.Join(h.Root, "dev/shm/nccl-Gone01"))
+				line := fmt.Sprintf("7f3a2c000000-7f3a2c001000 rw-s 00000000 00:23 %d /dev/shm/nccl-Gone01 (deleted)\n", ino)
+				if err := os.WriteFile(filepath.Join(h.Root, "proc/10/maps"), []byte(line), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				tt.want = map[string]State{"nccl-Gone01": InUse}
+			}
+			inv := scan(t, h)
+			got := states(inv)
+			if len(got) != len(tt.want) {
+				t.Errorf("scanned %v, want %v", got, tt.want)
+			}
+			for k, v := range tt.want {
+				if got[k] != v {
+					t.Errorf("%s: %s (%s), want %s", k, got[k], segment(t, inv, k).Reason, v)
+				}
+			}
+		})
+	}
+}
+
+func TestScanDetails(t *testing.T) {
+	me := os.Geteuid()
+	h := world{
+		segs: map[string]int64{"nccl-Held01": 8192, "nccl-Mapd02": 0, "nccl-shm-send-1-0-0-1": 0},
+		procs: []proc{
+			{pid: 100, uid: me, comm: "pt_main_thread", fds: map[string]string{"3": "/dev/shm/nccl-Held01"}, maps: []string{"nccl-Held01"}},
+			{pid: 200, uid: me, maps: []string{"nccl-Mapd02"}},
+		},
+	}.build(t)
+	inv := scan(t, h)
+	held := segment(t, inv, "nccl-Held01")
+	if len(held.Holders) != 1 || held.Holders[0] != (Holder{PID: 100, Comm: "pt_main_thread", UID: me, Via: "fd"}) {
+		t.Errorf("holders of an open and mapped file = %+v (want one, via fd)", held.Holders)
+	}
+	if held.Allocated < 8192 || held.Size != 8192 || held.Ino == 0 || held.Dev == 0 || held.Nlink != 1 || held.UID != me {
+		t.Errorf("stat data = %+v", held)
+	}
+	if m := segment(t, inv, "nccl-Mapd02"); len(m.Holders) != 1 || m.Holders[0].Via != "map" || m.Holders[0].PID != 200 {
+		t.Errorf("mapped holder = %+v", m.Holders)
+	}
+	if k := segment(t, inv, "nccl-shm-send-1-0-0-1").Kind; k != "nccl-legacy" {
+		t.Errorf("legacy kind = %s", k)
+	}
+	if inv.ScannedPIDs != 2 || len(inv.UnreadablePIDs) != 0 {
+		t.Errorf("scanned %d pids, unreadable %v", inv.ScannedPIDs, inv.UnreadablePIDs)
+	}
+}
+
+func TestScanCancelledIsAnError(t *testing.T) {
+	h := world{segs: map[string]int64{"nccl-a1": 0}, procs: []proc{{pid: 5, uid: 0}}}.build(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if inv, err := Scan(ctx, h); err == nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled scan returned %v, %v: it must never claim segments are orphaned", inv, err)
 	}
 }
 
 func TestSegmentsFindings(t *testing.T) {
-	t.Run("orphans", func(t *testing.T) {
-		h := fixtureHost(t, []string{"nccl-a1", "nccl-b2", "nccl-c3"}, nil, nil)
-		fs, err := runSegments(context.Background(), h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !has(fs, checks.Warn, "3 orphaned NCCL segment(s)") || fs[0].Fixes[0] != "shm.cleanup" || fs[0].Guide != "shm-stale-segments" {
-			t.Errorf("got\n%s", titles(fs))
-		}
-		if fs[0].Evidence["orphaned"] != 3 {
-			t.Errorf("evidence %v", fs[0].Evidence)
-		}
-	})
-	t.Run("symlink outside is flagged, never followed", func(t *testing.T) {
-		outside := filepath.Join(t.TempDir(), "precious")
-		if err := os.WriteFile(outside, []byte("data"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		h := fixtureHost(t, []string{"nccl-real"}, nil, map[string]any{"/dev/shm/nccl-evil": ft.Symlink(outside)})
-		inv, _ := Scan(context.Background(), h)
-		for _, s := range inv.Segments {
-			if s.Name == "nccl-evil" && (!s.Symlink || s.State == Orphaned || s.LinkTarget != outside) {
-				t.Errorf("symlink segment = %+v", s)
+	me := os.Geteuid()
+	other := me + 1000
+	tests := []struct {
+		name     string
+		w        world
+		sev      checks.Severity
+		title    string
+		problems int
+		check    func(t *testing.T, fs []checks.Finding)
+	}{
+		{name: "healthy: nothing there", w: world{segs: map[string]int64{"unrelated": 0}}, sev: checks.OK, title: "No NCCL or PyTorch segments in /dev/shm"},
+		{name: "orphans", w: world{segs: map[string]int64{"nccl-a1": 0, "nccl-b2": 0, "nccl-c3": 0}},
+			sev: checks.Warn, title: "3 orphaned NCCL segments hold 0 B in /dev/shm (left by a crashed job)", problems: 1,
+			check: func(t *testing.T, fs []checks.Finding) {
+				f := fs[0]
+				if f.Fixes[0] != "shm.cleanup" || f.Guide != "shm-stale-segments" {
+					t.Errorf("fix/guide = %v %s", f.Fixes, f.Guide)
+				}
+				if f.Evidence["orphaned"] != 3 || f.Evidence["in_use"] != 0 || f.Evidence["total"] != 3 {
+					t.Errorf("evidence %v", f.Evidence)
+				}
+				list := f.Evidence["segments"].([]map[string]any)
+				if len(list) != 3 || list[0]["name"] != "nccl-a1" || list[0]["state"] != "orphaned" || list[0]["age_seconds"].(int64) < 3500 {
+					t.Errorf("segment list %v", list)
+				}
+			}},
+		{name: "one orphan, singular", w: world{segs: map[string]int64{"nccl-a1": 64 << 10}},
+			sev: checks.Warn, title: "1 orphaned NCCL segment holds 64 KiB in /dev/shm", problems: 1},
+		{name: "shm full of orphans is an error", w: world{segs: map[string]int64{"nccl-a1": 40 << 20, "nccl-b2": 40 << 20}, statTotal: 128 << 20},
+			sev: checks.Error, title: "2 orphaned NCCL segments hold 80 MiB", problems: 1,
+			check: func(t *testing.T, fs []checks.Finding) {
+				if !strings.Contains(fs[0].Detail, "fill 62% of /dev/shm") {
+					t.Errorf("detail %q", fs[0].Detail)
+				}
+				if fs[0].Evidence["reclaimable_bytes"].(int64) < 80<<20 {
+					t.Errorf("reclaimable %v", fs[0].Evidence["reclaimable_bytes"])
+				}
+			}},
+		{name: "NCCL and PyTorch orphans together", w: world{segs: map[string]int64{"nccl-a1": 0, "torch_77_1": 0, "sem.mp-x": 0}},
+			sev: checks.Warn, title: "1 orphaned NCCL segment and 2 others hold", problems: 1},
+		{name: "only PyTorch leftovers are info", w: world{segs: map[string]int64{"torch_77_1": 0, "sem.mp-x": 0}},
+			sev: checks.Info, title: "2 orphaned PyTorch/semaphore files hold"},
+		{name: "live holders are not problems", w: world{segs: map[string]int64{"nccl-live": 0, "nccl-mapd": 0},
+			procs: []proc{{pid: 9, uid: me, fds: map[string]string{"7": "/dev/shm/nccl-live"}}, {pid: 10, uid: me, maps: []string{"nccl-mapd"}}}},
+			sev: checks.Info, title: "2 segments in use by 2 running processes; they will not be touched",
+			check: func(t *testing.T, fs []checks.Finding) {
+				list := fs[0].Evidence["segments"].([]map[string]any)
+				if h := list[0]["holders"].([]string); h[0] != "9/python via fd" {
+					t.Errorf("holders %v", h)
+				}
+				if h := list[1]["holders"].([]string); h[0] != "10/python via map" {
+					t.Errorf("holders %v", h)
+				}
+			}},
+		{name: "symlink to a file outside is flagged, never followed",
+			w:   world{files: map[string]any{"/dev/shm/nccl-evil": ft.Symlink("/etc/passwd")}},
+			sev: checks.Info, title: "Symlink in /dev/shm: nccl-evil -> /etc/passwd",
+			check: func(t *testing.T, fs []checks.Finding) {
+				for _, f := range fs {
+					if len(f.Fixes) > 0 {
+						t.Errorf("a symlink must not be offered for cleanup: %s", f.Title)
+					}
+				}
+			}},
+		{name: "another user's orphans", w: world{segs: map[string]int64{"nccl-theirs": 0}, euid: &other},
+			sev: checks.Info, title: fmt.Sprintf("1 orphaned segment of other users holds 0 B in /dev/shm (uid %d)", me)},
+		{name: "hard link", w: world{segs: map[string]int64{"nccl-hl": 0}, files: map[string]any{"/dev/shm/nccl-hl2": ""}},
+			sev: checks.Info, title: "2 segments have other hard links: nccl-hl, nccl-hl2", problems: 1},
+		{name: "non-printable name shown escaped", w: world{segs: map[string]int64{"nccl-\x1b[2J\x07": 0}},
+			sev: checks.Info, title: `1 name contains control or invalid bytes (shown escaped): nccl-\x1b[2J\x07`, problems: 1},
+		{name: "not a regular file", w: world{files: map[string]any{"/dev/shm/nccl-dir": nil}},
+			sev: checks.Info, title: "1 entry with a segment name is not a regular file: nccl-dir"},
+		{name: "unknown in a shared container tmpfs", w: world{segs: map[string]int64{"nccl-x": 0}, files: map[string]any{
+			"/proc/self/ns/pid": ft.Symlink("pid:[4026532301]"), "/.dockerenv": "", "/proc/self/ns/ipc": ft.Symlink("ipc:[4026531839]"),
+			"/proc/self/mountinfo": "99 90 0:23 / /dev/shm rw - tmpfs tmpfs rw,size=32g\n"}},
+			sev: checks.Info, title: "1 segment (0 B) could not be proven unused",
+			check: func(t *testing.T, fs []checks.Finding) {
+				if !strings.Contains(fs[0].Detail, "--ipc=host") || fs[0].Evidence["all_holders_visible"] != false {
+					t.Errorf("detail %q evidence %v", fs[0].Detail, fs[0].Evidence)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := tt.w.build(t)
+			if tt.name == "hard link" {
+				if err := os.Remove(filepath.Join(h.Root, "dev/shm/nccl-hl2")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Link(filepath.Join(h.Root, "dev/shm/nccl-hl"), filepath.Join(h.Root, "dev/shm/nccl-hl2")); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		fs, _ := runSegments(context.Background(), h)
-		if !has(fs, checks.Info, "Symlink in /dev/shm: nccl-evil -> "+outside) {
-			t.Errorf("got\n%s", titles(fs))
-		}
-	})
-	t.Run("live holder", func(t *testing.T) {
-		h := fixtureHost(t, []string{"nccl-live"}, []proc{{pid: 9, uid: 1000, fds: map[string]string{"7": "/dev/shm/nccl-live"}}}, nil)
-		fs, _ := runSegments(context.Background(), h)
-		if !has(fs, checks.Info, "1 segment(s) in use by 1 running process(es)") {
-			t.Errorf("got\n%s", titles(fs))
-		}
-		if e, w := checks.Problems(fs); e+w != 0 {
-			t.Errorf("in-use segment reported as a problem:\n%s", titles(fs))
-		}
-	})
-	t.Run("non-printable name shown escaped", func(t *testing.T) {
-		h := fixtureHost(t, []string{"nccl-\x1b[2J"}, nil, nil)
-		fs, _ := runSegments(context.Background(), h)
-		if !has(fs, checks.Info, `nccl-\x1b[2J`) {
-			t.Errorf("got\n%s", titles(fs))
-		}
-		for _, f := range fs {
-			if strings.Contains(f.Title, "\x1b") {
-				t.Errorf("raw escape in title %q", f.Title)
+			fs, err := runSegments(context.Background(), h)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	})
-	t.Run("container with shared tmpfs", func(t *testing.T) {
-		h := fixtureHost(t, []string{"nccl-x"}, nil, map[string]any{
-			"/proc/self/status":    "NSpid:\t42\t7\n",
-			"/proc/self/mountinfo": "99 90 0:44 / /dev/shm rw - tmpfs tmpfs rw,size=1g\n",
+			if !has(fs, tt.sev, tt.title) {
+				t.Fatalf("want %s %q in\n%s", tt.sev, tt.title, titles(fs))
+			}
+			if e, w := checks.Problems(fs); e+w != tt.problems {
+				t.Errorf("%d problems, want %d:\n%s", e+w, tt.problems, titles(fs))
+			}
+			for _, f := range fs {
+				if strings.ContainsAny(f.Title, "\x1b\x07") {
+					t.Errorf("raw control byte in title %q", f.Title)
+				}
+			}
+			if fs[0].Evidence == nil {
+				t.Error("first finding carries no evidence")
+			}
+			if tt.check != nil {
+				tt.check(t, fs)
+			}
 		})
-		inv, _ := Scan(context.Background(), h)
-		if inv.Segments[0].State != Unknown || inv.Private {
-			t.Errorf("segment in a possibly shared tmpfs judged %s", inv.Segments[0].State)
-		}
-	})
-	t.Run("young", func(t *testing.T) {
-		h := fixtureHost(t, []string{"nccl-new"}, nil, nil)
-		now := time.Now()
-		_ = os.Chtimes(filepath.Join(h.Root, "dev/shm/nccl-new"), now, now)
-		inv, _ := Scan(context.Background(), h)
-		if inv.Segments[0].State != Young {
-			t.Errorf("fresh segment judged %s", inv.Segments[0].State)
-		}
-	})
+	}
 }
 
-func TestProveOrphanedRefusesSwaps(t *testing.T) {
-	h := fixtureHost(t, []string{"nccl-gone", "nccl-swap"}, nil, nil)
-	inv, _ := Scan(context.Background(), h)
-	var swap Segment
+func TestYoungSegments(t *testing.T) {
+	h := world{segs: map[string]int64{"nccl-new": 0}}.build(t)
+	now := time.Now()
+	_ = os.Chtimes(filepath.Join(h.Root, "dev/shm/nccl-new"), now, now)
+	inv := scan(t, h)
+	if inv.Segments[0].State != Young {
+		t.Errorf("fresh segment judged %s", inv.Segments[0].State)
+	}
+	fs, _ := runSegments(context.Background(), h)
+	if !has(fs, checks.Info, "1 segment modified in the last 2 minutes") {
+		t.Errorf("got\n%s", titles(fs))
+	}
+}
+
+func TestMissingShmDir(t *testing.T) {
+	h := ft.Tree(t, map[string]any{"/proc/self/mountinfo": mountinfoHost}, host.FixtureSpec{})
+	fs, err := runSegments(context.Background(), h)
+	if err != nil || len(fs) != 1 || fs[0].Severity != checks.Skipped {
+		t.Errorf("got %v\n%s", err, titles(fs))
+	}
+}
+
+func TestProveOrphaned(t *testing.T) {
+	me := os.Geteuid()
+	h := world{segs: map[string]int64{"nccl-swap": 0, "nccl-late": 0, "nccl-ok": 0, "nccl-repl": 0, "nccl-touch": 0},
+		procs: []proc{{pid: 70, uid: me}}}.build(t)
+	inv := scan(t, h)
 	for _, s := range inv.Segments {
-		if s.Name == "nccl-swap" {
-			swap = s
+		if s.State != Orphaned {
+			t.Fatalf("%s: %s", s.Name, s.State)
 		}
 	}
-	ok, _, err := ProveOrphaned(context.Background(), h, swap)
-	if !ok || err != nil {
-		t.Fatalf("orphan not proven: %v", err)
+	ctx := context.Background()
+	if ok, hs, err := ProveOrphaned(ctx, h, segment(t, inv, "nccl-ok")); !ok || err != nil || hs != nil {
+		t.Errorf("orphan not proven: %v %v", hs, err)
 	}
-	// Replace the file by a symlink with the same name: proof must fail.
-	p := filepath.Join(h.Root, "dev/shm/nccl-swap")
-	if err := os.Remove(p); err != nil {
+	shm := filepath.Join(h.Root, "dev/shm")
+	// Replaced by a symlink with the same name.
+	if err := os.Remove(filepath.Join(shm, "nccl-swap")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("/etc/passwd", p); err != nil {
+	if err := os.Symlink("/etc/passwd", filepath.Join(shm, "nccl-swap")); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _, err := ProveOrphaned(context.Background(), h, swap); ok || err == nil {
+	if ok, _, err := ProveOrphaned(ctx, h, segment(t, inv, "nccl-swap")); ok || err == nil {
 		t.Errorf("swapped-in symlink proven orphaned")
+	}
+	// Replaced by another regular file (new inode) with the same name.
+	repl := segment(t, inv, "nccl-repl")
+	if err := os.Remove(filepath.Join(shm, "nccl-repl")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shm, "nccl-x-keep"), nil, 0o600); err != nil { // keep the old inode from being reused
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shm, "nccl-repl"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if inode(t, filepath.Join(shm, "nccl-repl")) != repl.Ino {
+		if ok, _, err := ProveOrphaned(ctx, h, repl); ok || err == nil {
+			t.Errorf("replaced file proven orphaned")
+		}
+	}
+	// Opened by a process after the scan.
+	if err := os.Symlink("/dev/shm/nccl-late", filepath.Join(h.Root, "proc/70/fd/9")); err != nil {
+		t.Fatal(err)
+	}
+	ok, hs, err := ProveOrphaned(ctx, h, segment(t, inv, "nccl-late"))
+	if ok || err != nil || len(hs) != 1 || hs[0].PID != 70 {
+		t.Errorf("late holder: ok=%v holders=%v err=%v", ok, hs, err)
+	}
+	// Written to after the scan: young again.
+	now := time.Now()
+	_ = os.Chtimes(filepath.Join(shm, "nccl-touch"), now, now)
+	if ok, _, err := ProveOrphaned(ctx, h, segment(t, inv, "nccl-touch")); ok || err == nil {
+		t.Errorf("freshly modified segment proven orphaned")
+	}
+}
+
+func TestMapsFields(t *testing.T) {
+	tests := []struct{ line, dev, ino, path string }{
+		{"7f3a2c000000-7f3a2c001000 rw-s 00000000 00:23 173521 /dev/shm/nccl-abc\n", "00:23", "173521", "/dev/shm/nccl-abc"},
+		{"7f3a2c000000-7f3a2c001000 rw-s 00000000 00:1a3 5 /dev/shm/nccl-a (deleted)", "00:1a3", "5", "/dev/shm/nccl-a (deleted)"},
+		{"7ffd1000-7ffd2000 rw-p 00000000 00:00 0 ", "00:00", "0", ""},
+		{"00400000-00452000 r-xp 00000000 08:02 173521       /usr/bin/with  two spaces", "08:02", "173521", "/usr/bin/with  two spaces"},
+	}
+	for _, tt := range tests {
+		dev, ino, p, ok := mapsFields([]byte(tt.line))
+		if !ok || string(dev) != tt.dev || string(ino) != tt.ino || string(p) != tt.path {
+			t.Errorf("mapsFields(%q) = %q %q %q %v", tt.line, dev, ino, p, ok)
+		}
+	}
+	for _, bad := range []string{"", "short line", "a b c d"} {
+		if _, _, _, ok := mapsFields([]byte(bad)); ok {
+			t.Errorf("mapsFields(%q) accepted", bad)
+		}
+	}
+	for in, want := range map[string]uint64{"0": 0, "18446744073709551615": 1<<64 - 1} {
+		if n, ok := parseUint([]byte(in)); !ok || n != want {
+			t.Errorf("parseUint(%s) = %d %v", in, n, ok)
+		}
+	}
+	for _, bad := range []string{"", "18446744073709551616", "12a", "-1"} {
+		if _, ok := parseUint([]byte(bad)); ok {
+			t.Errorf("parseUint(%q) accepted", bad)
+		}
+	}
+	if got := mapsDev(unix.Mkdev(0, 0x1a3)); got != "00:1a3" {
+		t.Errorf("mapsDev = %s", got)
 	}
 }
 
 func TestHuman(t *testing.T) {
-	for in, want := range map[uint64]string{0: "0 B", 9637892: "9.2 MiB", 64 << 20: "64 MiB", 3 << 40: "3 TiB"} {
+	for in, want := range map[uint64]string{0: "0 B", 1023: "1023 B", 9637892: "9.2 MiB", 64 << 20: "64 MiB", 3 << 40: "3 TiB", 1<<20 - 1: "1024 KiB"} {
 		if got := Human(in); got != want {
 			t.Errorf("Human(%d) = %s, want %s", in, got, want)
 		}
 	}
+}
+
+func FuzzParseMountinfo(f *testing.F) {
+	f.Add([]byte(mountinfoDocker))
+	f.Add([]byte("36 35 98:0 /mnt1 /mnt\\040x rw,noatime master:1 - ext3 /dev/root rw\n1 2 - - - - -\n"))
+	f.Add([]byte("7f3a2c000000-7f3a2c001000 rw-s 00000000 00:23 173521 /dev/shm/nccl-abc (deleted)\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, e := range parseMountinfo(b) {
+			if e.mountPoint == "" && e.fsType == "" && e.source == "" {
+				continue
+			}
+		}
+		_, _ = findMount(parseMountinfo(b), "/dev/shm")
+		for _, line := range strings.Split(string(b), "\n") {
+			dev, ino, p, ok := mapsFields([]byte(line))
+			if ok && (len(dev) == 0 || len(ino) == 0 || len(dev)+len(ino)+len(p) > len(line)) {
+				t.Fatalf("mapsFields(%q) = %q %q %q", line, dev, ino, p)
+			}
+			_, _ = parseUint(ino)
+		}
+		_ = unescape(string(b))
+	})
 }
