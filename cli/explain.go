@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ncclwiz/ncclwiz/explain"
+	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/tui"
+)
+
+type explainFlags struct {
+	json    bool
+	verbose bool
+	maxLine int
+}
+
+func newExplainCmd(a *App) *cobra.Command {
+	var f explainFlags
+	cmd := &cobra.Command{
+		Use:   "explain [FILE...|-]",
+		Short: "Explain a failing job's log: the root cause, its evidence, the guide and the fixes",
+		Long: `Reads the output of a failed torchrun / accelerate / deepspeed / mpirun job and
+names the line that matters: the root cause first (with its confidence and
+evidence lines, rank and host), then what merely followed from it, the
+checks to run next and the fixes that apply. PyTorch watchdog timeouts are
+decoded (hang or too slow), and NCCL_DEBUG=INFO output is summarised
+(version, ranks, transports per peer, interfaces) even when nothing failed.
+
+Pass one file, several files (one per rank or node; .gz is read directly),
+or "-" / a pipe for stdin:
+  torchrun ... 2>&1 | tee train.log;  ncclwiz explain train.log
+  ncclwiz explain logs/rank*.log.gz
+
+JSON (--json): {"schema": 1, "diagnoses": [{"id", "title", "confidence",
+"root_cause", "evidence": [{"file", "line", "text"}], "fields", "guide",
+"checks", "fixes"}], "nccl_version", "summary"}, plus notes, first_error,
+digest and inputs.
+Exit codes: 0 a diagnosis was made, 1 no NCCL failure found, 2 bad input
+(missing, unreadable, empty or binary file) or usage error.`,
+		RunE: func(cmd *cobra.Command, args []string) error { return runExplain(cmd, a, f, args) },
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.json, "json", false, "print the versioned JSON report")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show every evidence line, note and peer")
+	fl.IntVar(&f.maxLine, "max-line", explain.DefaultMaxLine, "keep at most this many bytes of one line (longer lines are cut, not rejected)")
+	return cmd
+}
+
+func runExplain(cmd *cobra.Command, a *App, f explainFlags, args []string) error {
+	inputs, err := explainInputs(a, args)
+	if err != nil {
+		return err
+	}
+	if f.maxLine < 256 {
+		return usageError{fmt.Errorf("--max-line must be at least 256 bytes")}
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	rep, err := explain.Analyze(ctx, inputs, explain.Options{Lang: a.Lang, MaxLineBytes: f.maxLine})
+	if err != nil {
+		return fmt.Errorf("explain: %w", err)
+	}
+	if f.json {
+		if err := explain.WriteJSON(a.Stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		out := a.Out()
+		if err := explain.WritePlain(out.Writer(), rep, explain.PlainOptions{Unicode: out.Unicode, Verbose: f.verbose, Width: out.Width, CutLines: out.TTY && !f.verbose}); err != nil {
+			return err
+		}
+	}
+	if msg := badInput(rep); msg != "" {
+		fmt.Fprintln(a.Stderr, "ncclwiz explain: "+msg)
+		return ExitError{Code: 2}
+	}
+	if len(rep.Diagnoses) == 0 {
+		return ExitError{Code: 1}
+	}
+	return nil
+}
+
+// badInput explains why nothing could be read, or "" when the input was a
+// log (even one without failures).
+func badInput(r *explain.Report) string {
+	if len(r.Diagnoses) > 0 {
+		return ""
+	}
+	var empty, binary, broken []string
+	for _, in := range r.Inputs {
+		switch {
+		case in.Error != "" && in.Lines == 0:
+			broken = append(broken, in.Name+" ("+in.Error+")")
+		case in.Empty:
+			empty = append(empty, in.Name)
+		case in.Binary:
+			binary = append(binary, in.Name)
+		}
+	}
+	switch n := len(r.Inputs); {
+	case n > 0 && len(empty) == n:
+		return "the input is empty (" + strings.Join(empty, ", ") + "): nothing to explain. Did the job write its output elsewhere (stderr: use 2>&1)?"
+	case n > 0 && len(binary)+len(empty) == n && len(binary) > 0:
+		return strings.Join(binary, ", ") + " does not look like a text log (binary data); pass the job's console output"
+	case len(broken) > 0:
+		return "could not read " + strings.Join(broken, ", ")
+	}
+	return ""
+}
+
+// explainInputs turns the arguments into inputs, checking each file first
+// so a typo gets a clear message and exit code 2 before any reading.
+func explainInputs(a *App, args []string) ([]explain.Input, error) {
+	if len(args) == 0 {
+		if a.StdinTTY() {
+			return nil, usageError{errors.New("no log given. Pass the failing job's output as a file (ncclwiz explain train.log), several files for several ranks (ncclwiz explain rank*.log), or pipe it in (torchrun ... 2>&1 | ncclwiz explain -)")}
+		}
+		args = []string{"-"}
+	}
+	var inputs []explain.Input
+	stdinUsed := false
+	for _, p := range args {
+		if p == "-" {
+			if stdinUsed {
+				return nil, usageError{errors.New(`"-" (stdin) can be given only once`)}
+			}
+			stdinUsed = true
+			if a.Stdin == nil {
+				return nil, usageError{errors.New("no standard input to read")}
+			}
+			inputs = append(inputs, explain.ReaderInput("<stdin>", a.Stdin))
+			continue
+		}
+		shown := textsafe.Sanitize(p)
+		st, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, usageError{fmt.Errorf("%s: no such file", shown)}
+		case errors.Is(err, fs.ErrPermission):
+			return nil, usageError{fmt.Errorf("%s: permission denied", shown)}
+		case err != nil:
+			return nil, usageError{fmt.Errorf("%s: %v", shown, err)}
+		case st.IsDir():
+			return nil, usageError{fmt.Errorf("%s is a directory; pass the log files in it (e.g. %s/*.log)", shown, strings.TrimRight(shown, "/"))}
+		}
+		fh, err := os.Open(p)
+		if err != nil {
+			if errors.Is(err, fs.ErrPermission) {
+				return nil, usageError{fmt.Errorf("%s: permission denied", shown)}
+			}
+			return nil, usageError{fmt.Errorf("%s: %v", shown, err)}
+		}
+		_ = fh.Close()
+		inputs = append(inputs, explain.FileInput(p))
+	}
+	return inputs, nil
+}
+
+// ExplainForWizard runs the explainer on one file for the wizard's
+// "Explain a log" stage (tui.Deps.ExplainLog).
+func ExplainForWizard(ctx context.Context, lang, path string) (tui.LogResult, error) {
+	path = strings.TrimSpace(path)
+	if strings.HasPrefix(path, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			path = home + path[1:]
+		}
+	}
+	a := &App{Stdin: strings.NewReader("")}
+	inputs, err := explainInputs(a, []string{path})
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			return tui.LogResult{}, ue.error
+		}
+		return tui.LogResult{}, err
+	}
+	rep, err := explain.Analyze(ctx, inputs, explain.Options{Lang: lang})
+	if err != nil {
+		return tui.LogResult{}, err
+	}
+	if msg := badInput(rep); msg != "" {
+		return tui.LogResult{}, errors.New(msg)
+	}
+	return logResult(rep), nil
+}
+
+// logResult maps a report onto the wizard's view of it.
+func logResult(r *explain.Report) tui.LogResult {
+	out := tui.LogResult{Summary: r.Summary, Version: r.NCCLVersion}
+	for _, d := range r.Diagnoses {
+		ld := tui.LogDiagnosis{ID: d.ID, Title: d.Title, Confidence: d.Confidence, RootCause: d.RootCause, Guide: d.Guide, Fixes: d.Fixes}
+		for _, ev := range d.Evidence {
+			ld.Evidence = append(ld.Evidence, fmt.Sprintf("%s:%d: %s", ev.File, ev.Line, ev.Text))
+		}
+		if w := d.Watchdog; w != nil {
+			ld.Evidence = append(ld.Evidence, "verdict: "+w.Verdict)
+			for _, r := range w.Reasons {
+				ld.Evidence = append(ld.Evidence, "  "+r)
+			}
+		}
+		out.Diagnoses = append(out.Diagnoses, ld)
+	}
+	if d := r.Digest; d != nil {
+		if d.NRanks > 0 {
+			out.Digest = append(out.Digest, fmt.Sprintf("%d ranks, %d node(s), %d local", d.NRanks, d.NNodes, d.LocalRanks))
+		}
+		for k, v := range d.Transports {
+			out.Digest = append(out.Digest, fmt.Sprintf("%s: %d links", k, v))
+		}
+		out.Digest = append(out.Digest, d.Readings...)
+	}
+	if e := r.FirstError; e != nil {
+		out.Digest = append(out.Digest, fmt.Sprintf("first non-NCCL error: %s:%d: %s", e.File, e.Line, e.Text))
+	}
+	return out
+}

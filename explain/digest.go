@@ -1,0 +1,577 @@
+package explain
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Limits that keep the digest's memory constant whatever the log size.
+const (
+	maxPeerPairs  = 4096
+	maxListItems  = 32
+	maxWhere      = 16
+	maxRankMap    = 8192
+	maxEnvEntries = 64
+)
+
+var (
+	reVersionLine = regexp.MustCompile(`NCCL version (\d+\.\d+\.\d+)([^+\s]*)(?:\+cuda(\d+\.\d+))?`)
+	reWrapperVer  = regexp.MustCompile(`NCCL error in: \S+:\d+, .+?, NCCL version (\d+\.\d+\.\d+)`)
+	reCommSummary = regexp.MustCompile(`comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank (\d+)`)
+	reInitDone    = regexp.MustCompile(`(?:ncclCommInitRank\w*|ncclCommSplit|ncclCommInitAll) comm 0x[0-9a-f]+ rank (\d+) nranks (\d+) cudaDev (\d+)[^\r\n]*- Init COMPLETE`)
+	reBootstrap   = regexp.MustCompile(`Bootstrap ?: Using(?: \[\d+\])? ?([^:\s]+):(\S+?)<\d+>`)
+	reSockIfs     = regexp.MustCompile(`NET/Socket : Using((?: \[\d+\][^:\s]+:\S+<\d+>)+)`)
+	reSockIf      = regexp.MustCompile(`\[\d+\]([^:\s]+):(\S+?)<\d+>`)
+	reIBUsing     = regexp.MustCompile(`NET/IB ?: Using((?: \[\d+\]\S+)+)`)
+	reIBDev       = regexp.MustCompile(`\[\d+\](\S+)`)
+	reUsingNet    = regexp.MustCompile(`NCCL INFO Using network (\S+)`)
+	reEnvSet      = regexp.MustCompile(`NCCL INFO (NCCL_\w+) set by environment to ([^\r\n]*?)\.?\s*$`)
+	reDriver      = regexp.MustCompile(`NCCL INFO cudaDriverVersion (\d+)`)
+	reBacktrace   = regexp.MustCompile(`NCCL INFO ([\w./\-]+\.(?:cc|h|cu|c|cpp)):(\d+) -> (\d+)`)
+)
+
+// ncclResult names for backtrace codes (src/nccl.h.in).
+var ncclResultNames = map[string]string{
+	"1": "ncclUnhandledCudaError", "2": "ncclSystemError", "3": "ncclInternalError",
+	"4": "ncclInvalidArgument", "5": "ncclInvalidUsage", "6": "ncclRemoteError",
+	"7": "ncclInProgress", "8": "ncclTimeout",
+}
+
+// transport classes, in display order.
+var transportClasses = []string{"P2P/CUMEM", "P2P/IPC", "P2P/direct", "P2P/indirect", "P2P/MNNVL", "P2P",
+	"SHM", "NET/IB", "NET/Socket", "NET", "COLLNET"}
+
+func transportClass(via string) string {
+	switch {
+	case strings.HasPrefix(via, "P2P/CUMEM"):
+		return "P2P/CUMEM"
+	case strings.HasPrefix(via, "P2P/IPC"):
+		return "P2P/IPC"
+	case strings.HasPrefix(via, "P2P/direct"):
+		return "P2P/direct"
+	case strings.HasPrefix(via, "P2P/indirect"):
+		return "P2P/indirect"
+	case strings.HasPrefix(via, "P2P/MNNVL"):
+		return "P2P/MNNVL"
+	case strings.HasPrefix(via, "P2P"):
+		return "P2P"
+	case strings.HasPrefix(via, "SHM"), strings.HasPrefix(via, "direct shared memory"):
+		return "SHM"
+	case strings.HasPrefix(via, "NET/IB"):
+		return "NET/IB"
+	case strings.HasPrefix(via, "NET/Socket"):
+		return "NET/Socket"
+	case strings.HasPrefix(via, "NET/"):
+		return "NET"
+	case strings.HasPrefix(via, "COLLNET"):
+		return "COLLNET"
+	}
+	return "other"
+}
+
+// channelLine is one parsed "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC".
+type channelLine struct {
+	From, To int
+	Via      []byte
+}
+
+// parseChannel reads a transport line by hand: it runs on every channel
+// line of an INFO log, where a regexp would dominate the run time. It
+// accepts exactly what the reference transport regex (reference §5, the
+// p2p-hang-acs-iommu signature) accepts; a test checks the two agree.
+func parseChannel(line []byte) (channelLine, bool) {
+	for off := 0; off < len(line); {
+		i := indexChannelWord(line[off:])
+		if i < 0 {
+			return channelLine{}, false
+		}
+		start := off + i
+		if cl, ok := parseChannelAt(line, start); ok {
+			return cl, true
+		}
+		off = start + 1
+	}
+	return channelLine{}, false
+}
+
+// indexChannelWord finds the next "Channel " or "Ring ".
+func indexChannelWord(b []byte) int {
+	c := bytes.Index(b, []byte("Channel "))
+	r := bytes.Index(b, []byte("Ring "))
+	switch {
+	case c < 0:
+		return r
+	case r < 0:
+		return c
+	case r < c:
+		return r
+	}
+	return c
+}
+
+func parseChannelAt(line []byte, i int) (channelLine, bool) {
+	var cl channelLine
+	p := line[i:]
+	if bytes.HasPrefix(p, []byte("Channel ")) {
+		p = p[8:]
+	} else {
+		p = p[5:]
+	}
+	var ok bool
+	if p, ok = skipDigits(p); !ok {
+		return cl, false
+	}
+	if len(p) > 0 && p[0] == '/' {
+		if p, ok = skipDigits(p[1:]); !ok {
+			return cl, false
+		}
+	}
+	if !bytes.HasPrefix(p, []byte(" : ")) {
+		return cl, false
+	}
+	p = p[3:]
+	var n int
+	if n, p, ok = rankDev(p); !ok {
+		return cl, false
+	}
+	cl.From = n
+	if !bytes.HasPrefix(p, []byte(" -> ")) {
+		return cl, false
+	}
+	if n, p, ok = rankDev(p[4:]); !ok {
+		return cl, false
+	}
+	cl.To = n
+	if !bytes.HasPrefix(p, []byte(" ")) {
+		return cl, false
+	}
+	p = p[1:]
+	if bytes.HasPrefix(p, []byte("[send] ")) {
+		p = p[7:]
+	} else if bytes.HasPrefix(p, []byte("[receive] ")) {
+		p = p[10:]
+	}
+	if !bytes.HasPrefix(p, []byte("via ")) {
+		return cl, false
+	}
+	p = p[4:]
+	// The regex takes one or more characters other than \r \n, then only
+	// whitespace (\s) up to the end of the text.
+	f := bytes.IndexAny(p, "\r\n")
+	if f < 0 {
+		f = len(p)
+	}
+	if f == 0 {
+		return cl, false
+	}
+	for _, c := range p[f:] {
+		if !isRESpace(c) {
+			return cl, false
+		}
+	}
+	end := f
+	for end > 0 && isRESpace(p[end-1]) {
+		end--
+	}
+	cl.Via = p[:end]
+	return cl, true
+}
+
+// isRESpace is RE2's \s: [\t\n\f\r ].
+func isRESpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
+}
+
+func skipDigits(p []byte) ([]byte, bool) {
+	i := 0
+	for i < len(p) && p[i] >= '0' && p[i] <= '9' {
+		i++
+	}
+	return p[i:], i > 0
+}
+
+// rankDev reads "12[1a000]" and returns the rank.
+func rankDev(p []byte) (int, []byte, bool) {
+	q, ok := skipDigits(p)
+	if !ok || len(q) == 0 || q[0] != '[' {
+		return 0, p, false
+	}
+	n := atoi(p[:len(p)-len(q)])
+	q = q[1:]
+	j := 0
+	for j < len(q) && isHex(q[j]) {
+		j++
+	}
+	if j == 0 || j >= len(q) || q[j] != ']' {
+		return 0, p, false
+	}
+	return n, q[j+1:], true
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// digestAcc accumulates the digest while scanning.
+type digestAcc struct {
+	versions    map[string]map[string]bool // version → where
+	versionList []string                   // first-seen order
+	driver      string
+	nranks      int
+	nnodes      int
+	localRanks  int
+	comms       int
+	network     string
+	bootstrap   []string
+	sockIfs     []string
+	ibDevs      []string
+	peers       map[[2]int]uint16
+	peersCapped bool
+	transports  map[string]int
+	env         map[string]string
+	cumem       []string
+	cumemSet    map[string]bool
+	origin      string
+	pidRank     map[string]int // "host:pid" → rank
+	seenINFO    bool
+}
+
+func newDigestAcc() *digestAcc {
+	return &digestAcc{
+		versions: map[string]map[string]bool{}, peers: map[[2]int]uint16{},
+		transports: map[string]int{}, env: map[string]string{}, cumemSet: map[string]bool{},
+		pidRank: map[string]int{},
+	}
+}
+
+func classBit(c string) uint16 {
+	i := slices.Index(transportClasses, c)
+	if i < 0 {
+		return 1 << 15
+	}
+	return 1 << uint(i)
+}
+
+func (d *digestAcc) channel(cl channelLine) {
+	d.seenINFO = true
+	c := transportClass(string(cl.Via))
+	bit := classBit(c)
+	key := [2]int{cl.From, cl.To}
+	old, ok := d.peers[key]
+	if !ok && len(d.peers) >= maxPeerPairs {
+		d.peersCapped = true
+		return
+	}
+	if old&bit == 0 {
+		d.peers[key] = old | bit
+		d.transports[c]++
+	}
+}
+
+func where(m lineMeta, file string) string {
+	switch {
+	case m.Rank >= 0 && m.Host != "":
+		return fmt.Sprintf("rank %d (%s)", m.Rank, m.Host)
+	case m.Rank >= 0:
+		return fmt.Sprintf("rank %d", m.Rank)
+	case m.Host != "" && m.PID != 0:
+		return fmt.Sprintf("%s pid %d", m.Host, m.PID)
+	case m.Host != "":
+		return m.Host
+	}
+	return file
+}
+
+func (d *digestAcc) version(v string, m lineMeta, file string) {
+	w, ok := d.versions[v]
+	if !ok {
+		if len(d.versions) >= maxListItems {
+			return
+		}
+		w = map[string]bool{}
+		d.versions[v] = w
+		d.versionList = append(d.versionList, v)
+	}
+	if len(w) < maxWhere {
+		w[where(m, file)] = true
+	}
+}
+
+// info handles an NCCL INFO line other than a channel line. It reports
+// whether the line was a digest line.
+func (d *digestAcc) info(line []byte, m lineMeta, file string) {
+	if sm := reVersionLine.FindSubmatch(line); sm != nil {
+		v := string(sm[1]) + string(sm[2])
+		if len(sm[3]) > 0 {
+			v += "+cuda" + string(sm[3])
+		}
+		d.version(v, m, file)
+		return
+	}
+	if sm := reCommSummary.FindSubmatch(line); sm != nil {
+		d.seenINFO = true
+		r, n, nn, lr := atoi(sm[1]), atoi(sm[2]), atoi(sm[3]), atoi(sm[4])
+		if n >= d.nranks {
+			d.nranks, d.nnodes, d.localRanks = n, nn, lr
+		}
+		d.mapRank(m, r, n)
+		return
+	}
+	if sm := reInitDone.FindSubmatch(line); sm != nil {
+		d.seenINFO = true
+		d.comms++
+		if n := atoi(sm[2]); n > d.nranks {
+			d.nranks = n
+		}
+		d.mapRank(m, atoi(sm[1]), atoi(sm[2]))
+		return
+	}
+	if sm := reSockIfs.FindSubmatch(line); sm != nil {
+		d.seenINFO = true
+		for _, f := range reSockIf.FindAllSubmatch(sm[1], -1) {
+			d.sockIfs = addUnique(d.sockIfs, string(f[1])+":"+string(f[2]))
+		}
+		return
+	}
+	if sm := reBootstrap.FindSubmatch(line); sm != nil {
+		d.seenINFO = true
+		d.bootstrap = addUnique(d.bootstrap, string(sm[1])+":"+string(sm[2]))
+		return
+	}
+	if sm := reIBUsing.FindSubmatch(line); sm != nil {
+		d.seenINFO = true
+		for _, f := range reIBDev.FindAllSubmatch(sm[1], -1) {
+			dev := string(f[1])
+			if k := strings.IndexByte(dev, ';'); k >= 0 {
+				dev = dev[:k]
+			}
+			d.ibDevs = addUnique(d.ibDevs, dev)
+		}
+		return
+	}
+	if sm := reUsingNet.FindSubmatch(line); sm != nil {
+		d.seenINFO = true
+		d.network = string(sm[1])
+		return
+	}
+	if sm := reEnvSet.FindSubmatch(line); sm != nil {
+		d.seenINFO = true
+		if len(d.env) < maxEnvEntries {
+			d.env[string(sm[1])] = string(sm[2])
+		}
+		return
+	}
+	if sm := reDriver.FindSubmatch(line); sm != nil {
+		d.driver = string(sm[1])
+		return
+	}
+	if sm := reBacktrace.FindSubmatch(line); sm != nil && d.origin == "" {
+		code := string(sm[3])
+		name := ncclResultNames[code]
+		if name == "" {
+			name = "code " + code
+		}
+		d.origin = fmt.Sprintf("%s:%s (%s)", sm[1], sm[2], name)
+	}
+}
+
+func (d *digestAcc) mapRank(m lineMeta, rank, nranks int) {
+	if m.Host == "" || m.PID == 0 {
+		return
+	}
+	key := m.Host + ":" + strconv.Itoa(m.PID)
+	if _, ok := d.pidRank[key]; ok || len(d.pidRank) >= maxRankMap {
+		return
+	}
+	// The first communicator a process creates is the default (global)
+	// process group in PyTorch.
+	d.pidRank[key] = rank
+}
+
+// rankOf returns the rank a NCCL process was mapped to, or -1.
+func (d *digestAcc) rankOf(m lineMeta) int {
+	if m.Host == "" || m.PID == 0 {
+		return -1
+	}
+	if r, ok := d.pidRank[m.Host+":"+strconv.Itoa(m.PID)]; ok {
+		return r
+	}
+	return -1
+}
+
+func (d *digestAcc) cumemFallback(m lineMeta, file string) {
+	w := where(m, file)
+	if !d.cumemSet[w] && len(d.cumem) < maxListItems {
+		d.cumemSet[w] = true
+		d.cumem = append(d.cumem, w)
+	}
+}
+
+func addUnique(list []string, s string) []string {
+	if slices.Contains(list, s) || len(list) >= maxListItems {
+		return list
+	}
+	return append(list, s)
+}
+
+// riskyIfacePrefixes are interfaces NCCL's auto-selection may pick that
+// other nodes usually cannot reach (reference §2 socket-connect-failed:
+// only docker* and lo are skipped before 2.30, virbr also since).
+var riskyIfacePrefixes = []string{"virbr", "docker", "veth", "br-", "lo", "tun", "tap", "wg", "vpn", "cni", "flannel", "cali", "zt", "tailscale"}
+
+func riskyIface(name string) bool {
+	for _, p := range riskyIfacePrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// build turns the accumulator into the report's digest (nil when the logs
+// carried no digest lines).
+func (d *digestAcc) build() *Digest {
+	out := &Digest{
+		CUDADriver: d.driver, NRanks: d.nranks, NNodes: d.nnodes, LocalRanks: d.localRanks,
+		Comms: d.comms, Network: d.network, Bootstrap: d.bootstrap, SocketIfs: d.sockIfs,
+		IBDevices: d.ibDevs, PeersCapped: d.peersCapped, CuMemFallback: d.cumem, ErrorOrigin: d.origin,
+	}
+	// "2.21.5" (PyTorch's error suffix) is the same build as
+	// "2.21.5+cuda12.4" (NCCL's own line) when only one full form exists.
+	full := map[string][]string{}
+	for _, v := range d.versionList {
+		if b := baseVersion(v); b != v {
+			full[b] = append(full[b], v)
+		}
+	}
+	for _, v := range d.versionList {
+		if f := full[v]; len(f) == 1 {
+			for k := range d.versions[v] {
+				if len(d.versions[f[0]]) < maxWhere {
+					d.versions[f[0]][k] = true
+				}
+			}
+		}
+	}
+	for _, v := range d.versionList {
+		if f := full[v]; len(f) == 1 {
+			continue
+		}
+		var w []string
+		for k := range d.versions[v] {
+			w = append(w, k)
+		}
+		sort.Strings(w)
+		out.Versions = append(out.Versions, VersionSeen{Version: v, Where: w})
+	}
+	if len(d.transports) > 0 {
+		out.Transports = map[string]int{}
+		for k, v := range d.transports {
+			out.Transports[k] = v
+		}
+	}
+	if len(d.env) > 0 {
+		out.Env = map[string]string{}
+		for k, v := range d.env {
+			out.Env[k] = v
+		}
+	}
+	keys := make([][2]int, 0, len(d.peers))
+	for k := range d.peers {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i][0] != keys[j][0] {
+			return keys[i][0] < keys[j][0]
+		}
+		return keys[i][1] < keys[j][1]
+	})
+	for i, k := range keys {
+		if i >= 64 {
+			out.PeersCapped = true
+			break
+		}
+		var via []string
+		for b, c := range transportClasses {
+			if d.peers[k]&(1<<uint(b)) != 0 {
+				via = append(via, c)
+			}
+		}
+		if d.peers[k]&(1<<15) != 0 {
+			via = append(via, "other")
+		}
+		out.Peers = append(out.Peers, PeerLink{From: k[0], To: k[1], Via: via})
+	}
+	for _, s := range append(append([]string{}, d.bootstrap...), d.sockIfs...) {
+		name, _, _ := strings.Cut(s, ":")
+		if riskyIface(name) {
+			out.RiskyIfs = addUnique(out.RiskyIfs, s)
+		}
+	}
+	out.Readings = d.readings(out)
+	if len(out.Versions) == 0 && out.NRanks == 0 && out.Comms == 0 && len(out.Transports) == 0 &&
+		len(out.SocketIfs) == 0 && len(out.Bootstrap) == 0 && len(out.IBDevices) == 0 && out.Network == "" &&
+		len(out.Env) == 0 && len(out.CuMemFallback) == 0 && out.ErrorOrigin == "" && out.CUDADriver == "" {
+		return nil
+	}
+	return out
+}
+
+// readings are the diagnostic readings of reference §5.
+func (d *digestAcc) readings(out *Digest) []string {
+	var r []string
+	net := out.Transports["NET/Socket"] + out.Transports["NET/IB"] + out.Transports["NET"]
+	if out.NNodes == 1 && net > 0 {
+		r = append(r, "All ranks are on one node, yet some connections go over the network: NCCL does not see the ranks as one host (separate containers, different hostname or boot_id) or both P2P and SHM are disabled.")
+	}
+	if out.Transports["SHM"] > 0 {
+		var set []string
+		for _, k := range []string{"NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"} {
+			if v, ok := out.Env[k]; ok {
+				set = append(set, k+"="+v)
+			}
+		}
+		if len(set) > 0 {
+			r = append(r, fmt.Sprintf("GPUs talk through host shared memory (SHM) because %s is set: GPU peer-to-peer is disabled on purpose.", strings.Join(set, ", ")))
+		} else {
+			r = append(r, "Some GPU pairs talk through host shared memory (SHM) instead of peer-to-peer: P2P is unsupported or disabled between them (consumer GPUs, ACS/IOMMU, VMs, containers isolating GPUs).")
+		}
+	}
+	if len(out.RiskyIfs) > 0 {
+		r = append(r, fmt.Sprintf("NCCL picked interface(s) %s, which other nodes usually cannot reach; pin the right one with NCCL_SOCKET_IFNAME.", strings.Join(out.RiskyIfs, ", ")))
+	}
+	if len(out.Versions) > 1 {
+		var vs []string
+		for _, v := range out.Versions {
+			vs = append(vs, v.Version)
+		}
+		if distinctBaseVersions(vs) > 1 {
+			r = append(r, "Several NCCL versions appear: "+strings.Join(vs, ", ")+". Every rank of one job must load the same NCCL.")
+		}
+	}
+	if len(out.CuMemFallback) > 0 {
+		r = append(r, "cuMem host allocations fell back to /dev/shm on "+strings.Join(out.CuMemFallback, ", ")+"; harmless when every rank falls back, a problem when only some do.")
+	}
+	return r
+}
+
+// baseVersion is "2.21.5" from "2.21.5+cuda12.4".
+func baseVersion(v string) string {
+	if i := strings.IndexAny(v, "+-"); i >= 0 {
+		return v[:i]
+	}
+	return v
+}
+
+func distinctBaseVersions(vs []string) int {
+	seen := map[string]bool{}
+	for _, v := range vs {
+		seen[baseVersion(v)] = true
+	}
+	return len(seen)
+}

@@ -1,0 +1,291 @@
+package explain
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/ncclwiz/ncclwiz/guides"
+)
+
+// Input is one log to read: a file, stdin, or anything else. Open is called
+// once; the explainer closes what it returns. Gzip data is recognised by
+// its magic bytes, whatever the name.
+type Input struct {
+	Name string
+	Open func() (io.ReadCloser, error)
+}
+
+// FileInput reads a file.
+func FileInput(path string) Input {
+	return Input{Name: path, Open: func() (io.ReadCloser, error) { return os.Open(path) }}
+}
+
+// ReaderInput reads r (e.g. stdin) under the given name. It can be
+// analysed once.
+func ReaderInput(name string, r io.Reader) Input {
+	return Input{Name: name, Open: func() (io.ReadCloser, error) { return io.NopCloser(r), nil }}
+}
+
+// Options tune the explainer. The zero value is ready to use.
+type Options struct {
+	// Library supplies the signatures and the guides they route to; nil
+	// loads the embedded library.
+	Library *guides.Library
+	// Lang picks translated guide titles ("" or "en" for English).
+	Lang string
+	// MaxLineBytes caps how much of one line is kept (DefaultMaxLine).
+	MaxLineBytes int
+	// MaxEvidence caps the evidence lines per diagnosis (default 5).
+	MaxEvidence int
+}
+
+// Explainer holds compiled signatures; it is immutable and safe for
+// concurrent use. Compile once, analyse many logs.
+type Explainer struct {
+	lib   *guides.Library
+	opts  Options
+	sigs  []*sigDef
+	byID  map[string]*sigDef
+	ac    *acScanner
+	words int
+	// tag numbers of the auxiliary triggers.
+	tagChannel, tagInfo, tagLastError, tagWarn, tagError, tagFrame, tagBenign, tagRoot int
+	channelOnly                                                                        []uint64
+	transportSig                                                                       *sigDef
+	always                                                                             []*sigDef
+}
+
+// sigDef is one compiled signature.
+type sigDef struct {
+	ID, Role, GuideID string
+	Fields            []string
+	Re                *regexp.Regexp
+	Lits              []string
+	Prec              int
+	Extra             bool
+	tag               int
+}
+
+// idTransport is the signature whose pattern is the transport line of
+// NCCL_DEBUG=INFO (reference §5). It fires on every channel line, so the
+// explainer parses those lines by hand (parseChannel, tested to agree with
+// the pattern) instead of running the regexp.
+const idTransport = "p2p-hang-acs-iommu"
+
+// Analyze reads the inputs (several inputs = several ranks or nodes of one
+// job) and explains them. The error is non-nil only when an input cannot be
+// opened or the library cannot be loaded; read errors part-way through an
+// input become report warnings.
+func Analyze(ctx context.Context, inputs []Input, opts Options) (*Report, error) {
+	e, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	return e.Analyze(ctx, inputs)
+}
+
+// New compiles the signatures of opts.Library (or the embedded library).
+func New(opts Options) (*Explainer, error) {
+	lib := opts.Library
+	if lib == nil {
+		l, err := guides.Load()
+		if err != nil {
+			return nil, fmt.Errorf("load guides: %w", err)
+		}
+		lib = l
+	}
+	if opts.MaxEvidence <= 0 {
+		opts.MaxEvidence = 5
+	}
+	e := &Explainer{lib: lib, opts: opts, byID: map[string]*sigDef{}}
+	for _, s := range lib.Signatures() {
+		re := s.Re
+		if re == nil {
+			r, err := regexp.Compile(s.Pattern)
+			if err != nil {
+				return nil, fmt.Errorf("signature %s: %w", s.ID, err)
+			}
+			re = r
+		}
+		e.add(&sigDef{ID: s.ID, Role: s.Role, GuideID: s.GuideID, Fields: s.Fields, Re: re})
+	}
+	for _, x := range extraSignatures {
+		if _, dup := e.byID[x.ID]; dup {
+			continue
+		}
+		e.add(&sigDef{ID: x.ID, Role: x.Role, GuideID: x.GuideID, Fields: x.Fields, Re: regexp.MustCompile(x.Pattern), Extra: true})
+	}
+	e.transportSig = e.byID[idTransport]
+
+	var lits []string
+	var tags []int
+	tag := 0
+	for _, s := range e.sigs {
+		s.tag = tag
+		tag++
+		if s == e.transportSig {
+			continue // parsed by hand from the channel trigger
+		}
+		l, ok := requiredLiterals(s.Re.String())
+		if !ok {
+			// No literal is required: the signature must run on every
+			// line (slow; tests keep the real library free of these).
+			e.always = append(e.always, s)
+			continue
+		}
+		s.Lits = trimContained(l)
+		for _, x := range s.Lits {
+			lits = append(lits, x)
+			tags = append(tags, s.tag)
+		}
+	}
+	addAux := func(ls ...string) int {
+		t := tag
+		tag++
+		for _, l := range ls {
+			lits = append(lits, strings.ToLower(l))
+			tags = append(tags, t)
+		}
+		return t
+	}
+	e.tagChannel = addAux("] -> ")
+	e.tagInfo = addAux("nccl version", "comm 0x", "init complete", "bootstrap", "net/socket : using", "net/ib : using", "net/ib: using",
+		"using network", "set by environment", "cudadriverversion", ".cc:", ".h:", ".cu:")
+	e.tagLastError = addAux("last error:")
+	e.tagWarn = addAux("nccl warn")
+	e.tagError = addAux(errorLiterals...)
+	e.tagFrame = addAux(`file "`)
+	var bl []string
+	for _, b := range benign {
+		l, ok := requiredLiterals(b.Re.String())
+		if !ok {
+			panic("explain: benign pattern without a literal: " + b.Name)
+		}
+		bl = append(bl, l...)
+	}
+	e.tagBenign = addAux(bl...)
+	e.tagRoot = addAux("root cause (first observed failure)")
+	e.ac = newACScanner(lits, tags, tag)
+	e.words = e.ac.words
+	e.channelOnly = make([]uint64, e.words)
+	setAdd(e.channelOnly, e.tagChannel)
+	return e, nil
+}
+
+func (e *Explainer) add(s *sigDef) {
+	s.Prec = slices.Index(precedence, s.ID)
+	if s.Prec < 0 {
+		s.Prec = len(precedence)
+	}
+	e.sigs = append(e.sigs, s)
+	e.byID[s.ID] = s
+}
+
+// Library returns the guides library the explainer routes to.
+func (e *Explainer) Library() *guides.Library { return e.lib }
+
+// Analyze explains the inputs; see the package-level Analyze.
+func (e *Explainer) Analyze(ctx context.Context, inputs []Input) (*Report, error) {
+	s := e.newScan()
+	for i, in := range inputs {
+		if err := s.input(ctx, i, in); err != nil {
+			return nil, err
+		}
+	}
+	return s.report(), nil
+}
+
+// pendingLastError waits for the payload of a "Last error:" line printed
+// on its own (PyTorch puts the WARN text on the next line).
+type pendingLastError struct {
+	launcher string
+	ttl      int
+}
+
+// fileState is per-input scanning state.
+type fileState struct {
+	idx       int
+	name      string
+	fileRank  int
+	pendingLE *pendingLastError
+	// lastWrapper is the wrapper signature most recently seen, to which an
+	// unmatched Last error payload belongs.
+	lastWrapper *sigAgg
+	lastFrame   string
+	lastFrameN  int64
+	rootLeft    int
+	root        *TorchrunFailure
+}
+
+var reFileRank = regexp.MustCompile(`(?i)(?:^|[^a-z])rank[_\-.]?(\d{1,5})(?:[^0-9]|$)`)
+
+func (s *scan) input(ctx context.Context, idx int, in Input) error {
+	info := InputInfo{Name: in.Name}
+	if in.Open == nil {
+		return fmt.Errorf("%s: nothing to read", in.Name)
+	}
+	rc, err := in.Open()
+	if err != nil {
+		return fmt.Errorf("%s: %w", in.Name, err)
+	}
+	defer rc.Close()
+	r, gz, err := openMaybeGzip(rc)
+	info.Gzip = gz
+	if err != nil {
+		info.Error = err.Error()
+		s.inputs = append(s.inputs, info)
+		s.warnings = append(s.warnings, fmt.Sprintf("%s: %v", in.Name, err))
+		return nil
+	}
+	fs := &fileState{idx: idx, name: in.Name, fileRank: -1}
+	if sm := reFileRank.FindStringSubmatch(filepath.Base(in.Name)); sm != nil {
+		fs.fileRank = atoi([]byte(sm[1]))
+	}
+	lr := NewLineReader(r, s.e.opts.MaxLineBytes)
+	var clean []byte
+	for lr.Next() {
+		if lr.N()&8191 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		line := lr.Bytes()
+		if needsCleaning(line) {
+			clean = stripANSI(clean, line)
+			line = clean
+		}
+		if bytes.IndexByte(line, '\r') < 0 {
+			s.line(fs, line, lr.N(), lr.Truncated())
+			continue
+		}
+		// Progress bars redraw a line with \r; each segment is what the
+		// terminal showed. Match them separately under one line number.
+		for _, seg := range bytes.Split(line, []byte{'\r'}) {
+			if len(seg) > 0 {
+				s.line(fs, seg, lr.N(), lr.Truncated())
+			}
+		}
+	}
+	st := lr.Stats()
+	info.Bytes, info.Lines, info.TruncatedLines = st.Bytes, st.Lines, st.TruncatedLines
+	info.NULBytes, info.BadUTF8Lines = st.NULBytes, st.BadUTF8Lines
+	info.Empty = st.Bytes == 0
+	// Mostly NULs or control bytes: not a text log.
+	if st.Bytes > 0 && float64(st.NULBytes+st.ControlBytes) > 0.1*float64(st.Bytes) {
+		info.Binary = true
+	}
+	if err := lr.Err(); err != nil {
+		info.Error = err.Error()
+		s.warnings = append(s.warnings, fmt.Sprintf("%s: reading stopped after line %d: %v", in.Name, st.Lines, err))
+	}
+	if fs.root != nil && s.root == nil {
+		s.root = fs.root
+	}
+	s.inputs = append(s.inputs, info)
+	return nil
+}

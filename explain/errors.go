@@ -1,0 +1,50 @@
+package explain
+
+import "regexp"
+
+// Non-NCCL failures: what the job died of when NCCL was not involved, or
+// what a straggler rank died of before the others timed out.
+var (
+	reCudaOOM   = regexp.MustCompile(`CUDA out of memory|OutOfMemoryError`)
+	reException = regexp.MustCompile(`^\s*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?::(?:\s(.*))?)?\s*$`)
+	reKilled    = regexp.MustCompile(`exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|^\s*Killed\s*$|Out of memory: Killed process|invoked oom-killer`)
+	reSegv      = regexp.MustCompile(`Segmentation fault|exitcode\s*:\s*-11\b|Signal 11 \(SIGSEGV\)`)
+	reFrame     = regexp.MustCompile(`^\s*File "([^"]+)", line (\d+), in (\S+)`)
+)
+
+// errorLiterals trigger the checks above (lower case; the prefilter folds
+// case).
+var errorLiterals = []string{"error", "exception", "interrupt", "out of memory", "killed", "sigkill", "exitcode", "segmentation fault", "sigsegv", "oom-killer"}
+
+// classifyError names the kind of a non-NCCL error line, or "".
+func classifyError(msg []byte) (kind string) {
+	switch {
+	case reCudaOOM.Match(msg):
+		return "cuda-oom"
+	case reException.Match(msg):
+		// Log levels ("ERROR: …") are not class names: the regexp needs a
+		// name ending in Error/Exception/Interrupt, case-sensitive.
+		return "python-exception"
+	case reKilled.Match(msg):
+		return "killed"
+	case reSegv.Match(msg):
+		return "segfault"
+	}
+	return ""
+}
+
+// errorSummary is a short description for straggler reasons.
+func errorSummary(kind string, msg []byte) string {
+	switch kind {
+	case "cuda-oom":
+		return "CUDA out of memory"
+	case "killed":
+		return "killed by SIGKILL (often the kernel OOM killer)"
+	case "segfault":
+		return "segmentation fault"
+	}
+	if sm := reException.FindSubmatch(msg); sm != nil {
+		return string(sm[1])
+	}
+	return kind
+}

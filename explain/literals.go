@@ -1,0 +1,285 @@
+package explain
+
+import (
+	"regexp/syntax"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// maxExactSet bounds the cross products built while extracting literals
+// (e.g. "(?:Channel|Ring) " gives two strings; a long chain of
+// alternations would explode).
+const maxExactSet = 16
+
+// requiredLiterals returns strings of which at least one occurs, compared
+// ASCII-case-insensitively, in every text the pattern matches. ok is false
+// when no such set exists (the pattern must then run on every line). The
+// strings are lower-cased ASCII.
+func requiredLiterals(pattern string) (lits []string, ok bool) {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil, false
+	}
+	set, ok := mustSet(re.Simplify())
+	if !ok {
+		return nil, false
+	}
+	return set, true
+}
+
+// mustSet returns a set of non-empty strings one of which every match of re
+// contains.
+func mustSet(re *syntax.Regexp) ([]string, bool) {
+	if ex, ok := exactSet(re); ok && minLen(ex) > 0 {
+		return ex, true
+	}
+	switch re.Op {
+	case syntax.OpLiteral:
+		// A case-insensitive literal with letters that fold outside ASCII:
+		// the longest piece between them is still required.
+		if p := longestFoldSafePiece(string(re.Rune)); p != "" {
+			return []string{p}, true
+		}
+		return nil, false
+	case syntax.OpCapture, syntax.OpPlus:
+		return mustSet(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return mustSet(re.Sub[0])
+		}
+		return nil, false
+	case syntax.OpAlternate:
+		var all []string
+		for _, sub := range re.Sub {
+			s, ok := mustSet(sub)
+			if !ok {
+				return nil, false
+			}
+			all = append(all, s...)
+		}
+		return dedup(all), true
+	case syntax.OpConcat:
+		var best []string
+		consider := func(s []string) {
+			if len(s) == 0 || minLen(s) == 0 {
+				return
+			}
+			if best == nil || better(s, best) {
+				best = s
+			}
+		}
+		// Runs of exactly-known pieces are joined by cross product.
+		var run []string
+		flush := func() {
+			if run != nil {
+				consider(run)
+			}
+			run = nil
+		}
+		for _, sub := range re.Sub {
+			ex, ok := exactSet(sub)
+			if ok {
+				if run == nil {
+					run = ex
+					continue
+				}
+				if next, ok := cross(run, ex); ok {
+					run = next
+					continue
+				}
+				flush()
+				run = ex
+				continue
+			}
+			flush()
+			if s, ok := mustSet(sub); ok {
+				consider(s)
+			}
+		}
+		flush()
+		return best, best != nil
+	}
+	return nil, false
+}
+
+// better prefers the set whose shortest string is longer, then the smaller
+// set: fewer, longer literals mean fewer false candidates.
+func better(a, b []string) bool {
+	la, lb := minLen(a), minLen(b)
+	if la != lb {
+		return la > lb
+	}
+	return len(a) < len(b)
+}
+
+// exactSet returns every string re can match when that set is small and
+// finite. Zero-width assertions match "".
+func exactSet(re *syntax.Regexp) ([]string, bool) {
+	switch re.Op {
+	case syntax.OpEmptyMatch, syntax.OpWordBoundary, syntax.OpNoWordBoundary,
+		syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText:
+		return []string{""}, true
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			s, ok := foldSafe(string(re.Rune))
+			return []string{s}, ok
+		}
+		return []string{lowerASCII(string(re.Rune))}, true
+	case syntax.OpCharClass:
+		var out []string
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			lo, hi := re.Rune[i], re.Rune[i+1]
+			if hi-lo > 3 {
+				return nil, false
+			}
+			for r := lo; r <= hi; r++ {
+				if r >= utf8.RuneSelf && re.Flags&syntax.FoldCase != 0 {
+					return nil, false
+				}
+				out = append(out, lowerASCII(string(r)))
+			}
+		}
+		out = dedup(out)
+		if len(out) == 0 || len(out) > 4 {
+			return nil, false
+		}
+		// A class that folds to one of k/s might match a non-ASCII form.
+		for _, s := range out {
+			if _, ok := foldSafe(s); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	case syntax.OpCapture:
+		return exactSet(re.Sub[0])
+	case syntax.OpQuest:
+		s, ok := exactSet(re.Sub[0])
+		if !ok {
+			return nil, false
+		}
+		return dedup(append(slices.Clone(s), "")), true
+	case syntax.OpAlternate:
+		var all []string
+		for _, sub := range re.Sub {
+			s, ok := exactSet(sub)
+			if !ok {
+				return nil, false
+			}
+			all = append(all, s...)
+		}
+		all = dedup(all)
+		return all, len(all) <= maxExactSet
+	case syntax.OpConcat:
+		out := []string{""}
+		for _, sub := range re.Sub {
+			s, ok := exactSet(sub)
+			if !ok {
+				return nil, false
+			}
+			if out, ok = cross(out, s); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+func cross(a, b []string) ([]string, bool) {
+	if len(a)*len(b) > maxExactSet {
+		return nil, false
+	}
+	out := make([]string, 0, len(a)*len(b))
+	for _, x := range a {
+		for _, y := range b {
+			out = append(out, x+y)
+		}
+	}
+	return dedup(out), true
+}
+
+// foldSafe lower-cases a case-insensitive literal. Go folds k and s with
+// non-ASCII runes (K KELVIN SIGN, ſ LONG S) and any non-ASCII rune may have
+// other forms, so such a literal cannot be matched byte-wise; it reports
+// false then. Case-sensitive literals never need this.
+func foldSafe(s string) (string, bool) {
+	for _, r := range s {
+		switch {
+		case r >= utf8.RuneSelf:
+			return "", false
+		case r == 'k' || r == 'K' || r == 's' || r == 'S':
+			return "", false
+		}
+	}
+	return lowerASCII(s), true
+}
+
+// longestFoldSafePiece splits s at runes foldSafe rejects and returns the
+// longest remaining piece, lower-cased.
+func longestFoldSafePiece(s string) string {
+	best, cur := "", ""
+	for _, r := range s {
+		if p, ok := foldSafe(string(r)); ok {
+			cur += p
+			if len(cur) > len(best) {
+				best = cur
+			}
+			continue
+		}
+		cur = ""
+	}
+	return best
+}
+
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if b[j] >= 'A' && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+func minLen(s []string) int {
+	m := -1
+	for _, x := range s {
+		if m < 0 || len(x) < m {
+			m = len(x)
+		}
+	}
+	if m < 0 {
+		return 0
+	}
+	return m
+}
+
+func dedup(s []string) []string {
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// trimContained removes strings that contain another string of the set:
+// if "abc" must be found, "xabcx" adds nothing to the prefilter.
+func trimContained(s []string) []string {
+	var out []string
+	for i, x := range s {
+		redundant := false
+		for j, y := range s {
+			if i != j && y != "" && strings.Contains(x, y) && (len(y) < len(x) || j < i) {
+				redundant = true
+				break
+			}
+		}
+		if !redundant {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,286 @@
+package explain
+
+import (
+	"bytes"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// lineMeta is what the prefixes of one line say about where it came from.
+type lineMeta struct {
+	Rank      int // global rank, -1 unknown
+	LocalRank int // torchrun --tee role prefix ([default3]:), -1 unknown
+	Host      string
+	PID       int
+	Dev       int // NCCL [cudaDev], -1 unknown
+	Level     string
+	TS        stamp
+	// Launcher is the launcher prefix text ("[rank3]:") that groups the
+	// lines of one process in a merged log.
+	Launcher string
+	// Msg is the text after launcher, timestamp, glog and NCCL prefixes.
+	Msg []byte
+}
+
+// stamp is a log timestamp. Many logs omit the year (glog: E1218
+// 20:27:21.4), so the comparison falls back to the time within the year.
+type stamp struct {
+	Year int     // 0 when the log did not say
+	Sec  float64 // seconds since 1 January 00:00 of that year
+	OK   bool
+}
+
+// Before reports whether s is earlier than t; both must be OK.
+func (s stamp) Before(t stamp) bool {
+	if s.Year != 0 && t.Year != 0 && s.Year != t.Year {
+		return s.Year < t.Year
+	}
+	return s.Sec < t.Sec
+}
+
+// String renders the stamp for evidence.
+func (s stamp) String() string {
+	if !s.OK {
+		return ""
+	}
+	y := s.Year
+	if y == 0 {
+		y = 2001 // a non-leap year; only month/day/time are shown
+	}
+	t := time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(s.Sec * float64(time.Second)))
+	if s.Year == 0 {
+		return t.Format("01-02 15:04:05.000")
+	}
+	return t.Format("2006-01-02 15:04:05.000")
+}
+
+func mkStamp(year, month, day, hh, mm int, sec float64) stamp {
+	if month < 1 || month > 12 || day < 1 || day > 31 || hh > 23 || mm > 59 || sec >= 61 {
+		return stamp{}
+	}
+	y := year
+	if y == 0 {
+		y = 2001
+	}
+	days := time.Date(y, time.Month(month), day, 0, 0, 0, 0, time.UTC).YearDay() - 1
+	return stamp{Year: year, Sec: float64(days*86400+hh*3600+mm*60) + sec, OK: true}
+}
+
+var (
+	// ISO / Python logging / kubectl --timestamps / NCCL 2.26+ WARN stamps.
+	reLeadTS = regexp.MustCompile(`^\[?(\d{4})-(\d{2})-(\d{2})[T _](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?:Z|[+-]\d{2}:?\d{2})?\]?(?: - | |:|$)`)
+	// glog (PyTorch C++ and newer Python loggers): "[E1218 20:27:21.426415540 File.cpp:629] ",
+	// "[E ProcessGroupNCCL.cpp:1537] ", "I0527 15:16:52.212738 58631 File.cpp:878] ".
+	reGlog = regexp.MustCompile(`^\[?([IWEF])(?:(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?)? ?(?:\d+ )?[\w./\-]+\.(?:cpp|hpp|cc|h|py):\d+\] ?`)
+	// Message-level rank: "[Rank 3]", "[PG 0 Rank 2]", "[PG ID 0 PG GUID 0(default_pg) Rank 1]".
+	reMsgRank = regexp.MustCompile(`\[(?:PG [^\]]{0,80}? )?Rank (\d+)\]`)
+	// Ray / vLLM workers: "(Worker_TP0 pid=1234)", "(RayWorkerWrapper pid=2345, ip=10.0.0.2)".
+	reRay = regexp.MustCompile(`^\(([\w.\-]+) pid=(\d+)(?:, ip=([\w.:\-]+))?\) ?`)
+	// mpirun --tag-output: "[1,0]<stdout>:"; torchrun: "[rank3]:", --tee role prefix "[default0]:".
+	reBracket = regexp.MustCompile(`^\[(?:rank(\d+)|(\d+),(\d+)|([A-Za-z_][\w\-]*?)(\d+))\](?:<(?:stdout|stderr|stddiag)>)?: ?`)
+	// srun --label "3: " and pdsh/deepspeed "host: ".
+	reLabel = regexp.MustCompile(`^(\d{1,6}|[A-Za-z0-9][A-Za-z0-9.\-]*[0-9.\-][A-Za-z0-9.\-]*): `)
+)
+
+// parseMeta strips the prefixes a line may carry and reads what they say.
+func parseMeta(line []byte) lineMeta {
+	m := lineMeta{Rank: -1, LocalRank: -1, Dev: -1}
+	rest := line
+	launchStart, launchEnd := -1, 0
+	for guard := 0; guard < 6 && len(rest) > 0; guard++ {
+		consumed := len(line) - len(rest)
+		if sm := reBracket.FindSubmatchIndex(rest); sm != nil {
+			switch {
+			case sm[2] >= 0:
+				m.Rank = atoi(rest[sm[2]:sm[3]])
+			case sm[6] >= 0:
+				m.Rank = atoi(rest[sm[6]:sm[7]])
+			case sm[8] >= 0:
+				m.LocalRank = atoi(rest[sm[10]:sm[11]])
+			}
+			if launchStart < 0 {
+				launchStart = consumed
+			}
+			launchEnd = consumed + sm[1]
+			rest = rest[sm[1]:]
+			continue
+		}
+		if sm := reRay.FindSubmatchIndex(rest); sm != nil {
+			m.PID = atoi(rest[sm[4]:sm[5]])
+			if sm[6] >= 0 {
+				m.Host = string(rest[sm[6]:sm[7]])
+			}
+			if launchStart < 0 {
+				launchStart = consumed
+			}
+			launchEnd = consumed + sm[1]
+			rest = rest[sm[1]:]
+			continue
+		}
+		if sm := reLeadTS.FindSubmatchIndex(rest); sm != nil {
+			frac := 0.0
+			if sm[14] >= 0 {
+				frac, _ = strconv.ParseFloat("0."+string(rest[sm[14]:sm[15]]), 64)
+			}
+			m.TS = mkStamp(atoi(rest[sm[2]:sm[3]]), atoi(rest[sm[4]:sm[5]]), atoi(rest[sm[6]:sm[7]]),
+				atoi(rest[sm[8]:sm[9]]), atoi(rest[sm[10]:sm[11]]), float64(atoi(rest[sm[12]:sm[13]]))+frac)
+			rest = rest[sm[1]:]
+			continue
+		}
+		if sm := reLabel.FindSubmatchIndex(rest); sm != nil && labelOK(rest[sm[2]:sm[3]], rest[sm[1]:]) {
+			tok := rest[sm[2]:sm[3]]
+			if isDigits(tok) {
+				m.Rank = atoi(tok)
+			} else {
+				m.Host = string(tok)
+			}
+			if launchStart < 0 {
+				launchStart = consumed
+			}
+			launchEnd = consumed + sm[1]
+			rest = rest[sm[1]:]
+			continue
+		}
+		break
+	}
+	if launchStart >= 0 {
+		m.Launcher = string(line[launchStart:launchEnd])
+	}
+	// glog prefix from PyTorch.
+	if sm := reGlog.FindSubmatchIndex(rest); sm != nil {
+		m.Level = string(rest[sm[2]:sm[3]])
+		if sm[4] >= 0 && !m.TS.OK {
+			frac := 0.0
+			if sm[14] >= 0 {
+				frac, _ = strconv.ParseFloat("0."+string(rest[sm[14]:sm[15]]), 64)
+			}
+			m.TS = mkStamp(0, atoi(rest[sm[4]:sm[5]]), atoi(rest[sm[6]:sm[7]]), atoi(rest[sm[8]:sm[9]]),
+				atoi(rest[sm[10]:sm[11]]), float64(atoi(rest[sm[12]:sm[13]]))+frac)
+		}
+		rest = rest[sm[1]:]
+	}
+	// NCCL prefix: "[stamp] host:pid:tid [dev] file:line NCCL WARN msg".
+	if i := bytes.Index(rest, []byte(" NCCL ")); i >= 0 {
+		if lv, msg, ok := ncclLevel(rest[i+6:]); ok {
+			m.Level = lv
+			parseNCCLHead(rest[:i], &m)
+			rest = msg
+		}
+	}
+	if sm := reMsgRank.FindSubmatchIndex(rest); sm != nil && sm[0] < 120 && m.Rank < 0 {
+		m.Rank = atoi(rest[sm[2]:sm[3]])
+	}
+	m.Msg = rest
+	return m
+}
+
+// ncclLevel reads "WARN msg" / "INFO msg" after " NCCL ".
+func ncclLevel(b []byte) (string, []byte, bool) {
+	for _, lv := range []string{"WARN", "INFO", "TRACE", "CALL", "ABORT"} {
+		if bytes.HasPrefix(b, []byte(lv)) && (len(b) == len(lv) || b[len(lv)] == ' ') {
+			msg := b[len(lv):]
+			if len(msg) > 0 {
+				msg = msg[1:]
+			}
+			return lv, msg, true
+		}
+	}
+	return "", nil, false
+}
+
+// parseNCCLHead reads "[2025-05-10 23:09:41] host:pid:tid [dev] file:line"
+// (every part optional) into m.
+func parseNCCLHead(h []byte, m *lineMeta) {
+	h = bytes.TrimLeft(h, " ")
+	if sm := reLeadTS.FindSubmatchIndex(h); sm != nil {
+		if !m.TS.OK {
+			m.TS = mkStamp(atoi(h[sm[2]:sm[3]]), atoi(h[sm[4]:sm[5]]), atoi(h[sm[6]:sm[7]]),
+				atoi(h[sm[8]:sm[9]]), atoi(h[sm[10]:sm[11]]), float64(atoi(h[sm[12]:sm[13]])))
+		}
+		h = h[sm[1]:]
+	}
+	// host:pid:tid
+	sp := bytes.IndexByte(h, ' ')
+	tok := h
+	if sp >= 0 {
+		tok = h[:sp]
+	}
+	parts := bytes.Split(tok, []byte(":"))
+	if len(parts) == 3 && isDigits(parts[1]) && isDigits(parts[2]) && len(parts[0]) > 0 {
+		if m.Host == "" {
+			m.Host = string(parts[0])
+		}
+		m.PID = atoi(parts[1])
+	}
+	if sp < 0 {
+		return
+	}
+	h = h[sp+1:]
+	if len(h) > 2 && h[0] == '[' {
+		if e := bytes.IndexByte(h, ']'); e > 1 && isDigits(h[1:e]) {
+			m.Dev = atoi(h[1:e])
+		}
+	}
+}
+
+// labelOK accepts a "label: " prefix only when it is plausibly a launcher's
+// (srun --label digits, or a host name followed by more log structure), so
+// "RuntimeError: …" or "ERROR: …" are never taken for host names.
+func labelOK(tok, after []byte) bool {
+	if isDigits(tok) {
+		return true
+	}
+	hasDigit := false
+	for _, c := range tok {
+		if c >= '0' && c <= '9' {
+			hasDigit = true
+		}
+	}
+	if !hasDigit && !bytes.ContainsAny(tok, ".-") {
+		return false
+	}
+	if bytes.Contains(tok, []byte("Error")) || bytes.Contains(tok, []byte("Exception")) || bytes.Contains(tok, []byte("Warning")) {
+		return false
+	}
+	// pdsh output is followed by the worker's own line; require something
+	// recognisable after it.
+	if len(after) == 0 {
+		return false
+	}
+	if after[0] == '[' || after[0] == '(' {
+		return true
+	}
+	sp := bytes.IndexByte(after, ' ')
+	if sp < 0 {
+		sp = len(after)
+	}
+	return bytes.Count(after[:sp], []byte(":")) == 2 && bytes.Contains(after, []byte(" NCCL "))
+}
+
+func isDigits(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// atoi parses decimal digits, saturating instead of overflowing.
+func atoi(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		if n > (1<<31)/10 {
+			return 1 << 31
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}

@@ -1,0 +1,628 @@
+package explain
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ncclwiz/ncclwiz/textsafe"
+)
+
+// report turns the scan into the ranked diagnosis.
+func (s *scan) report() *Report {
+	r := &Report{Schema: SchemaVersion, Inputs: s.inputs, Warnings: s.warnings, Diagnoses: []Diagnosis{}}
+	if r.Inputs == nil {
+		r.Inputs = []InputInfo{}
+	}
+	r.Digest = s.digest.build()
+	r.NCCLVersion = pickVersion(r.Digest)
+	r.TorchrunRootCause = s.root
+	r.EarliestFailure = s.earliest
+	r.FirstSignature = s.firstSig
+	for _, in := range s.inputs {
+		if in.TruncatedLines > 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %d line(s) longer than %d bytes were cut; the start of each was matched", in.Name, in.TruncatedLines, s.maxLine()))
+		}
+		if in.Binary {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s looks like binary data, not a text log (%d NUL bytes); only its readable lines were matched", in.Name, in.NULBytes))
+		} else if in.NULBytes > 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %d NUL bytes skipped (a file written by a crashed process often has NUL-filled holes)", in.Name, in.NULBytes))
+		}
+		if in.BadUTF8Lines > 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %d line(s) are not valid UTF-8; their bytes are shown escaped", in.Name, in.BadUTF8Lines))
+		}
+	}
+	if fe := s.firstError(); fe != nil {
+		r.FirstError = &fe.line
+	}
+
+	diags := s.diagnoses(r)
+	r.Diagnoses = diags
+	r.Notes = s.buildNotes(diags)
+	r.Summary = s.summary(r)
+	cleanReport(r)
+	return r
+}
+
+func (s *scan) maxLine() int {
+	if s.e.opts.MaxLineBytes > 0 {
+		return s.e.opts.MaxLineBytes
+	}
+	return DefaultMaxLine
+}
+
+// pickVersion names the NCCL version: the most widely seen, with its CUDA
+// suffix when a line gave one.
+func pickVersion(d *Digest) string {
+	if d == nil || len(d.Versions) == 0 {
+		return ""
+	}
+	best, bestN := "", -1
+	for _, v := range d.Versions {
+		n := len(v.Where)*2 + len(v.Version)%2
+		if strings.Contains(v.Version, "+cuda") {
+			n++
+		}
+		if n > bestN {
+			best, bestN = v.Version, n
+		}
+	}
+	return best
+}
+
+// firstError is the earliest non-NCCL error: by timestamp when every error
+// has one, else by input order.
+func (s *scan) firstError() *errorHit {
+	if len(s.errs) == 0 {
+		return nil
+	}
+	allTS := true
+	for _, e := range s.errs {
+		allTS = allTS && e.ts.OK
+	}
+	best := &s.errs[0]
+	for i := range s.errs {
+		e := &s.errs[i]
+		if allTS && e.ts.Before(best.ts) {
+			best = e
+		}
+	}
+	return best
+}
+
+// diagnoses merges, ranks and annotates the signature aggregates.
+func (s *scan) diagnoses(r *Report) []Diagnosis {
+	// Merge causes and context lines of one guide into its most specific
+	// cause: one failure = one guide.
+	byGuide := map[string][]*sigAgg{}
+	var rest []*sigAgg
+	for _, a := range s.aggs {
+		if a.def == s.e.transportSig {
+			continue
+		}
+		switch a.def.Role {
+		case RoleCause, RoleContext:
+			byGuide[a.def.GuideID] = append(byGuide[a.def.GuideID], a)
+		default:
+			rest = append(rest, a)
+		}
+	}
+	var causes []*merged
+	for _, group := range byGuide {
+		sort.Slice(group, func(i, j int) bool { return lessAgg(group[i], group[j]) })
+		// The primary is the most specific cause; a context line alone
+		// (a watchdog status line without its timeout) stands for itself.
+		pi := 0
+		for i, a := range group {
+			if a.def.Role == RoleCause {
+				pi = i
+				break
+			}
+		}
+		m := &merged{primary: group[pi], all: group}
+		causes = append(causes, m)
+	}
+	var others []*merged
+	for _, a := range rest {
+		others = append(others, &merged{primary: a, all: []*sigAgg{a}})
+	}
+	if s.unknown != nil {
+		others = append(others, &merged{primary: s.unknown, all: []*sigAgg{s.unknown}})
+	}
+
+	// Watchdog decoding.
+	var wd *Watchdog
+	var wdMerged *merged
+	for _, m := range causes {
+		for _, a := range m.all {
+			if a.def.ID == "watchdog-timeout" || a.def.ID == "watchdog-seq-status" {
+				wdMerged = m
+			}
+		}
+	}
+	if wdMerged != nil {
+		wd = decodeWatchdog(watchdogInput{records: s.wd, seqs: s.wdSeq, ranksSeen: sortedKeys(s.ranks),
+			crashed: s.crashedBefore(wdMerged.primary), transports: s.digest.transports})
+	}
+
+	// Root cause: the earliest (or most specific) cause that is not a
+	// waiting rank's timeout; failing that a timeout; then a wrapper.
+	var direct, wait []*merged
+	for _, m := range causes {
+		if waiters[m.primary.def.ID] || m.primary.def.Role == RoleContext {
+			wait = append(wait, m)
+		} else {
+			direct = append(direct, m)
+		}
+	}
+	orderCauses(direct)
+	orderCauses(wait)
+
+	var root *merged
+	switch {
+	case len(direct) > 0:
+		root = direct[0]
+	case len(wait) > 0:
+		root = wait[0]
+	}
+	sort.Slice(others, func(i, j int) bool { return lessAgg(others[i].primary, others[j].primary) })
+	if root == nil {
+		for _, m := range others {
+			if m.primary.def.Role == RoleWrapper {
+				root = m
+				break
+			}
+		}
+	}
+	if root == nil && s.unknown != nil {
+		for _, m := range others {
+			if m.primary == s.unknown {
+				root = m
+			}
+		}
+	}
+	// The unrecognised WARN only speaks when nothing known does.
+	if root != nil && root.primary != s.unknown {
+		kept := others[:0]
+		for _, m := range others {
+			if m.primary != s.unknown {
+				kept = append(kept, m)
+			}
+		}
+		others = kept
+	}
+
+	var out []Diagnosis
+	add := func(m *merged) {
+		d := s.diagnosis(m)
+		if m == root {
+			d.RootCause = true
+			if d.Role == RoleWrapper && d.Confidence == Low {
+				d.Advice = append(d.Advice, "This is a generic NCCL return code; the cause is NCCL's own warning. Rerun with NCCL_DEBUG=WARN (or INFO) so the WARN line and PyTorch's \"Last error:\" are printed.")
+			}
+		} else if root != nil && (d.Role != RoleCause || waiters[d.ID]) {
+			d.ConsequenceOf = root.primary.def.ID
+		}
+		if m == wdMerged && wd != nil {
+			d.Watchdog = wd
+			d.Advice = append(d.Advice, wd.Advice...)
+		}
+		out = append(out, d)
+	}
+	if root != nil {
+		add(root)
+	}
+	for _, m := range append(append([]*merged{}, direct...), wait...) {
+		if m != root {
+			add(m)
+		}
+	}
+	// Inferences (low confidence).
+	out = append(out, s.inferences(root, wd, r)...)
+	for _, m := range others {
+		if m != root && m.primary.def.Role == RoleWrapper {
+			add(m)
+		}
+	}
+	for _, m := range others {
+		if m != root && m.primary.def.Role != RoleWrapper {
+			add(m)
+		}
+	}
+	return out
+}
+
+// merged is a guide's signatures folded into one diagnosis.
+type merged struct {
+	primary *sigAgg
+	all     []*sigAgg
+}
+
+func lessAgg(a, b *sigAgg) bool {
+	if a.def.Prec != b.def.Prec {
+		return a.def.Prec < b.def.Prec
+	}
+	return a.firstSeq < b.firstSeq
+}
+
+// orderCauses sorts causes by timestamp when every one has a timestamp,
+// else by specificity then input order.
+func orderCauses(ms []*merged) {
+	allTS := true
+	for _, m := range ms {
+		allTS = allTS && m.primary.earliestTS.OK
+	}
+	sort.SliceStable(ms, func(i, j int) bool {
+		a, b := ms[i].primary, ms[j].primary
+		if allTS && a.earliestTS.Sec != b.earliestTS.Sec {
+			return a.earliestTS.Before(b.earliestTS)
+		}
+		return lessAgg(a, b)
+	})
+}
+
+// crashedBefore lists ranks whose non-NCCL error came before the first
+// line of a (timeout's) aggregate: by timestamp, or by order within one file.
+func (s *scan) crashedBefore(a *sigAgg) map[int]string {
+	out := map[int]string{}
+	for _, e := range s.errs {
+		rank := e.line.Rank
+		if rank < 0 {
+			continue
+		}
+		before := false
+		switch {
+		case e.ts.OK && a.earliestTS.OK:
+			before = e.ts.Before(a.earliestTS)
+		case e.line.File == a.first.File:
+			before = e.seq < a.firstSeq
+		}
+		if before {
+			if _, ok := out[rank]; !ok {
+				out[rank] = errorSummary(e.line.Kind, []byte(e.line.Text))
+			}
+		}
+	}
+	return out
+}
+
+// diagnosis renders one merged aggregate.
+func (s *scan) diagnosis(m *merged) Diagnosis {
+	a := m.primary
+	d := Diagnosis{ID: a.def.ID, Role: a.def.Role, Guide: a.def.GuideID, Fields: map[string]string{}, Count: 0,
+		Checks: []string{}, Fixes: []string{}}
+	d.Title = titles[d.ID]
+	if g, ok := s.e.lib.Get(a.def.GuideID, s.e.opts.Lang); ok {
+		if d.Title == "" {
+			d.Title = g.Title
+		}
+		d.Explanation = g.Summary
+		d.Checks = append(d.Checks, g.Checks...)
+		d.Fixes = append(d.Fixes, g.Fixes...)
+	} else {
+		d.Guide = ""
+	}
+	if d.Title == "" {
+		d.Title = d.ID
+	}
+	ranks := map[int]bool{}
+	hosts := map[string]bool{}
+	seen := map[string]bool{}
+	payload, direct, explained := false, false, false
+	for _, x := range m.all {
+		d.Count += x.count
+		payload, direct, explained = payload || x.payload, direct || x.direct, explained || x.explained
+		if x != a {
+			d.AlsoMatched = append(d.AlsoMatched, x.def.ID)
+		}
+		for k, v := range x.fields {
+			if _, ok := d.Fields[k]; !ok {
+				d.Fields[k] = v
+			}
+		}
+		for r := range x.ranks {
+			ranks[r] = true
+		}
+		for h := range x.hosts {
+			hosts[h] = true
+		}
+		for _, ev := range append(append([]Evidence{}, x.evidence...), x.lastErrors...) {
+			k := fmt.Sprintf("%s:%d", ev.File, ev.Line)
+			if !seen[k] && len(d.Evidence) < s.e.opts.MaxEvidence+len(m.all)-1 {
+				seen[k] = true
+				d.Evidence = append(d.Evidence, ev)
+			}
+		}
+	}
+	sort.Strings(d.AlsoMatched)
+	d.Ranks = sortedKeys(ranks)
+	for h := range hosts {
+		d.Hosts = append(d.Hosts, h)
+	}
+	sort.Strings(d.Hosts)
+	if d.Evidence == nil {
+		d.Evidence = []Evidence{}
+	}
+	switch {
+	case a == s.unknown:
+		d.Confidence = Low
+		d.Explanation = "NCCL printed a warning that ncclwiz does not recognise. It is the best lead: search for its text in the NCCL issues, and rerun with NCCL_DEBUG=INFO for context."
+	case a.def.Role == RoleCause:
+		d.Confidence = High
+	case a.def.Role == RoleContext:
+		d.Confidence = Medium
+	case a.def.Role == RoleWrapper:
+		if len(a.lastErrors) > 0 || d.Fields["last_error"] != "" || explained {
+			d.Confidence = Medium
+		} else {
+			d.Confidence = Low
+		}
+	default:
+		d.Confidence = High
+	}
+	if payload && !direct && a.def.Role == RoleCause {
+		d.Advice = append(d.Advice, "Found through PyTorch's \"Last error:\" line, which repeats NCCL's last warning.")
+	}
+	return d
+}
+
+// inferences adds diagnoses no single line states.
+func (s *scan) inferences(root *merged, wd *Watchdog, r *Report) []Diagnosis {
+	var out []Diagnosis
+	rootIsWaiter := root != nil && (waiters[root.primary.def.ID] || root.primary.def.Role == RoleContext)
+	// A hang with every rank present and P2P transports in use: the
+	// classic PCIe ACS/IOMMU hang (reference §2 p2p-hang-acs-iommu).
+	if wd != nil && wd.Verdict == "hang" && rootIsWaiter && len(wd.Stragglers) == 0 {
+		if a := s.aggs[idTransport]; a != nil && s.e.transportSig != nil {
+			d := s.diagnosis(&merged{primary: a, all: []*sigAgg{a}})
+			d.Confidence, d.Inferred, d.Role = Low, true, RoleCause
+			d.ConsequenceOf = ""
+			d.Advice = append(d.Advice, "No rank fell behind and GPUs talk peer-to-peer: rerun once with NCCL_P2P_DISABLE=1; if the hang disappears, PCIe ACS or the IOMMU is breaking P2P.")
+			out = append(out, d)
+		}
+	}
+	// Several NCCL versions without NCCL's own mismatch warning.
+	if r.Digest != nil && len(r.Digest.Versions) > 1 && s.aggs["nccl-version-mismatch"] == nil {
+		var vs []string
+		for _, v := range r.Digest.Versions {
+			vs = append(vs, v.Version)
+		}
+		if distinctBaseVersions(vs) > 1 {
+			if def := s.e.byID["nccl-version-mismatch"]; def != nil {
+				a := &sigAgg{def: def, fields: map[string]string{"versions": strings.Join(vs, ", ")}}
+				d := s.diagnosis(&merged{primary: a, all: []*sigAgg{a}})
+				d.Confidence, d.Inferred = Low, true
+				d.Explanation = "The logs name several NCCL versions (" + strings.Join(vs, ", ") + "). If they come from one job, its ranks load different NCCL builds."
+				for _, v := range r.Digest.Versions {
+					d.Advice = append(d.Advice, fmt.Sprintf("NCCL %s on %s", v.Version, strings.Join(v.Where, ", ")))
+				}
+				out = append(out, d)
+			}
+		}
+	}
+	// A barrier device guess matters when the job hung or two ranks
+	// shared a GPU (§1.3: benign only when the mapping is correct).
+	if b := s.notes["barrier-device-unknown"]; b != nil && (s.aggs["duplicate-gpu"] != nil || (wd != nil && wd.Verdict == "hang")) {
+		d := s.diagnosis(&merged{primary: b, all: []*sigAgg{b}})
+		d.Confidence, d.Inferred, d.Role = Low, true, RoleCause
+		if root != nil {
+			d.ConsequenceOf = ""
+		}
+		d.Advice = append(d.Advice, "barrier() guessed the GPU from the rank number; if that guess is wrong, ranks wait on the wrong device. Call torch.cuda.set_device(local_rank) before init_process_group, or pass device_id=.")
+		out = append(out, d)
+	}
+	return out
+}
+
+// buildNotes lists non-failure findings; a note promoted to a diagnosis is
+// not repeated.
+func (s *scan) buildNotes(diags []Diagnosis) []Note {
+	inDiag := map[string]bool{}
+	for _, d := range diags {
+		inDiag[d.ID] = true
+	}
+	var ids []string
+	for id := range s.notes {
+		if !inDiag[id] {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return s.notes[ids[i]].firstSeq < s.notes[ids[j]].firstSeq })
+	var out []Note
+	for _, id := range ids {
+		a := s.notes[id]
+		n := Note{ID: id, Title: titles[id], Guide: a.def.GuideID, Count: a.count, Evidence: a.evidence}
+		if n.Title == "" {
+			n.Title = id
+		}
+		if _, ok := s.e.lib.Get(a.def.GuideID, ""); !ok {
+			n.Guide = ""
+		}
+		switch {
+		case id == "barrier-device-unknown":
+			n.Text = "PyTorch guessed this rank's GPU for barrier(). Harmless when the guess matches the rank's GPU; set the device explicitly (torch.cuda.set_device or device_id=) to be sure."
+		case id == "deprecated-env-name":
+			n.Text = "An old PyTorch variable name is still set; it works today but should be renamed to its TORCH_ form."
+			if v := a.fields; len(v) > 0 {
+				var parts []string
+				for _, k := range sortedStringKeys(v) {
+					parts = append(parts, k+"="+v[k])
+				}
+				n.Text += " (" + strings.Join(parts, ", ") + ")"
+			}
+		case a.benignName == "cumem-host-fallback":
+			n.Title = "cuMem host allocations fell back to /dev/shm"
+			n.Text = "NCCL could not use cuMem host memory and used /dev/shm instead. This is informational when every rank falls back; if only some do, ranks can disagree (shm-attach-size0)."
+		default:
+			n.Text = "Printed by a healthy job too; not a failure."
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func sortedStringKeys(m map[string]string) []string {
+	var k []string
+	for x := range m {
+		k = append(k, x)
+	}
+	sort.Strings(k)
+	return k
+}
+
+// summary says what happened in plain words.
+func (s *scan) summary(r *Report) string {
+	var lines int64
+	empty := true
+	for _, in := range r.Inputs {
+		lines += in.Lines
+		empty = empty && in.Empty
+	}
+	if len(r.Inputs) > 0 && empty {
+		return "The input is empty: there is nothing to explain."
+	}
+	var b strings.Builder
+	var root *Diagnosis
+	for i := range r.Diagnoses {
+		if r.Diagnoses[i].RootCause {
+			root = &r.Diagnoses[i]
+		}
+	}
+	switch {
+	case root != nil:
+		fmt.Fprintf(&b, "Root cause: %s [%s], %s confidence", root.Title, root.ID, root.Confidence)
+		if len(root.Evidence) > 0 {
+			ev := root.Evidence[0]
+			fmt.Fprintf(&b, ", first seen %s at %s:%d", whereEv(ev), ev.File, ev.Line)
+		}
+		b.WriteString(".")
+		if w := root.Watchdog; w != nil && len(w.Reasons) > 0 {
+			fmt.Fprintf(&b, " Verdict: %s — %s.", w.Verdict, w.Reasons[0])
+		}
+		n := 0
+		for _, d := range r.Diagnoses {
+			if d.ConsequenceOf != "" {
+				n++
+			}
+		}
+		if n > 0 {
+			fmt.Fprintf(&b, " %d other finding(s) follow from it.", n)
+		}
+	case len(r.Diagnoses) > 0:
+		var ids []string
+		for _, d := range r.Diagnoses {
+			ids = append(ids, d.ID)
+		}
+		fmt.Fprintf(&b, "Only consequences of a failure were found (%s): the rank that failed first is not in these logs. Collect the output of every rank and node (e.g. torchrun --tee 3 or per-rank log files).", strings.Join(ids, ", "))
+		if r.FirstError != nil {
+			fmt.Fprintf(&b, " The first other error, likely the cause: %s at %s:%d.", errWords(r.FirstError), r.FirstError.File, r.FirstError.Line)
+		}
+	default:
+		fmt.Fprintf(&b, "No NCCL failure found in %d line(s).", lines)
+		if r.FirstError != nil {
+			fmt.Fprintf(&b, " The first error is %s at %s:%d, not an NCCL problem.", errWords(r.FirstError), r.FirstError.File, r.FirstError.Line)
+		} else {
+			b.WriteString(" No other error was found either.")
+		}
+	}
+	return b.String()
+}
+
+func errWords(e *ErrorLine) string {
+	kind := map[string]string{"python-exception": "a Python exception", "cuda-oom": "CUDA running out of memory in the model",
+		"killed": "a process killed by SIGKILL", "segfault": "a segmentation fault"}[e.Kind]
+	if kind == "" {
+		kind = e.Kind
+	}
+	if w := whereEv(e.Evidence); w != "" {
+		kind += " on " + w
+	}
+	return kind
+}
+
+// whereEv names the rank/host of a line, or "".
+func whereEv(ev Evidence) string {
+	switch {
+	case ev.Rank >= 0 && ev.Host != "":
+		return fmt.Sprintf("rank %d (%s)", ev.Rank, ev.Host)
+	case ev.Rank >= 0:
+		return fmt.Sprintf("rank %d", ev.Rank)
+	case ev.Host != "":
+		return ev.Host
+	}
+	return ""
+}
+
+// cleanReport sanitises and redacts every string that came from a log.
+func cleanReport(r *Report) {
+	c := textsafe.Clean
+	cleanEv := func(ev *Evidence) {
+		ev.File, ev.Text, ev.Host = textsafe.Sanitize(ev.File), c(ev.Text), c(ev.Host)
+	}
+	cleanList := func(l []string) {
+		for i := range l {
+			l[i] = c(l[i])
+		}
+	}
+	r.Summary = c(r.Summary)
+	r.NCCLVersion = c(r.NCCLVersion)
+	for i := range r.Diagnoses {
+		d := &r.Diagnoses[i]
+		for j := range d.Evidence {
+			cleanEv(&d.Evidence[j])
+		}
+		for k, v := range d.Fields {
+			d.Fields[k] = c(v)
+		}
+		cleanList(d.Hosts)
+		cleanList(d.Advice)
+		d.Explanation = c(d.Explanation)
+		if w := d.Watchdog; w != nil {
+			w.OpType = c(w.OpType)
+			cleanList(w.Reasons)
+			cleanList(w.Advice)
+		}
+	}
+	for i := range r.Notes {
+		n := &r.Notes[i]
+		n.Text = c(n.Text)
+		for j := range n.Evidence {
+			cleanEv(&n.Evidence[j])
+		}
+	}
+	if e := r.FirstError; e != nil {
+		cleanEv(&e.Evidence)
+		e.Frame = c(e.Frame)
+	}
+	if e := r.EarliestFailure; e != nil {
+		cleanEv(e)
+	}
+	if f := r.FirstSignature; f != nil {
+		f.File = textsafe.Sanitize(f.File)
+	}
+	if t := r.TorchrunRootCause; t != nil {
+		t.File, t.Host, t.Traceback = textsafe.Sanitize(t.File), c(t.Host), c(t.Traceback)
+	}
+	for i := range r.Inputs {
+		r.Inputs[i].Name = textsafe.Sanitize(r.Inputs[i].Name)
+		r.Inputs[i].Error = c(r.Inputs[i].Error)
+	}
+	cleanList(r.Warnings)
+	if d := r.Digest; d != nil {
+		for i := range d.Versions {
+			d.Versions[i].Version = c(d.Versions[i].Version)
+			cleanList(d.Versions[i].Where)
+		}
+		d.Network, d.ErrorOrigin = c(d.Network), c(d.ErrorOrigin)
+		for _, l := range [][]string{d.Bootstrap, d.SocketIfs, d.IBDevices, d.RiskyIfs, d.CuMemFallback, d.Readings} {
+			cleanList(l)
+		}
+		env := map[string]string{}
+		for k, v := range d.Env {
+			env[c(k)] = textsafe.Sanitize(textsafe.RedactEnv(k, v))
+		}
+		if d.Env != nil {
+			d.Env = env
+		}
+	}
+}

@@ -1,0 +1,561 @@
+package explain
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+)
+
+// Limits that keep memory constant.
+const (
+	maxRanksTracked = 4096
+	maxHostsTracked = 256
+	maxUnrecognised = 5
+	maxEvidenceText = 2048
+)
+
+// sigAgg accumulates the hits of one signature.
+type sigAgg struct {
+	def        *sigDef
+	count      int
+	firstSeq   int64
+	first      Evidence
+	earliestTS stamp
+	earliest   Evidence
+	evidence   []Evidence
+	evKeys     map[string]bool
+	fields     map[string]string
+	ranks      map[int]bool
+	hosts      map[string]bool
+	payload    bool // some hit came through a Last error payload
+	direct     bool // some hit was a line of its own
+	explained  bool // a wrapper whose Last error payload matched a cause
+	lastErrors []Evidence
+	benignName string
+}
+
+// scan is the state of one Analyze call.
+type scan struct {
+	e        *Explainer
+	seq      int64
+	cand     []uint64
+	cand2    []uint64
+	synth    []byte
+	aggs     map[string]*sigAgg
+	notes    map[string]*sigAgg
+	digest   *digestAcc
+	unknown  *sigAgg
+	ranks    map[int]bool
+	wd       map[int]wdRecord
+	wdSeq    map[int]seqRecord
+	errs     []errorHit
+	root     *TorchrunFailure
+	inputs   []InputInfo
+	warnings []string
+	// earliest failure by timestamp, and first by order.
+	earliest   *Evidence
+	earliestTS stamp
+	firstSig   *SignatureFirst
+	firstFail  int64 // seq of the first failure line
+}
+
+// errorHit is a non-NCCL error line.
+type errorHit struct {
+	line ErrorLine
+	seq  int64
+	ts   stamp
+	file int
+}
+
+func (e *Explainer) newScan() *scan {
+	return &scan{
+		e: e, cand: make([]uint64, e.words), cand2: make([]uint64, e.words),
+		aggs: map[string]*sigAgg{}, notes: map[string]*sigAgg{}, digest: newDigestAcc(),
+		ranks: map[int]bool{}, wd: map[int]wdRecord{}, wdSeq: map[int]seqRecord{}, firstFail: -1,
+	}
+}
+
+// sigHit is one signature matched on one line.
+type sigHit struct {
+	def  *sigDef
+	caps []string
+}
+
+// line processes one line (or one \r segment of it).
+func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool) {
+	s.seq++
+	if len(text) > 5 && text[0] == '[' {
+		s.noteLauncherRank(text)
+	}
+	setClear(s.cand)
+	hit := s.e.ac.scan(text, s.cand)
+	if !hit && fs.pendingLE == nil && fs.rootLeft == 0 && len(s.e.always) == 0 {
+		return
+	}
+	// The most common hit of an INFO log: a transport line and nothing else.
+	if hit && fs.pendingLE == nil && fs.rootLeft == 0 && slices64Equal(s.cand, s.e.channelOnly) {
+		s.channel(fs, text, n)
+		return
+	}
+	m := parseMeta(text)
+	if m.Rank < 0 {
+		m.Rank = s.digest.rankOf(m)
+	}
+	if m.Rank < 0 && fs.fileRank >= 0 {
+		m.Rank = fs.fileRank
+	}
+	ev := func() Evidence { return s.evidence(fs, text, n, trunc, m) }
+
+	if fs.rootLeft > 0 {
+		s.rootBlock(fs, m.Msg)
+	}
+	if fs.pendingLE != nil && !setHas(s.cand, s.e.tagLastError) {
+		p := fs.pendingLE
+		if m.Launcher == p.launcher {
+			if payload := bytes.TrimSpace(m.Msg); len(payload) > 0 {
+				fs.pendingLE = nil
+				s.payload(fs, payload, ev(), m)
+				return
+			}
+		}
+		if p.ttl--; p.ttl <= 0 {
+			fs.pendingLE = nil
+		}
+	}
+	if !hit && len(s.e.always) == 0 {
+		return
+	}
+	if setHas(s.cand, s.e.tagChannel) {
+		s.channel(fs, text, n)
+	}
+	if setHas(s.cand, s.e.tagRoot) && s.root == nil && fs.root == nil {
+		fs.root = &TorchrunFailure{File: fs.name, Line: n, Rank: -1, LocalRank: -1}
+		fs.rootLeft = 12
+	}
+	if setHas(s.cand, s.e.tagFrame) {
+		if reFrame.Match(m.Msg) {
+			fs.lastFrame, fs.lastFrameN = strings.TrimSpace(string(truncText(m.Msg))), n
+		}
+	}
+
+	// Benign lines feed notes and the digest, never diagnoses.
+	if setHas(s.cand, s.e.tagBenign) {
+		for _, b := range benign {
+			if b.Re.Match(text) {
+				if b.Name == "cumem-host-fallback" {
+					s.digest.cumemFallback(m, fs.name)
+				}
+				for _, h := range s.matchSigs(text, s.cand) {
+					s.record(s.notes, h, ev(), m, fs, false).benignName = b.Name
+				}
+				return
+			}
+		}
+	}
+
+	hits := s.matchSigs(text, s.cand)
+	for _, h := range hits {
+		if warningSignatures[h.def.ID] {
+			s.record(s.notes, h, ev(), m, fs, false)
+			continue
+		}
+		a := s.record(s.aggs, h, ev(), m, fs, false)
+		s.failureSeen(h.def, ev, m)
+		if h.def.Role == RoleWrapper {
+			fs.lastWrapper = a
+		}
+	}
+	if setHas(s.cand, s.e.tagInfo) {
+		s.digest.info(text, m, fs.name)
+	}
+	if setHas(s.cand, s.e.tagLastError) {
+		if i := bytes.Index(m.Msg, []byte("Last error:")); i >= 0 {
+			if payload := bytes.TrimSpace(m.Msg[i+len("Last error:"):]); len(payload) > 0 {
+				s.payload(fs, payload, ev(), m)
+			} else {
+				fs.pendingLE = &pendingLastError{launcher: m.Launcher, ttl: 6}
+			}
+		}
+	}
+	if len(hits) > 0 {
+		return
+	}
+	if setHas(s.cand, s.e.tagWarn) && m.Level == "WARN" {
+		s.unrecognised(fs, ev(), m)
+		return
+	}
+	if setHas(s.cand, s.e.tagError) {
+		if kind := classifyError(m.Msg); kind != "" {
+			s.errorLine(fs, kind, ev(), m)
+		}
+	}
+}
+
+func slices64Equal(a, b []uint64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// noteLauncherRank records the rank of "[rank3]:" / "[1,3]<stdout>:"
+// prefixes cheaply on every line, so the watchdog decoder knows which
+// ranks had output.
+func (s *scan) noteLauncherRank(text []byte) {
+	var r int
+	switch {
+	case bytes.HasPrefix(text, []byte("[rank")):
+		q, ok := skipDigits(text[5:])
+		if !ok || len(q) < 2 || q[0] != ']' || q[1] != ':' {
+			return
+		}
+		r = atoi(text[5:])
+	case text[1] >= '0' && text[1] <= '9':
+		c := bytes.IndexByte(text[:min(len(text), 24)], ',')
+		if c < 0 {
+			return
+		}
+		q, ok := skipDigits(text[c+1:])
+		if !ok || len(q) == 0 || q[0] != ']' {
+			return
+		}
+		r = atoi(text[c+1:])
+	default:
+		return
+	}
+	if len(s.ranks) < maxRanksTracked {
+		s.ranks[r] = true
+	}
+}
+
+func (s *scan) channel(fs *fileState, text []byte, n int64) {
+	cl, ok := parseChannel(text)
+	if !ok {
+		return
+	}
+	s.digest.channel(cl)
+	// P2P transport lines are the context of the p2p-hang-acs-iommu
+	// signature: kept as evidence should a hang point at P2P.
+	t := s.e.transportSig
+	if t == nil || !bytes.HasPrefix(cl.Via, []byte("P2P")) {
+		return
+	}
+	if a := s.aggs[t.ID]; a != nil {
+		a.count++
+		return
+	}
+	m := parseMeta(text)
+	m.Rank = cl.From
+	caps := make([]string, t.Re.NumSubexp())
+	s.record(s.aggs, sigHit{def: t, caps: caps}, s.evidence(fs, text, n, false, m), m, fs, false)
+}
+
+// matchSigs runs the regexps of the candidate signatures on text. Of two
+// causes matching the same line only the more specific is kept
+// (fabric-manager-not-ready over cuda-init-failure, cumem-host-alloc over
+// gpu-oom-init).
+func (s *scan) matchSigs(text []byte, cand []uint64) []sigHit {
+	var hits []sigHit
+	try := func(d *sigDef) {
+		if d == s.e.transportSig {
+			return
+		}
+		loc := d.Re.FindSubmatchIndex(text)
+		if loc == nil {
+			return
+		}
+		caps := make([]string, len(loc)/2-1)
+		for g := 1; g < len(loc)/2; g++ {
+			if loc[2*g] >= 0 {
+				caps[g-1] = string(text[loc[2*g]:loc[2*g+1]])
+			}
+		}
+		hits = append(hits, sigHit{def: d, caps: caps})
+	}
+	setEach(cand, func(t int) {
+		if t < len(s.e.sigs) {
+			try(s.e.sigs[t])
+		}
+	})
+	for _, d := range s.e.always {
+		try(d)
+	}
+	// Keep the most specific cause.
+	best := -1
+	for i, h := range hits {
+		if h.def.Role == RoleCause && !warningSignatures[h.def.ID] && (best < 0 || h.def.Prec < hits[best].def.Prec) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		out := hits[:0]
+		for i, h := range hits {
+			if h.def.Role == RoleCause && !warningSignatures[h.def.ID] && i != best {
+				continue
+			}
+			out = append(out, h)
+		}
+		hits = out
+	}
+	return hits
+}
+
+// record adds a hit to the aggregate of its signature.
+func (s *scan) record(into map[string]*sigAgg, h sigHit, ev Evidence, m lineMeta, fs *fileState, viaPayload bool) *sigAgg {
+	a := into[h.def.ID]
+	if a == nil {
+		a = &sigAgg{def: h.def, firstSeq: s.seq, first: ev, evKeys: map[string]bool{}, fields: map[string]string{},
+			ranks: map[int]bool{}, hosts: map[string]bool{}}
+		into[h.def.ID] = a
+	}
+	a.count++
+	if viaPayload {
+		a.payload = true
+	} else {
+		a.direct = true
+	}
+	key := evKey(m)
+	if len(a.evidence) < s.e.opts.MaxEvidence && (len(a.evidence) < 2 || !a.evKeys[key]) {
+		a.evidence = append(a.evidence, ev)
+		a.evKeys[key] = true
+	}
+	for i, name := range h.def.Fields {
+		if name == "" || i >= len(h.caps) || h.caps[i] == "" {
+			continue
+		}
+		if _, ok := a.fields[name]; !ok {
+			a.fields[name] = h.caps[i]
+		}
+	}
+	if m.Rank >= 0 && len(a.ranks) < maxRanksTracked {
+		a.ranks[m.Rank] = true
+	}
+	if m.Host != "" && len(a.hosts) < maxHostsTracked {
+		a.hosts[m.Host] = true
+	}
+	if m.TS.OK && (!a.earliestTS.OK || m.TS.Before(a.earliestTS)) {
+		a.earliestTS, a.earliest = m.TS, ev
+	}
+	switch h.def.ID {
+	case "watchdog-timeout":
+		if _, ok := s.wd[m.Rank]; !ok && len(s.wd) < maxRanksTracked {
+			s.wd[m.Rank] = recordFromFields(m.Rank, h.caps)
+		}
+	case "watchdog-seq-status":
+		if len(h.caps) >= 3 && len(s.wdSeq) < maxRanksTracked {
+			if _, ok := s.wdSeq[m.Rank]; !ok {
+				s.wdSeq[m.Rank] = seqRecord{Rank: m.Rank, TimeoutSeq: parseInt64(h.caps[0], -1),
+					LastEnq: parseInt64(h.caps[1], -1), LastComplete: parseInt64(h.caps[2], -1)}
+			}
+		}
+	}
+	return a
+}
+
+func evKey(m lineMeta) string {
+	switch {
+	case m.Rank >= 0:
+		return "r" + itoa(m.Rank)
+	case m.Host != "":
+		return "h" + m.Host + ":" + itoa(m.PID)
+	}
+	return ""
+}
+
+func itoa(n int) string { return string(appendInt(nil, n)) }
+
+func appendInt(b []byte, n int) []byte {
+	if n < 0 {
+		b = append(b, '-')
+		n = -n
+	}
+	var tmp [20]byte
+	i := len(tmp)
+	for {
+		i--
+		tmp[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	return append(b, tmp[i:]...)
+}
+
+// failureSeen tracks the earliest failure by time and the first by order.
+func (s *scan) failureSeen(d *sigDef, ev func() Evidence, m lineMeta) {
+	if d.Role == RoleContext {
+		return
+	}
+	if s.firstSig == nil {
+		e := ev()
+		s.firstSig = &SignatureFirst{ID: d.ID, File: e.File, Line: e.Line}
+		s.firstFail = s.seq
+	}
+	if m.TS.OK && (s.earliest == nil || m.TS.Before(s.earliestTS)) {
+		e := ev()
+		e.Signature = d.ID
+		s.earliest, s.earliestTS = &e, m.TS
+	}
+}
+
+// evidence copies a line into an Evidence (text is capped for display).
+func (s *scan) evidence(fs *fileState, text []byte, n int64, trunc bool, m lineMeta) Evidence {
+	t := truncText(text)
+	return Evidence{File: fs.name, Line: n, Text: string(t), Rank: m.Rank, LocalRank: m.LocalRank,
+		Host: m.Host, PID: m.PID, Time: m.TS.String(), Truncated: trunc || len(t) < len(text)}
+}
+
+func truncText(b []byte) []byte {
+	if len(b) > maxEvidenceText {
+		return trimPartialRune(b[:maxEvidenceText])
+	}
+	return b
+}
+
+// payload re-matches the text of PyTorch's "Last error:" against the
+// signatures: it is the last NCCL WARN message, without its prefix.
+func (s *scan) payload(fs *fileState, payload []byte, ev Evidence, m lineMeta) {
+	ev.ViaLastError = true
+	s.synth = append(append(s.synth[:0], "NCCL WARN "...), payload...)
+	setClear(s.cand2)
+	s.e.ac.scan(s.synth, s.cand2)
+	matched := false
+	for _, h := range s.matchSigs(s.synth, s.cand2) {
+		if warningSignatures[h.def.ID] {
+			continue
+		}
+		a := s.record(s.aggs, h, ev, m, fs, true)
+		s.failureSeen(h.def, func() Evidence { return ev }, m)
+		if h.def.Role == RoleCause {
+			matched = true
+		}
+		_ = a
+	}
+	if matched {
+		if w := fs.lastWrapper; w != nil {
+			w.explained = true
+		}
+		return
+	}
+	// No signature explains it: the wrapper it belongs to carries it.
+	if w := fs.lastWrapper; w != nil {
+		if len(w.lastErrors) < s.e.opts.MaxEvidence {
+			w.lastErrors = append(w.lastErrors, ev)
+		}
+		if _, ok := w.fields["last_error"]; !ok && !isUnknownPayload(payload) {
+			w.fields["last_error"] = string(truncText(payload))
+		}
+	}
+}
+
+func isUnknownPayload(p []byte) bool {
+	p = bytes.TrimSpace(p)
+	return len(p) == 0 || bytes.EqualFold(p, []byte("unknown"))
+}
+
+// unrecognised keeps NCCL WARN lines no signature explains.
+func (s *scan) unrecognised(fs *fileState, ev Evidence, m lineMeta) {
+	if s.unknown == nil {
+		s.unknown = &sigAgg{def: &sigDef{ID: idUnrecognisedWarn, Role: RoleCause, Prec: len(precedence)}, firstSeq: s.seq, first: ev,
+			evKeys: map[string]bool{}, fields: map[string]string{}, ranks: map[int]bool{}, hosts: map[string]bool{}}
+		if i := indexOf(precedence, idUnrecognisedWarn); i >= 0 {
+			s.unknown.def.Prec = i
+		}
+	}
+	a := s.unknown
+	a.count++
+	if len(a.evidence) < maxUnrecognised {
+		a.evidence = append(a.evidence, ev)
+	}
+	if m.Rank >= 0 && len(a.ranks) < maxRanksTracked {
+		a.ranks[m.Rank] = true
+	}
+	if m.Host != "" && len(a.hosts) < maxHostsTracked {
+		a.hosts[m.Host] = true
+	}
+	if m.TS.OK && (!a.earliestTS.OK || m.TS.Before(a.earliestTS)) {
+		a.earliestTS, a.earliest = m.TS, ev
+	}
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// errorLine keeps non-NCCL errors (bounded).
+func (s *scan) errorLine(fs *fileState, kind string, ev Evidence, m lineMeta) {
+	if len(s.errs) >= 64 {
+		return
+	}
+	el := ErrorLine{Kind: kind, Evidence: ev}
+	if fs.lastFrame != "" && ev.Line-fs.lastFrameN <= 4 && ev.Line >= fs.lastFrameN {
+		el.Frame = fs.lastFrame
+	}
+	s.errs = append(s.errs, errorHit{line: el, seq: s.seq, ts: m.TS, file: fs.idx})
+}
+
+var reRootField = regexp.MustCompile(`^\s*(host|rank|exitcode|traceback)\s*:\s*(.*?)\s*$`)
+var reRootRank = regexp.MustCompile(`^(\d+)(?: \(local_rank: (\d+)\))?`)
+var reRootExit = regexp.MustCompile(`^(-?\d+)`)
+var reSignalName = regexp.MustCompile(`Signal \d+ \((SIG\w+)\)`)
+
+// rootBlock reads the fields of torchrun's "Root Cause (first observed
+// failure)" block.
+func (s *scan) rootBlock(fs *fileState, msg []byte) {
+	fs.rootLeft--
+	if bytes.HasPrefix(bytes.TrimSpace(msg), []byte("=====")) {
+		fs.rootLeft = 0
+		return
+	}
+	sm := reRootField.FindSubmatch(msg)
+	if sm == nil || fs.root == nil {
+		return
+	}
+	v := string(truncText(sm[2]))
+	switch string(sm[1]) {
+	case "host":
+		fs.root.Host = v
+	case "rank":
+		if rm := reRootRank.FindStringSubmatch(v); rm != nil {
+			fs.root.Rank = atoi([]byte(rm[1]))
+			if rm[2] != "" {
+				fs.root.LocalRank = atoi([]byte(rm[2]))
+			}
+		}
+	case "exitcode":
+		if em := reRootExit.FindStringSubmatch(v); em != nil {
+			fs.root.ExitCode = em[1]
+			fs.root.Signal = signalName(em[1])
+		}
+	case "traceback":
+		fs.root.Traceback = v
+		if sn := reSignalName.FindStringSubmatch(v); sn != nil {
+			fs.root.Signal = sn[1]
+		}
+	}
+}
+
+// signalName maps torchrun's negative exit codes to signal names.
+func signalName(code string) string {
+	switch code {
+	case "-6":
+		return "SIGABRT"
+	case "-7":
+		return "SIGBUS"
+	case "-9":
+		return "SIGKILL"
+	case "-11":
+		return "SIGSEGV"
+	case "-15":
+		return "SIGTERM"
+	}
+	return ""
+}

@@ -1,0 +1,341 @@
+package explain
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// hangBandwidth is the bandwidth below which a timeout cannot be slowness:
+// the slowest link NCCL uses in practice (TCP over 1 GbE) moves about
+// 110 MB/s, so a collective that needed less than this to finish in time
+// was not moving data — a rank was missing or the transport stalled.
+const hangBandwidth = 100e6
+
+// dtypeSizes are the element sizes assumed to turn element counts into
+// bytes (the log gives counts, not the dtype).
+var dtypeSizes = []struct {
+	Name string
+	Size int64
+}{{"float32", 4}, {"bfloat16/float16", 2}, {"int8/float8", 1}}
+
+// wdRecord is one rank's watchdog timeout line.
+type wdRecord struct {
+	Rank                int
+	Seq                 int64 // -1 unknown
+	Op                  string
+	NumelIn, NumelOut   int64 // -1 unknown
+	TimeoutMS, RanForMS int64
+}
+
+// seqRecord is one rank's "last enqueued / completed" status line.
+type seqRecord struct {
+	Rank                  int
+	TimeoutSeq            int64 // -1 when not printed
+	LastEnq, LastComplete int64
+}
+
+// watchdogInput is what the scan collected for the decoder.
+type watchdogInput struct {
+	records    map[int]wdRecord  // by rank (-1: rank unknown)
+	seqs       map[int]seqRecord // by rank
+	ranksSeen  []int             // ranks with any output in the logs
+	crashed    map[int]string    // rank → first non-NCCL error, before the timeout
+	transports map[string]int
+}
+
+func parseInt64(s string, def int64) int64 {
+	if s == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// recordFromFields builds a wdRecord from the watchdog-timeout signature's
+// captures (fields seq, op, numel_in, numel_out, timeout_ms, ran_ms; by
+// position when the guide names them differently).
+func recordFromFields(rank int, caps []string) wdRecord {
+	get := func(i int) string {
+		if i < len(caps) {
+			return caps[i]
+		}
+		return ""
+	}
+	return wdRecord{
+		Rank: rank, Seq: parseInt64(get(0), -1), Op: get(1),
+		NumelIn: parseInt64(get(2), -1), NumelOut: parseInt64(get(3), -1),
+		TimeoutMS: parseInt64(get(4), 0), RanForMS: parseInt64(get(5), 0),
+	}
+}
+
+// decodeWatchdog explains a watchdog timeout: sizes, the bandwidth that was
+// needed, and whether it was a hang or slowness.
+func decodeWatchdog(in watchdogInput) *Watchdog {
+	if len(in.records) == 0 && len(in.seqs) == 0 {
+		return nil
+	}
+	w := &Watchdog{SeqNum: -1, NumelIn: -1, NumelOut: -1}
+	// The representative record: the lowest known rank.
+	ranks := sortedKeys(in.records)
+	if len(ranks) > 0 {
+		r := in.records[ranks[0]]
+		for _, k := range ranks {
+			if k >= 0 {
+				r = in.records[k]
+				break
+			}
+		}
+		w.SeqNum, w.OpType, w.NumelIn, w.NumelOut = r.Seq, r.Op, r.NumelIn, r.NumelOut
+		w.TimeoutMS, w.RanForMS = r.TimeoutMS, r.RanForMS
+	}
+	for _, k := range ranks {
+		if k >= 0 {
+			w.TimedOutRanks = append(w.TimedOutRanks, k)
+		}
+	}
+	numel := max(w.NumelIn, w.NumelOut)
+	if numel >= 0 && w.TimeoutMS > 0 {
+		w.Bytes = map[string]int64{}
+		w.NeededBytesPerSec = map[string]float64{}
+		for _, d := range dtypeSizes {
+			b := numel * d.Size
+			w.Bytes[d.Name] = b
+			// An all-reduce moves each byte about twice (reduce-scatter
+			// then all-gather); other collectives move it once. Use the
+			// larger figure: it is the most generous to "too slow".
+			w.NeededBytesPerSec[d.Name] = 2 * float64(b) / (float64(w.TimeoutMS) / 1000)
+		}
+	}
+
+	hang := false
+	reason := func(format string, a ...any) {
+		w.Reasons = append(w.Reasons, fmt.Sprintf(format, a...))
+		hang = true
+	}
+	stragglers := map[int]bool{}
+
+	// Ranks disagree on the sequence number of the timed-out work.
+	seqs := map[int64][]int{}
+	for _, k := range ranks {
+		if r := in.records[k]; r.Seq >= 0 && k >= 0 {
+			seqs[r.Seq] = append(seqs[r.Seq], k)
+		}
+	}
+	if len(seqs) > 1 {
+		var parts []string
+		for _, s := range sortedKeys64(seqs) {
+			parts = append(parts, fmt.Sprintf("SeqNum=%d on %s", s, rankList(seqs[s])))
+		}
+		reason("ranks timed out on different collectives (%s): they took different code paths or one fell behind", strings.Join(parts, ", "))
+		lowest := sortedKeys64(seqs)[0]
+		for _, r := range seqs[lowest] {
+			stragglers[r] = true
+		}
+	}
+	// Status lines: the rank(s) that enqueued the least work fell behind.
+	if len(in.seqs) > 0 {
+		w.SeqByRank = map[string]SeqStatus{}
+		enq := map[int64][]int{}
+		allIdle := true
+		for _, k := range sortedKeys(in.seqs) {
+			s := in.seqs[k]
+			if k >= 0 {
+				w.SeqByRank[strconv.Itoa(k)] = SeqStatus{TimeoutSeq: s.TimeoutSeq, LastEnqueued: s.LastEnq, LastCompleted: s.LastComplete}
+				enq[s.LastEnq] = append(enq[s.LastEnq], k)
+			}
+			if s.LastEnq != -1 {
+				allIdle = false
+			}
+		}
+		if len(enq) > 1 {
+			keys := sortedKeys64(enq)
+			low := keys[0]
+			reason("%s enqueued work only up to %d while %s reached %d: the lower rank never reached the collective",
+				rankList(enq[low]), low, rankList(enq[keys[len(keys)-1]]), keys[len(keys)-1])
+			for _, r := range enq[low] {
+				stragglers[r] = true
+			}
+		}
+		if allIdle {
+			reason("no collective was in flight on any rank (last enqueued work -1): the processes were frozen (storage stall, swap, a lock), not waiting on NCCL")
+		}
+	}
+	// Ranks with output in the logs that did not time out. When most ranks
+	// timed out and a few did not, those few never arrived. When many are
+	// silent it proves little: the launcher often kills the others before
+	// their own watchdog fires.
+	if len(w.TimedOutRanks) > 0 {
+		timed := map[int]bool{}
+		for _, r := range w.TimedOutRanks {
+			timed[r] = true
+		}
+		for _, r := range in.ranksSeen {
+			if timed[r] {
+				continue
+			}
+			if _, hasSeq := in.seqs[r]; hasSeq {
+				continue // it reported its queue instead; judged above
+			}
+			w.SilentRanks = append(w.SilentRanks, r)
+		}
+		sort.Ints(w.SilentRanks)
+		if n := len(w.SilentRanks); n > 0 {
+			if len(w.TimedOutRanks) >= 2 && len(w.TimedOutRanks) >= 2*n {
+				reason("%s printed output but never timed out while %d other ranks did: it never reached the collective", rankList(w.SilentRanks), len(w.TimedOutRanks))
+				for _, r := range w.SilentRanks {
+					stragglers[r] = true
+				}
+			} else {
+				w.Reasons = append(w.Reasons, fmt.Sprintf("%s printed output but no timeout: either they never reached the collective or the launcher stopped them before their own watchdog fired", rankList(w.SilentRanks)))
+			}
+		}
+	}
+	// A rank that failed with its own error before the timeout.
+	for _, r := range sortedKeys(in.crashed) {
+		if r >= 0 {
+			reason("rank %d failed first (%s), so it never joined the collective", r, in.crashed[r])
+			stragglers[r] = true
+		}
+	}
+	// Bandwidth.
+	if need, ok := w.NeededBytesPerSec["float32"]; ok {
+		if need < hangBandwidth {
+			reason("finishing in time needed only %s even as float32; every NCCL transport is faster, so data was not moving", humanRate(need))
+		}
+	}
+	if w.OpType == "BARRIER" || (numel >= 0 && numel <= 1) {
+		reason("a %s of %d element(s) cannot take %s unless a rank is missing", strings.ToLower(orDefault(w.OpType, "collective")), max(numel, 0), humanMS(w.TimeoutMS))
+	}
+
+	for r := range stragglers {
+		w.Stragglers = append(w.Stragglers, r)
+	}
+	sort.Ints(w.Stragglers)
+	switch {
+	case hang:
+		w.Verdict = "hang"
+	case len(w.NeededBytesPerSec) > 0:
+		w.Verdict = "too-slow"
+		w.Reasons = append(w.Reasons, fmt.Sprintf("moving %s within %s needs %s (float32): a slow transport could plausibly miss that",
+			humanBytes(w.Bytes["float32"]), humanMS(w.TimeoutMS), humanRate(w.NeededBytesPerSec["float32"])))
+	default:
+		w.Verdict = "unknown"
+		w.Reasons = append(w.Reasons, "the log does not give the tensor sizes (older PyTorch) and all ranks agree; compare SeqNum and last enqueued work across every rank's log")
+	}
+	w.Advice = watchdogAdvice(w, in)
+	return w
+}
+
+func watchdogAdvice(w *Watchdog, in watchdogInput) []string {
+	var a []string
+	p2p := in.transports["P2P/IPC"] + in.transports["P2P/CUMEM"] + in.transports["P2P"]
+	slow := in.transports["NET/Socket"] + in.transports["SHM"]
+	switch w.Verdict {
+	case "hang", "unknown":
+		if len(w.Stragglers) > 0 {
+			a = append(a, fmt.Sprintf("Look at what %s was doing before the timeout: its own traceback, an OOM kill (exitcode -9), or a long step only it runs (checkpointing, evaluation, data preparation on rank 0).", rankList(w.Stragglers)))
+		} else {
+			a = append(a, "Find the rank that did not arrive: compare SeqNum and last enqueued work across every rank's log; the lowest is the straggler.")
+		}
+		a = append(a,
+			"While a job hangs, `py-spy dump --pid <PID>` on each rank shows where it waits.",
+			"Next run, set TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and TORCH_NCCL_DUMP_ON_TIMEOUT=1 to get a flight-recorder dump per rank (/tmp/nccl_trace_rank_<N>), and TORCH_NCCL_DESYNC_DEBUG=1 to name the rank that fell out of step.")
+		if p2p > 0 && len(in.crashed) == 0 {
+			a = append(a, "If every rank did arrive, a PCIe peer-to-peer hang (ACS/IOMMU) looks exactly like this; test with NCCL_P2P_DISABLE=1 (see the p2p-acs-iommu guide).")
+		}
+		a = append(a, "A longer timeout does not fix a hang; it only makes you wait longer.")
+	case "too-slow":
+		a = append(a, "Raise the timeout for this phase: init_process_group(backend=\"nccl\", timeout=datetime.timedelta(minutes=60)). NCCL has no timeout variable of its own.")
+		if slow > 0 {
+			a = append(a, "The digest shows traffic over NET/Socket or SHM; check why a faster transport (P2P, NVLink, InfiniBand) was not used.")
+		}
+	}
+	return a
+}
+
+func rankList(rs []int) string {
+	if len(rs) == 0 {
+		return "no rank"
+	}
+	s := append([]int(nil), rs...)
+	sort.Ints(s)
+	var parts []string
+	for i, r := range s {
+		if i == 8 {
+			parts = append(parts, fmt.Sprintf("… (%d ranks)", len(s)))
+			break
+		}
+		parts = append(parts, strconv.Itoa(r))
+	}
+	if len(s) == 1 {
+		return "rank " + parts[0]
+	}
+	return "ranks " + strings.Join(parts, ", ")
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[int]V) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func sortedKeys64[V any](m map[int64]V) []int64 {
+	out := make([]int64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// humanBytes renders a byte count in binary units.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
+}
+
+// humanRate renders bytes per second in decimal units, as link speeds are.
+func humanRate(bps float64) string {
+	switch {
+	case bps >= 1e9:
+		return fmt.Sprintf("%.1f GB/s", bps/1e9)
+	case bps >= 1e6:
+		return fmt.Sprintf("%.1f MB/s", bps/1e6)
+	case bps >= 1e3:
+		return fmt.Sprintf("%.1f kB/s", bps/1e3)
+	}
+	return fmt.Sprintf("%.0f B/s", bps)
+}
+
+func humanMS(ms int64) string {
+	switch {
+	case ms >= 60000 && ms%60000 == 0:
+		return fmt.Sprintf("%d min", ms/60000)
+	case ms >= 1000:
+		return fmt.Sprintf("%.1f s", float64(ms)/1000)
+	}
+	return fmt.Sprintf("%d ms", ms)
+}
