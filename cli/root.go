@@ -51,6 +51,8 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 		newFixCmd(a),
 		newEnvCmd(a),
 		newFallbackCmd(a),
+		newGuidesCmd(a),
+		newExplainCmd(a),
 	)
 	return root
 }
