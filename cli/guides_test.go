@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ncclwiz/ncclwiz/guides"
+)
+
+// Without a terminal: the list, one guide as plain markdown, JSON, search,
+// language choice and the errors a user can meet.
+func TestGuidesCommandWithoutTTY(t *testing.T) {
+	lib, err := guides.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"LANG=C.UTF-8"}
+
+	out, _, code := runCLI(t, env, "guides")
+	if code != 0 || !strings.Contains(out, "shm-no-space") || !strings.Contains(out, "/dev/shm is too small or full") {
+		t.Errorf("guides (piped) = %d:\n%s", code, out)
+	}
+	if n := strings.Count(out, "\n"); n < len(lib.IDs()) {
+		t.Errorf("the list has %d lines for %d guides", n, len(lib.IDs()))
+	}
+
+	out, _, code = runCLI(t, env, "guides", "shm-no-space")
+	g, _ := lib.Get("shm-no-space", "en")
+	if code != 0 || out != g.Document() {
+		t.Errorf("guides ID piped must print the plain markdown document (code %d):\n%s", code, out)
+	}
+	if strings.Contains(out, "\x1b") || strings.HasPrefix(out, "---") || !strings.HasPrefix(out, "# /dev/shm is too small") {
+		t.Errorf("piped guide has escapes or front matter, or lost its title:\n%.200s", out)
+	}
+
+	_, errOut, code := runCLI(t, env, "guides", "shm-no-spcae")
+	if code != 2 || !strings.Contains(errOut, `unknown guide "shm-no-spcae"; did you mean shm-no-space`) {
+		t.Errorf("unknown id: code %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = runCLI(t, env, "guides", "watchdog")
+	if code != 2 || !strings.Contains(errOut, "did you mean watchdog-timeout") {
+		t.Errorf("unknown id by a word: code %d, stderr %q", code, errOut)
+	}
+
+	out, _, code = runCLI(t, env, "guides", "--list", "--json")
+	var list []guideJSON
+	if err := json.Unmarshal([]byte(out), &list); err != nil || code != 0 || len(list) != len(lib.IDs()) {
+		t.Fatalf("--list --json: code %d, %v, %d entries", code, err, len(list))
+	}
+	for _, j := range list {
+		if j.ID == "" || j.Title == "" || j.Sources == nil || j.Markdown != "" {
+			t.Errorf("--list --json entry %+v", j)
+		}
+	}
+
+	out, _, code = runCLI(t, env, "guides", "--learn")
+	if code != 0 || !strings.HasPrefix(out, "1. nccl-intro") || !strings.Contains(out, "7. multi-node-basics") {
+		t.Errorf("--learn:\n%s", out)
+	}
+
+	out, _, code = runCLI(t, env, "guides", "--search", "bus error")
+	if code != 0 || !strings.HasPrefix(out, "shm-sigbus") {
+		t.Errorf("--search 'bus error':\n%s", out)
+	}
+	out, _, code = runCLI(t, env, "guides", "--search", "qqqzzz")
+	if code != 1 || !strings.Contains(out, "No guide matches") {
+		t.Errorf("--search with no hit: code %d\n%s", code, out)
+	}
+
+	out, _, code = runCLI(t, env, "guides", "nccl-intro", "--json")
+	var one guideJSON
+	if err := json.Unmarshal([]byte(out), &one); err != nil || code != 0 || one.Order != 1 || !strings.Contains(one.Markdown, "## Try it") {
+		t.Errorf("guides ID --json: code %d, %v, %+v", code, err, one)
+	}
+
+	_, errOut, code = runCLI(t, env, "guides", "shm-no-space", "--list")
+	if code != 2 || errOut == "" {
+		t.Errorf("ID with --list should be a usage error, got %d %q", code, errOut)
+	}
+}
+
+func TestGuidesLanguage(t *testing.T) {
+	for _, c := range []struct {
+		env  []string
+		args []string
+		want string // a line of the Chinese or the English guide
+		code int
+	}{
+		{[]string{"LANG=zh_CN.UTF-8"}, nil, "## 为什么重要", 0},
+		{[]string{"LC_ALL=zh_TW.UTF-8", "LANG=en_US.UTF-8"}, nil, "## 为什么重要", 0},
+		{[]string{"LC_ALL=C.UTF-8", "LANG=zh_CN.UTF-8"}, nil, "## Why it matters", 0}, // LC_ALL wins
+		{[]string{"LC_MESSAGES=zh_CN.UTF-8"}, nil, "## 为什么重要", 0},
+		{[]string{"LANG=zh_CN.UTF-8"}, []string{"--lang", "en"}, "## Why it matters", 0},
+		{[]string{"LANG=C"}, []string{"--lang", "zh"}, "## 为什么重要", 0},
+		{[]string{"LANG=C"}, []string{"--lang", "zh-CN"}, "## 为什么重要", 0},
+		{[]string{"LANG=C"}, []string{"--lang", "fr"}, "", 2},
+	} {
+		args := append([]string{"guides", "container-shm"}, c.args...)
+		out, errOut, code := runCLI(t, c.env, args...)
+		if code != c.code || (c.want != "" && !strings.Contains(out, c.want)) {
+			t.Errorf("env %v args %v: code %d (want %d)\n%.300s%s", c.env, c.args, code, c.code, out, errOut)
+		}
+	}
+	// A guide without a translation falls back to English.
+	out, _, code := runCLI(t, []string{"LANG=zh_CN.UTF-8"}, "guides", "gpu-xid")
+	if code != 0 || !strings.Contains(out, "## Symptom") {
+		t.Errorf("fallback to English:\n%.300s", out)
+	}
+}

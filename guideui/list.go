@@ -1,0 +1,105 @@
+package guideui
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/list"
+
+	"github.com/ncclwiz/ncclwiz/guides"
+)
+
+// item is one guide in the list.
+type item struct {
+	g    *guides.Guide
+	step int // position in the Learn track, 0 outside it
+}
+
+func (i item) Title() string {
+	t := i.g.Title
+	if i.step > 0 {
+		t = fmt.Sprintf("%d. %s", i.step, t)
+	}
+	return t
+}
+
+func (i item) Description() string { return i.g.Summary }
+
+// FilterValue is what the list's filter matches: title (first, so match
+// positions highlight in it), then id, tags and summary, so "docker",
+// "shm" or "timeout" all find their guides.
+func (i item) FilterValue() string {
+	return i.g.Title + "\n" + i.g.ID + " " + strings.Join(i.g.Tags, " ") + " " + i.g.Summary
+}
+
+// wordFilter keeps the items containing every word of term (a fuzzy
+// subsequence match finds "timeout" in two thirds of the guides). Items
+// whose title holds the words come first; the matched title runes are
+// highlighted.
+func wordFilter(term string, targets []string) []list.Rank {
+	words := strings.Fields(strings.ToLower(term))
+	var inTitle, rest []list.Rank
+	for i, t := range targets {
+		lt := strings.ToLower(t)
+		title, _, _ := strings.Cut(lt, "\n")
+		var idx []int
+		all, titleHit := true, true
+		for _, w := range words {
+			if !strings.Contains(lt, w) {
+				all = false
+				break
+			}
+			if at := strings.Index(title, w); at >= 0 {
+				start := utf8.RuneCountInString(title[:at])
+				for k := range utf8.RuneCountInString(w) {
+					idx = append(idx, start+k)
+				}
+			} else {
+				titleHit = false
+			}
+		}
+		if !all {
+			continue
+		}
+		sort.Ints(idx)
+		r := list.Rank{Index: i, MatchedIndexes: slices.Compact(idx)}
+		if titleHit {
+			inTitle = append(inTitle, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	return append(inTitle, rest...)
+}
+
+func (m Model) newList() list.Model {
+	var items []list.Item
+	title := fmt.Sprintf("ncclwiz guides (%d)", len(m.lib.IDs()))
+	if m.learn {
+		track := m.lib.Learn(m.opt.Lang)
+		for i, g := range track {
+			items = append(items, item{g: g, step: i + 1})
+		}
+		title = fmt.Sprintf("Learn: %d steps, in order", len(track))
+	} else {
+		for _, g := range m.lib.List(m.opt.Lang) {
+			items = append(items, item{g: g})
+		}
+	}
+	d := list.NewDefaultDelegate()
+	d.Styles = list.NewDefaultItemStyles(m.opt.Dark)
+	l := list.New(items, d, m.width, m.height)
+	l.Title = title
+	l.Styles = list.DefaultStyles(m.opt.Dark)
+	l.SetStatusBarItemName("guide", "guides")
+	l.DisableQuitKeybindings()
+	l.Filter = wordFilter
+	keys := m.keys
+	l.AdditionalShortHelpKeys = func() []key.Binding { return []key.Binding{keys.Open, keys.Track, keys.Quit} }
+	l.AdditionalFullHelpKeys = func() []key.Binding { return []key.Binding{keys.Open, keys.Track, keys.Quit} }
+	return l
+}

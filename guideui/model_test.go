@@ -1,0 +1,351 @@
+package guideui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ncclwiz/ncclwiz/guides"
+	"github.com/ncclwiz/ncclwiz/guides/render"
+)
+
+func lib(t *testing.T) *guides.Library {
+	t.Helper()
+	l, err := guides.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// key builds a key press the way bubbletea v2 reports it.
+func keyMsg(s string) tea.KeyPressMsg {
+	switch s {
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab}
+	case "pgdown":
+		return tea.KeyPressMsg{Code: tea.KeyPgDown}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	}
+	r := []rune(s)[0]
+	return tea.KeyPressMsg{Code: r, Text: s}
+}
+
+// run executes cmd and feeds its messages back into m, like the program
+// loop, skipping commands that wait (cursor blink, status timers).
+func run(t *testing.T, m Model, cmd tea.Cmd) (Model, []tea.Msg) {
+	t.Helper()
+	var seen []tea.Msg
+	queue := []tea.Cmd{cmd}
+	for steps := 0; len(queue) > 0 && steps < 100; steps++ {
+		c := queue[0]
+		queue = queue[1:]
+		if c == nil {
+			continue
+		}
+		ch := make(chan tea.Msg, 1)
+		go func() { ch <- c() }()
+		var msg tea.Msg
+		select {
+		case msg = <-ch:
+		case <-time.After(150 * time.Millisecond):
+			continue // a timer; nothing the test needs
+		}
+		if b, ok := msg.(tea.BatchMsg); ok {
+			queue = append(queue, b...)
+			continue
+		}
+		if msg == nil {
+			continue
+		}
+		seen = append(seen, msg)
+		var next tea.Cmd
+		m, next = m.Update(msg)
+		queue = append(queue, next)
+	}
+	return m, seen
+}
+
+// press sends keys one by one, running the resulting commands.
+func press(t *testing.T, m Model, keys ...string) (Model, []tea.Msg) {
+	t.Helper()
+	var all []tea.Msg
+	for _, k := range keys {
+		var cmd tea.Cmd
+		m, cmd = m.Update(keyMsg(k))
+		var seen []tea.Msg
+		m, seen = run(t, m, cmd)
+		all = append(all, seen...)
+	}
+	return m, all
+}
+
+func typeText(t *testing.T, m Model, s string) Model {
+	t.Helper()
+	for _, r := range s {
+		m, _ = press(t, m, string(r))
+	}
+	return m
+}
+
+func sized(t *testing.T, opt Options, w, h int) Model {
+	t.Helper()
+	m := New(lib(t), opt)
+	m, _ = run(t, m, m.SetSize(w, h))
+	return m
+}
+
+func assertFits(t *testing.T, view string, w, h int) {
+	t.Helper()
+	lines := strings.Split(view, "\n")
+	if len(lines) > h {
+		t.Errorf("view has %d lines for a %d-line window", len(lines), h)
+	}
+	for i, l := range lines {
+		if lw := ansi.StringWidth(l); lw > w {
+			t.Errorf("line %d is %d cells wide in a %d-cell window: %q", i+1, lw, w, ansi.Strip(l))
+		}
+	}
+}
+
+func TestFilterOpenScrollSearchBackQuit(t *testing.T) {
+	m := sized(t, Options{Style: render.ASCII}, 100, 30)
+	if !strings.Contains(m.View(), "ncclwiz guides") {
+		t.Fatalf("list view lacks its title:\n%s", m.View())
+	}
+	// Filter the list to the /dev/shm guides.
+	m, _ = press(t, m, "/")
+	m = typeText(t, m, "sigbus")
+	m, _ = press(t, m, "enter")
+	vis := m.list.VisibleItems()
+	if len(vis) == 0 || vis[0].(item).g.ID != "shm-sigbus" {
+		var ids []string
+		for _, it := range vis {
+			ids = append(ids, it.(item).g.ID)
+		}
+		t.Fatalf("filter 'sigbus' shows %v", ids)
+	}
+	// Open it.
+	m, _ = press(t, m, "enter")
+	if !m.Viewing() || m.Current().ID != "shm-sigbus" {
+		t.Fatalf("enter did not open the guide")
+	}
+	view := ansi.Strip(m.View())
+	for _, want := range []string{"Symptom", "Bus error", "0%", "/ search"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("viewer lacks %q:\n%s", want, view)
+		}
+	}
+	assertFits(t, m.View(), 100, 30)
+	// Scroll.
+	before := m.v.vp.YOffset()
+	m, _ = press(t, m, "pgdown")
+	if m.v.vp.YOffset() <= before {
+		t.Errorf("pgdown did not scroll (offset %d → %d)", before, m.v.vp.YOffset())
+	}
+	m, _ = press(t, m, "g")
+	if m.v.vp.YOffset() != 0 {
+		t.Errorf("g did not go to the top")
+	}
+	// Search.
+	m, _ = press(t, m, "/")
+	if !m.v.searching {
+		t.Fatal("/ did not open the search prompt")
+	}
+	m = typeText(t, m, "shm")
+	m, _ = press(t, m, "enter")
+	n := len(m.v.matches)
+	if n < 2 {
+		t.Fatalf("search 'shm' found %d matches", n)
+	}
+	if !strings.Contains(ansi.Strip(m.View()), "match 1/") {
+		t.Errorf("status lacks the match counter:\n%s", ansi.Strip(m.View()))
+	}
+	m, _ = press(t, m, "n")
+	if m.v.cur != 1 {
+		t.Errorf("n moved to match %d, want 1", m.v.cur)
+	}
+	m, _ = press(t, m, "N", "N")
+	if m.v.cur != n-1 {
+		t.Errorf("N twice from 1 should wrap to %d, got %d", n-1, m.v.cur)
+	}
+	line := m.v.matches[m.v.cur].line
+	if line < m.v.vp.YOffset() || line >= m.v.vp.YOffset()+m.v.vp.Height() {
+		t.Errorf("current match on line %d is not visible (offset %d, height %d)", line, m.v.vp.YOffset(), m.v.vp.Height())
+	}
+	// esc clears the search, then goes back to the list on the same guide.
+	m, _ = press(t, m, "esc")
+	if m.v.query != "" || !m.Viewing() {
+		t.Fatal("first esc should clear the search and stay in the guide")
+	}
+	m, _ = press(t, m, "esc")
+	if m.Viewing() {
+		t.Fatal("second esc should go back to the list")
+	}
+	if it := m.list.SelectedItem().(item); it.g.ID != "shm-sigbus" {
+		t.Errorf("back to the list selects %s", it.g.ID)
+	}
+	// esc clears the filter; q leaves the browser.
+	m, _ = press(t, m, "esc")
+	if m.list.IsFiltered() {
+		t.Error("esc did not clear the filter")
+	}
+	_, msgs := press(t, m, "q")
+	if len(msgs) == 0 {
+		t.Fatal("q sent nothing")
+	}
+	if _, ok := msgs[len(msgs)-1].(ExitMsg); !ok {
+		t.Errorf("q sent %T, want ExitMsg", msgs[len(msgs)-1])
+	}
+}
+
+func TestLearnTrackNextPrevious(t *testing.T) {
+	m := sized(t, Options{Style: render.NoTTY, Learn: true}, 80, 24)
+	var ids []string
+	for _, it := range m.list.Items() {
+		ids = append(ids, it.(item).g.ID)
+	}
+	if len(ids) != 7 || ids[0] != "nccl-intro" || ids[6] != "multi-node-basics" {
+		t.Fatalf("Learn list = %v", ids)
+	}
+	if !strings.Contains(ansi.Strip(m.View()), "1. ") {
+		t.Errorf("Learn items are not numbered:\n%s", ansi.Strip(m.View()))
+	}
+	m, _ = press(t, m, "enter")
+	if m.Current().ID != "nccl-intro" || !strings.Contains(ansi.Strip(m.View()), "Learn 1/7") {
+		t.Fatalf("did not open step 1:\n%s", ansi.Strip(m.View()))
+	}
+	m, _ = press(t, m, "]")
+	if m.Current().ID != "reading-nccl-debug" {
+		t.Fatalf("] opened %s", m.Current().ID)
+	}
+	m, _ = press(t, m, "G")
+	if !strings.Contains(ansi.Strip(m.View()), "] next: ") {
+		t.Errorf("the end of a Learn guide does not point to the next one:\n%s", ansi.Strip(m.View()))
+	}
+	m, _ = press(t, m, "[", "[")
+	if m.Current().ID != "nccl-intro" {
+		t.Fatalf("[ twice from step 2 should stay at step 1, got %s", m.Current().ID)
+	}
+	for range 6 {
+		m, _ = press(t, m, "]")
+	}
+	m, _ = press(t, m, "]", "G")
+	if m.Current().ID != "multi-node-basics" || !strings.Contains(ansi.Strip(m.View()), "end of the Learn track") {
+		t.Errorf("at the last step: %s\n%s", m.Current().ID, ansi.Strip(m.View()))
+	}
+	m, _ = press(t, m, "q")
+	if m.Viewing() || m.list.SelectedItem().(item).g.ID != "multi-node-basics" {
+		t.Error("back to the Learn list should select the last guide read")
+	}
+	m, _ = press(t, m, "tab")
+	if len(m.list.Items()) < 30 {
+		t.Errorf("tab should switch to every guide, got %d", len(m.list.Items()))
+	}
+}
+
+func TestResizeReRendersAndFits(t *testing.T) {
+	m := sized(t, Options{Style: render.Dark}, 120, 40)
+	m, _ = run(t, m, Open("env-reference"))
+	if m.v.width != MaxTextWidth {
+		t.Errorf("rendered for %d columns on a 120-column window, want the %d cap", m.v.width, MaxTextWidth)
+	}
+	m, _ = press(t, m, "pgdown", "pgdown")
+	for _, size := range [][2]int{{60, 20}, {80, 24}, {33, 12}, {12, 6}} {
+		var cmd tea.Cmd
+		m, cmd = m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		if cmd == nil {
+			t.Fatalf("resize to %v did not re-render", size)
+		}
+		m, _ = run(t, m, cmd)
+		if m.v.width != size[0] {
+			t.Errorf("after resize to %v the text is %d wide", size, m.v.width)
+		}
+		assertFits(t, m.View(), size[0], size[1])
+		if m.v.vp.YOffset() == 0 {
+			t.Errorf("resize to %v lost the reading position", size)
+		}
+	}
+	// The list also fits small windows.
+	m, _ = press(t, m, "q")
+	m, _ = run(t, m, m.SetSize(40, 12))
+	assertFits(t, m.View(), 40, 12)
+}
+
+func TestStaleRenderIgnored(t *testing.T) {
+	m := sized(t, Options{Style: render.ASCII}, 80, 24)
+	m, _ = run(t, m, Open("shm-no-space"))
+	before := m.v.lines
+	m, _ = m.Update(renderedMsg{id: "gpu-xid", lang: "en", width: 80, text: "WRONG"})
+	m, _ = m.Update(renderedMsg{id: "shm-no-space", lang: "en", width: 50, text: "WRONG"})
+	if strings.Join(m.v.lines, "\n") != strings.Join(before, "\n") {
+		t.Error("a rendering for another guide or width replaced the open one")
+	}
+}
+
+func TestChineseAndFallback(t *testing.T) {
+	m := sized(t, Options{Style: render.ASCII, Lang: "zh_CN.UTF-8"}, 80, 24)
+	m, _ = run(t, m, Open("container-shm"))
+	if m.Current().Lang != "zh" || !strings.Contains(ansi.Strip(m.View()), "为什么重要") {
+		t.Errorf("zh guide not shown:\n%s", ansi.Strip(m.View()))
+	}
+	m, _ = run(t, m, Open("gpu-xid"))
+	if m.Current().Lang != "en" || !strings.Contains(ansi.Strip(m.View()), "英文版") {
+		t.Errorf("English fallback not marked:\n%s", ansi.Strip(m.View()))
+	}
+	assertFits(t, m.View(), 80, 24)
+	// Search works on Chinese text.
+	m, _ = run(t, m, Open("nccl-intro"))
+	m, _ = press(t, m, "/")
+	m = typeText(t, m, "传输")
+	m, _ = press(t, m, "enter")
+	if len(m.v.matches) == 0 {
+		t.Error("no match for 传输 in the Chinese NCCL introduction")
+	}
+}
+
+func TestOpenOptionAndUnknownGuide(t *testing.T) {
+	m := New(lib(t), Options{Open: "pytorch-timeouts", Style: render.NoTTY})
+	m, _ = run(t, m, m.Init())
+	if !m.Viewing() || m.Current().ID != "pytorch-timeouts" {
+		t.Fatal("Options.Open did not open the guide")
+	}
+	m, _ = press(t, m, "esc")
+	m, _ = run(t, m, Open("no-such-guide"))
+	if m.Viewing() {
+		t.Error("an unknown id opened something")
+	}
+}
+
+func TestFindAll(t *testing.T) {
+	for _, c := range []struct {
+		line, needle string
+		want         [][2]int
+	}{
+		{"NCCL nccl NcCl", "nccl", [][2]int{{0, 4}, {5, 9}, {10, 14}}},
+		{"aaaa", "aa", [][2]int{{0, 2}, {2, 4}}},
+		{"共享内存 shm", "shm", [][2]int{{9, 12}}},
+		{"共享内存", "内存", [][2]int{{4, 8}}},
+		{"nothing", "x", nil},
+		{"", "x", nil},
+	} {
+		got := findAll(c.line, []rune(c.needle))
+		if len(got) != len(c.want) {
+			t.Errorf("findAll(%q, %q) = %v, want %v", c.line, c.needle, got, c.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("findAll(%q, %q) = %v, want %v", c.line, c.needle, got, c.want)
+			}
+		}
+	}
+}
