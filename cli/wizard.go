@@ -142,6 +142,9 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		changed := append(append([]string{}, res.Changed...), prefixAll("left alone: ", res.Skipped)...)
 		return tui.FixResult{ID: id, Summary: res.Summary, Changed: changed, Recheck: res.Recheck, Err: err}
 	}
+	d.ExplainLog = func(ctx context.Context, path string) (tui.LogResult, error) {
+		return ExplainForWizard(ctx, wizardLang(a), path)
+	}
 	d.ExportScript = func(path string, ids []string, fs []checks.Finding) error {
 		h, err := a.Host()
 		if err != nil {
