@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/shmtest"
 )
 
 // benchHost builds a fixture with nProcs processes (each with 16 fds and a
@@ -66,7 +67,8 @@ func benchHost(b *testing.B, nProcs, nSegs int) *host.Host {
 			}
 		}
 	}
-	h, err := host.FromSpec(root, host.FixtureSpec{UID: os.Geteuid()})
+	h, err := host.FromSpec(root, host.FixtureSpec{UID: os.Geteuid(),
+		Statfs: map[string]host.StatFS{"/dev/shm": {Type: host.TmpfsMagic, Bsize: 4096, Blocks: 1 << 22, Bfree: 1 << 21, Bavail: 1 << 21, Files: 1 << 20, Ffree: 1 << 19}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -74,15 +76,34 @@ func benchHost(b *testing.B, nProcs, nSegs int) *host.Host {
 	return h
 }
 
-// BenchmarkSegmentsCheck measures shm.segments on ~1,000 processes and ~500
-// segments (README states the figure).
-func BenchmarkSegmentsCheck(b *testing.B) {
+// BenchmarkShmChecks measures the whole shm check run (shm.mount and
+// shm.segments) on ~1,000 processes and ~500 segments (README states the
+// figure).
+func BenchmarkShmChecks(b *testing.B) {
 	h := benchHost(b, 1000, 500)
 	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		fs, err := runSegments(context.Background(), h)
-		if err != nil || len(fs) == 0 {
+	for b.Loop() {
+		for _, c := range Checks() {
+			fs, err := c.Run(context.Background(), h)
+			if err != nil || len(fs) == 0 {
+				b.Fatal(c.ID, err)
+			}
+		}
+	}
+}
+
+// BenchmarkScanRealProc scans this machine's real /proc for 500 segments in
+// a real tmpfs (root only): the device+inode path the fixture cannot take.
+func BenchmarkScanRealProc(b *testing.B) {
+	dir := shmtest.MountTmpfs(b, "64M")
+	for i := 0; i < 500; i++ {
+		shmtest.MakeSegment(b, dir, fmt.Sprintf("nccl-%06d", i), 4096, time.Hour)
+	}
+	h := host.Local(host.LocalOptions{ShmDir: dir, NoNVML: true})
+	b.ReportAllocs()
+	for b.Loop() {
+		inv, err := Scan(context.Background(), h)
+		if err != nil || len(inv.Segments) != 500 {
 			b.Fatal(err)
 		}
 	}

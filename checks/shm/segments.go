@@ -286,10 +286,11 @@ func visibility(ctx context.Context, h *host.Host) vis {
 }
 
 type index struct {
-	segs     []Segment
-	byIno    map[uint64][]int
-	byName   map[string]int
-	prefixes []string
+	segs        []Segment
+	byIno       map[uint64][]int
+	byName      map[string]int
+	prefixes    []string
+	prefixBytes [][]byte
 	// devs are the maps-style "major:minor" strings of the segments'
 	// filesystems, to skip other mappings before parsing them.
 	devs map[string]bool
@@ -304,6 +305,9 @@ func newIndex(segs []Segment, prefixes []string) *index {
 		ix.byIno[s.Ino] = append(ix.byIno[s.Ino], i)
 		ix.byName[s.Name] = i
 		ix.devs[mapsDev(s.Dev)] = true
+	}
+	for _, p := range prefixes {
+		ix.prefixBytes = append(ix.prefixBytes, []byte(p))
 	}
 	return ix
 }
@@ -369,6 +373,7 @@ func procScan(ctx context.Context, h *host.Host, ix *index, hostPIDNS bool) (sca
 	}
 	real := h.Root == "" || h.Root == "/"
 	rd := bufio.NewReaderSize(nil, 64<<10) // reused for every maps file
+	link := make([]byte, unix.PathMax+64)  // reused for every fd link
 	hits := map[int]string{}
 	for _, n := range names {
 		pid, err := strconv.Atoi(n)
@@ -379,7 +384,7 @@ func procScan(ctx context.Context, h *host.Host, ix *index, hostPIDNS bool) (sca
 			return res, fmt.Errorf("scan of /proc interrupted: %w", err)
 		}
 		clear(hits)
-		fdState := scanFDs(h, pid, ix, real, hits)
+		fdState := scanFDs(h, pid, ix, real, hits, link)
 		mapState := scanMaps(h, pid, ix, real, hits, rd)
 		if fdState == gone || mapState == gone {
 			continue // exited: it holds nothing any more
@@ -413,35 +418,39 @@ func procScan(ctx context.Context, h *host.Host, ix *index, hostPIDNS bool) (sca
 // scanFDs matches a process's open files. On the real host a candidate link
 // is stat'ed through /proc (which reaches the open file itself) and matched
 // by device and inode, so a path from another mount namespace or a deleted
-// file of the same name is told apart; fixture trees match by name.
-func scanFDs(h *host.Host, pid int, ix *index, real bool, hits map[int]string) access {
+// file of the same name is told apart; fixture trees match by name. Links
+// are read into one reused buffer and only candidates become strings.
+func scanFDs(h *host.Host, pid int, ix *index, real bool, hits map[int]string, buf []byte) access {
 	dir := h.Path("/proc/" + strconv.Itoa(pid) + "/fd")
 	d, err := os.Open(dir)
 	if err != nil {
 		return classify(err)
 	}
+	defer d.Close()
 	fds, err := d.Readdirnames(-1)
-	d.Close()
 	if err != nil {
 		return classify(err)
 	}
+	dfd := int(d.Fd())
 	state := readOK
 	for _, fd := range fds {
-		lp := dir + "/" + fd
-		target, err := os.Readlink(lp)
+		n, err := unix.Readlinkat(dfd, fd, buf)
 		if err != nil {
 			if classify(err) == denied {
 				state = denied
 			}
 			continue
 		}
-		name, inDir, deleted := ix.splitTarget(target)
+		if !ix.mayBeSegment(buf[:n]) {
+			continue // sockets, pipes, /dev/null, libraries …
+		}
+		name, inDir, deleted := ix.splitTarget(string(buf[:n]))
 		if !inDir && Kind(name) == "" {
-			continue // not a shared-memory file
+			continue
 		}
 		if real {
 			var st unix.Stat_t
-			err := unix.Stat(lp, &st)
+			err := unix.Fstatat(dfd, fd, &st, 0)
 			if err == nil {
 				for _, i := range ix.byIno[st.Ino] {
 					if ix.segs[i].Dev == uint64(st.Dev) {
@@ -463,6 +472,22 @@ func scanFDs(h *host.Host, pid int, ix *index, real bool, hits map[int]string) a
 		}
 	}
 	return state
+}
+
+// mayBeSegment is a cheap test on a link target or maps path: in the shm
+// directory, or named like a segment anywhere (another mount namespace).
+func (ix *index) mayBeSegment(p []byte) bool {
+	for _, pre := range ix.prefixBytes {
+		if bytes.HasPrefix(p, pre) {
+			return true
+		}
+	}
+	i := bytes.LastIndexByte(p, '/')
+	if i < 0 {
+		return false
+	}
+	base := p[i+1:]
+	return bytes.HasPrefix(base, []byte("nccl-")) || bytes.HasPrefix(base, []byte("sem.")) || bytes.HasPrefix(base, []byte("torch_"))
 }
 
 var deletedSuffix = []byte(" (deleted)")
@@ -504,10 +529,9 @@ func matchMapsLine(line []byte, ix *index, real bool, hits map[int]string) {
 		return
 	}
 	if real && !ix.devs[string(dev)] {
-		return
+		return // not on the shm filesystem: most lines stop here
 	}
-	ino, ok := parseUint(inoF)
-	if ok && ino != 0 {
+	if ino, ok := parseUint(inoF); ok && ino != 0 {
 		for _, i := range ix.byIno[ino] {
 			if real {
 				if string(dev) == mapsDev(ix.segs[i].Dev) {
@@ -522,7 +546,7 @@ func matchMapsLine(line []byte, ix *index, real bool, hits map[int]string) {
 			}
 		}
 	}
-	if !real && !bytes.HasSuffix(p, deletedSuffix) {
+	if !real && !bytes.HasSuffix(p, deletedSuffix) && ix.mayBeSegment(p) {
 		// Hand-written fixtures may not know the inode: fall back to the
 		// path of a live (not deleted) file.
 		if name, inDir, _ := ix.splitTarget(string(p)); inDir {
