@@ -337,6 +337,10 @@ type scanResult struct {
 	// unreadableUIDs maps unreadable PIDs to their real, effective, saved
 	// and filesystem uids (from status, which anyone may read); nil if unknown.
 	unreadableUIDs map[int][]int
+	// hidden is set when /proc is mounted with hidepid=2 (or invisible,
+	// ptraceable) and ncclwiz is not root: other users' processes are not
+	// listed at all.
+	hidden string
 }
 
 // access is what reading one /proc/PID file came to.
@@ -372,6 +376,9 @@ func procScan(ctx context.Context, h *host.Host, ix *index, hostPIDNS bool) (sca
 		return res, fmt.Errorf("read /proc: %w", err)
 	}
 	real := h.Root == "" || h.Root == "/"
+	if !h.IsRoot() {
+		res.hidden = procHidepid(h)
+	}
 	rd := bufio.NewReaderSize(nil, 64<<10) // reused for every maps file
 	link := make([]byte, unix.PathMax+64)  // reused for every fd link
 	hits := map[int]string{}
@@ -656,6 +663,9 @@ func judge(s *Segment, sc scanResult, private bool, now time.Time) (State, strin
 		return Unknown, "processes in other containers may hold it"
 	}
 	if blind := blindTo(s, sc); len(blind) > 0 {
+		if blind[len(blind)-1] == -1 {
+			return Unknown, "/proc is mounted with hidepid=" + sc.hidden + ", which hides other users' processes; run ncclwiz as root to prove it unused"
+		}
 		return Unknown, fmt.Sprintf("%d process(es) that could hold it could not be inspected (pid %s); run ncclwiz as root to prove it unused",
 			len(blind), pidList(blind, 5))
 	}
@@ -670,7 +680,9 @@ func judge(s *Segment, sc scanResult, private bool, now time.Time) (State, strin
 // others open it. Root could open anything, but NCCL's peers are ranks of
 // one job running as the user who created the segment (mkstemp makes it
 // 0600), so an uninspectable root daemon does not block a user's own 0600
-// segment. Unknown uids always block.
+// segment. Unknown uids always block. With hidepid, the hidden processes are
+// other users': they block other users' segments and shared-mode ones (-1
+// stands for them).
 func blindTo(s *Segment, sc scanResult) []int {
 	ownerOnly := s.Mode.Perm()&0o066 == 0
 	var blind []int
@@ -686,7 +698,33 @@ func blindTo(s *Segment, sc scanResult) []int {
 			blind = append(blind, pid)
 		}
 	}
+	if sc.hidden != "" && (s.OtherUser || !ownerOnly) {
+		blind = append(blind, -1)
+	}
 	return blind
+}
+
+// procHidepid returns the hidepid option of /proc if it hides other users'
+// processes from the listing ("2", "invisible", "4", "ptraceable"), else "".
+// hidepid=1 (noaccess) lists them but denies reading, which the scan sees.
+func procHidepid(h *host.Host) string {
+	b, err := h.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	e, ok := findMount(parseMountinfo(b), "/proc")
+	if !ok || e.fsType != "proc" || e.mountPoint != "/proc" {
+		return ""
+	}
+	for _, o := range append(append([]string{}, e.opts...), e.superOpts...) {
+		if v, ok := strings.CutPrefix(o, "hidepid="); ok {
+			switch v {
+			case "2", "invisible", "4", "ptraceable":
+				return v
+			}
+		}
+	}
+	return ""
 }
 
 func pidList(pids []int, max int) string {

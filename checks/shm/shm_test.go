@@ -231,6 +231,7 @@ type world struct {
 	files     map[string]any // extra files (mountinfo, ns links, symlinks …)
 	statTotal uint64
 	euid      *int // nil: the owner of the files (this test's user)
+	owner     *int // chown the segments (needs root unless it is this user)
 	env       map[string]string
 }
 
@@ -286,6 +287,11 @@ func (w world) build(t testing.TB) *host.Host {
 		if err := os.Chmod(p, mode); err != nil {
 			t.Fatal(err)
 		}
+		if w.owner != nil {
+			if err := os.Lchown(p, *w.owner, *w.owner); err != nil {
+				t.Skipf("chown needs root: %v", err)
+			}
+		}
 		if size > 0 {
 			f, err := os.OpenFile(p, os.O_RDWR, 0)
 			if err != nil {
@@ -318,6 +324,9 @@ func (w world) build(t testing.TB) *host.Host {
 		}
 	}
 	h.EUID = fileOwner(t, filepath.Join(h.Root, "dev/shm"))
+	if w.owner != nil {
+		h.EUID = *w.owner
+	}
 	if w.euid != nil {
 		h.EUID = *w.euid
 	}
@@ -372,6 +381,12 @@ func scan(t testing.TB, h *host.Host) *Inventory {
 
 func TestScanStates(t *testing.T) {
 	me := os.Geteuid()
+	stranger := me + 4242
+	user := me // a non-root owner for the hidepid case
+	if me == 0 {
+		user = 1000
+	}
+	const hidepid = "30 1 0:22 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw,hidepid=invisible\n"
 	nested := map[string]any{"/proc/self/ns/pid": ft.Symlink("pid:[4026532301]"), "/proc/1/ns/pid": ft.Symlink("pid:[4026532301]")}
 	withFiles := func(base map[string]any, more map[string]any) map[string]any {
 		out := map[string]any{}
@@ -416,6 +431,21 @@ func TestScanStates(t *testing.T) {
 			modes: map[string]os.FileMode{"sem.mp-open": 0o666},
 			procs: []proc{{pid: 50, uid: me + 1, unreadable: true}},
 		}, map[string]State{"sem.mp-open": Unknown}},
+		{"hidepid=2 hides other users' holders", world{
+			segs:  map[string]int64{"nccl-Theirs1": 0},
+			euid:  &stranger,
+			files: map[string]any{"/proc/self/mountinfo": mountinfoHost + hidepid},
+		}, map[string]State{"nccl-Theirs1": Unknown}},
+		{"hidepid=2 does not hide the user's own holders", world{
+			segs:  map[string]int64{"nccl-Mine01": 0},
+			owner: &user,
+			files: map[string]any{"/proc/self/mountinfo": mountinfoHost + hidepid},
+		}, map[string]State{"nccl-Mine01": Orphaned}},
+		{"hidepid=1 is seen as unreadable processes, not hidden", world{
+			segs:  map[string]int64{"nccl-Theirs1": 0},
+			euid:  &stranger,
+			files: map[string]any{"/proc/self/mountinfo": mountinfoHost + "30 1 0:22 / /proc rw - proc proc rw,hidepid=1\n"},
+		}, map[string]State{"nccl-Theirs1": Orphaned}},
 		{"init of the host PID namespace is ignored when hidden", world{
 			segs:  map[string]int64{"nccl-Mine01": 0},
 			procs: []proc{{pid: 1, uid: me, unreadable: true}},
@@ -776,4 +806,54 @@ func FuzzParseMountinfo(f *testing.F) {
 		}
 		_ = unescape(string(b))
 	})
+}
+
+// TestFixtureTree runs both checks on a checked-in fixture tree through
+// host.LoadFixture (statfs from host.yaml): a Docker container with the
+// default 64 MiB /dev/shm, two orphans and two segments in use.
+func TestFixtureTree(t *testing.T) {
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS("testdata/docker-64m")); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour) // a checkout makes every file new
+	for _, n := range []string{"nccl-Orph01", "nccl-Orph02", "nccl-Held01", "nccl-Mapd02"} {
+		if err := os.Chtimes(filepath.Join(root, "dev/shm", n), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := host.LoadFixture(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.EUID = fileOwner(t, filepath.Join(root, "dev/shm/nccl-Orph01"))
+	mount, err := runMount(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs, err := runSegments(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		fs    []checks.Finding
+		sev   checks.Severity
+		title string
+	}{
+		{mount, checks.OK, "/dev/shm is tmpfs, 64 MiB, 75% used (16 MiB free)"},
+		{mount, checks.Warn, "/dev/shm is 64 MiB, the Docker and Kubernetes default"},
+		{segs, checks.Warn, "2 orphaned NCCL segments hold 0 B in /dev/shm (left by a crashed job)"},
+		{segs, checks.Info, "2 segments in use by 2 running processes"},
+	} {
+		if !has(want.fs, want.sev, want.title) {
+			t.Errorf("want %s %q in\n%s%s", want.sev, want.title, titles(mount), titles(segs))
+		}
+	}
+	if e, w := checks.Problems(append(mount, segs...)); e != 0 || w != 2 {
+		t.Errorf("%d errors, %d warnings:\n%s%s", e, w, titles(mount), titles(segs))
+	}
+	ev := segs[0].Evidence
+	if ev["pid_namespace"] != "unknown" || ev["all_holders_visible"] != true {
+		t.Errorf("a Docker container's private shm should be fully visible: %v", ev["visibility"])
+	}
 }
