@@ -2,6 +2,8 @@ package shm
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,10 +16,31 @@ import (
 	"github.com/ncclwiz/ncclwiz/internal/shmtest"
 )
 
-// TestMain lets the test binary act as a holder process (shmtest.Start).
+// envScanDir makes the test binary scan that directory, print the states as
+// JSON and exit: the scanner run inside another PID namespace.
+const envScanDir = "NCCLWIZ_SHMTEST_SCAN_DIR"
+
+// TestMain lets the test binary act as a holder process (shmtest.Start) or
+// as a scanner in another namespace.
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(envScanDir); dir != "" {
+		os.Exit(scanAndPrint(dir))
+	}
 	shmtest.Main()
 	os.Exit(m.Run())
+}
+
+func scanAndPrint(dir string) int {
+	inv, err := Scan(context.Background(), host.Local(host.LocalOptions{ShmDir: dir, NoNVML: true}))
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	out := map[string]any{"states": states(inv), "pid_namespace": inv.PIDNamespace, "private": inv.Private, "note": inv.Note}
+	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+		return 1
+	}
+	return 0
 }
 
 // TestRealTmpfsHoldersAndFull runs the checks against a real 1 MiB tmpfs
@@ -196,5 +219,60 @@ func TestRealReadOnlyTmpfs(t *testing.T) {
 	}
 	if !has(fs, checks.Error, dir+" is mounted read-only") || !has(fs, checks.Warn, dir+" is 64 MiB, the Docker and Kubernetes default") {
 		t.Errorf("findings:\n%s", titles(fs))
+	}
+}
+
+// TestRealNestedPIDNamespace scans from inside a new PID namespace (as in a
+// container) a tmpfs that a process outside it holds: that holder is
+// invisible, so nothing may be called orphaned there, while the same scan
+// from the host proves the holder and the orphan.
+func TestRealNestedPIDNamespace(t *testing.T) {
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare(1) from util-linux is needed")
+	}
+	dir := shmtest.MountTmpfs(t, "8M")
+	held := shmtest.MakeSegment(t, dir, "nccl-Out01", 4096, time.Hour)
+	shmtest.MakeSegment(t, dir, "nccl-Orph02", 4096, time.Hour)
+	shmtest.Start(t, "open", held)
+
+	type result struct {
+		States       map[string]State `json:"states"`
+		PIDNamespace string           `json:"pid_namespace"`
+		Private      bool             `json:"private"`
+		Note         string           `json:"note"`
+	}
+	run := func(t *testing.T, argv ...string) result {
+		t.Helper()
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), envScanDir+"="+dir)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Skipf("cannot run %v here: %v %s", argv, err, out)
+		}
+		var r result
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("scanner said %q: %v", out, err)
+		}
+		return r
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	onHost := run(t, self, "-test.run=^$")
+	if onHost.States["nccl-Out01"] != InUse || onHost.States["nccl-Orph02"] != Orphaned {
+		t.Fatalf("from the host: %+v", onHost)
+	}
+	inside := run(t, "unshare", "--pid", "--fork", "--mount-proc", self, "-test.run=^$")
+	if inside.PIDNamespace != "nested" || inside.Private {
+		t.Errorf("inside a new PID namespace: %+v", inside)
+	}
+	for name, st := range inside.States {
+		if st != Unknown {
+			t.Errorf("%s judged %s from a namespace that cannot see its holders", name, st)
+		}
+	}
+	if !strings.Contains(inside.Note, "own PID namespace") {
+		t.Errorf("note %q", inside.Note)
 	}
 }
