@@ -23,8 +23,8 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	inv, err := Scan(ctx, h)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return []checks.Finding{{Severity: checks.Skipped, Title: h.ShmLogical() + " does not exist, so there are no segments to look at",
-				Detail: "shm.mount explains what that means for NCCL.", Evidence: map[string]any{"dir": h.ShmLogical()}}}, nil
+			return []checks.Finding{{Severity: checks.Skipped, Title: shmDir(h) + " does not exist, so there are no segments to look at",
+				Detail: "shm.mount explains what that means for NCCL.", Evidence: map[string]any{"dir": shmDir(h)}}}, nil
 		}
 		return nil, err
 	}

@@ -276,3 +276,22 @@ func TestRealNestedPIDNamespace(t *testing.T) {
 		t.Errorf("note %q", inside.Note)
 	}
 }
+
+// TestRealRelativeShmPath: --shm-path given relative to the working
+// directory still finds its mount and its holders.
+func TestRealRelativeShmPath(t *testing.T) {
+	dir := shmtest.MountTmpfs(t, "8M")
+	held := shmtest.MakeSegment(t, dir, "nccl-Rel01", 4096, time.Hour)
+	shmtest.MakeSegment(t, dir, "nccl-Rel02", 4096, time.Hour)
+	shmtest.Start(t, "open", held)
+	t.Chdir(filepath.Dir(dir))
+	h := host.Local(host.LocalOptions{ShmDir: filepath.Base(dir), NoNVML: true})
+	m, err := ReadMount(context.Background(), h)
+	if err != nil || m.MountPoint != dir || m.SizeOption != "8192k" {
+		t.Errorf("mount = %+v, %v", m, err)
+	}
+	inv := scan(t, h)
+	if got := states(inv); got["nccl-Rel01"] != InUse || got["nccl-Rel02"] != Orphaned || inv.Dir != dir {
+		t.Errorf("dir %s, states %v", inv.Dir, got)
+	}
+}

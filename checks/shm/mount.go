@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -208,7 +209,7 @@ func resolveDir(h *host.Host, dir string) (string, error) {
 // such as size=65536k), statfs sizes and the directory's mode. A missing
 // directory is not an error: Found is false and Problem says why.
 func ReadMount(_ context.Context, h *host.Host) (Mount, error) {
-	dir := h.ShmLogical()
+	dir := shmDir(h)
 	m := Mount{Path: dir, DirUID: -1, DirGID: -1}
 	resolved, err := resolveDir(h, dir)
 	switch {
@@ -510,4 +511,17 @@ func Human(b uint64) string {
 		s = strings.TrimSuffix(s, ".0")
 	}
 	return fmt.Sprintf("%s %ciB", s, "KMGTPE"[exp])
+}
+
+// shmDir is the shared-memory directory as processes name it: absolute and
+// clean, so it compares with mount points and /proc link targets even when
+// --shm-path was given as a relative path.
+func shmDir(h *host.Host) string {
+	d := h.ShmLogical()
+	if !path.IsAbs(d) && (h.Root == "" || h.Root == "/") {
+		if abs, err := filepath.Abs(d); err == nil {
+			d = abs
+		}
+	}
+	return path.Clean(d)
 }

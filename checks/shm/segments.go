@@ -120,7 +120,7 @@ func Kind(name string) string {
 // them, which are held by live processes. A cancelled scan is an error, never
 // a list of "orphaned" segments.
 func Scan(ctx context.Context, h *host.Host) (*Inventory, error) {
-	dir := h.ShmLogical()
+	dir := shmDir(h)
 	inv := &Inventory{Dir: dir}
 	ents, err := h.ReadDir(dir)
 	if err != nil {
@@ -160,7 +160,7 @@ func Scan(ctx context.Context, h *host.Host) (*Inventory, error) {
 }
 
 func statSegment(h *host.Host, name, kind string) (Segment, error) {
-	p := path.Join(h.ShmLogical(), name)
+	p := path.Join(shmDir(h), name)
 	s := Segment{Name: name, Path: p, RealPath: h.Path(p), Kind: kind, UID: -1}
 	fi, err := h.Lstat(p) // never follow: a symlink here is reported, not used
 	if err != nil {
@@ -185,7 +185,7 @@ func statSegment(h *host.Host, name, kind string) (Segment, error) {
 // shmPrefixes are the paths under which processes name files of the shm
 // directory: the directory itself and, if it is a symlink, its target.
 func shmPrefixes(h *host.Host) []string {
-	dir := path.Clean(h.ShmLogical())
+	dir := shmDir(h)
 	out := []string{strings.TrimRight(dir, "/") + "/"}
 	if r, err := resolveDir(h, dir); err == nil && r != dir {
 		out = append(out, strings.TrimRight(r, "/")+"/")
@@ -251,7 +251,7 @@ func visibility(ctx context.Context, h *host.Host) vis {
 	}
 	src := ""
 	if b, err := h.ReadFile("/proc/self/mountinfo"); err == nil {
-		if r, err := resolveDir(h, h.ShmLogical()); err == nil {
+		if r, err := resolveDir(h, shmDir(h)); err == nil {
 			if e, ok := findMount(parseMountinfo(b), r); ok {
 				src = e.source
 			}
@@ -280,7 +280,7 @@ func visibility(ctx context.Context, h *host.Host) vis {
 		return v
 	default:
 		v.note = fmt.Sprintf("ncclwiz runs in %s with its own PID namespace, and %s is not the container's private tmpfs (mount source %q), "+
-			"so it may be shared with processes outside this namespace.", where, h.ShmLogical(), src) + prove
+			"so it may be shared with processes outside this namespace.", where, shmDir(h), src) + prove
 	}
 	return v
 }
