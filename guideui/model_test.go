@@ -71,6 +71,11 @@ func run(t *testing.T, m Model, cmd tea.Cmd) (Model, []tea.Msg) {
 		m, next = m.Update(msg)
 		queue = append(queue, next)
 	}
+	// A render slower than the timeout above (the race detector, a busy
+	// machine) was skipped: finish it, as the program would.
+	if m.viewing && m.v.guide != nil && (m.v.loading || m.v.width != m.textWidth()) {
+		m, _ = m.Update(m.renderCmd(m.v.guide)())
+	}
 	return m, seen
 }
 
@@ -347,5 +352,32 @@ func TestFindAll(t *testing.T) {
 				t.Errorf("findAll(%q, %q) = %v, want %v", c.line, c.needle, got, c.want)
 			}
 		}
+	}
+}
+
+func TestWordFilter(t *testing.T) {
+	targets := []string{
+		"Watchdog caught collective operation timeout\nwatchdog-timeout timeout hang",
+		"Too many open files\nfd-exhaustion files sockets",
+		"Timeouts in PyTorch\npytorch-timeouts learn timeout the watchdog",
+		"Rendezvous\nrendezvous-timeout store",
+	}
+	got := wordFilter("timeout", targets)
+	var idx []int
+	for _, r := range got {
+		idx = append(idx, r.Index)
+	}
+	// Title hits first (0, 2), then the rest (3); "files" never matches.
+	if len(idx) != 3 || idx[0] != 0 || idx[1] != 2 || idx[2] != 3 {
+		t.Errorf("wordFilter(timeout) = %v", idx)
+	}
+	if r := got[0]; len(r.MatchedIndexes) != 7 || r.MatchedIndexes[0] != 37 {
+		t.Errorf("highlighted runes %v, want 37..43 (\"timeout\" in the title)", r.MatchedIndexes)
+	}
+	if got := wordFilter("watchdog pytorch", targets); len(got) != 1 || got[0].Index != 2 {
+		t.Errorf("every word must match: %v", got)
+	}
+	if got := wordFilter("", targets); len(got) != len(targets) {
+		t.Errorf("an empty filter keeps everything: %v", got)
 	}
 }
