@@ -370,7 +370,15 @@ func (d *digestAcc) info(line []byte, m lineMeta, file string) {
 		d.driver = string(sm[1])
 		return
 	}
-	if sm := reBacktrace.FindSubmatch(line); sm != nil && d.origin == "" {
+}
+
+// backtrace records the first NCCL INFO backtrace line ("transport/shm.cc:169
+// -> 2"): where the error started and its ncclResult_t.
+func (d *digestAcc) backtrace(line []byte) {
+	if d.origin != "" {
+		return
+	}
+	if sm := reBacktrace.FindSubmatch(line); sm != nil {
 		code := string(sm[3])
 		name := ncclResultNames[code]
 		if name == "" {

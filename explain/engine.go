@@ -1,7 +1,6 @@
 package explain
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -53,7 +52,7 @@ type Explainer struct {
 	opts  Options
 	sigs  []*sigDef
 	byID  map[string]*sigDef
-	ac    *acScanner
+	ac    *gramScanner
 	words int
 	// tag numbers of the auxiliary triggers.
 	tagChannel, tagInfo, tagLastError, tagWarn, tagError, tagFrame, tagBenign, tagRoot int
@@ -134,6 +133,9 @@ func New(opts Options) (*Explainer, error) {
 			continue // parsed by hand from the channel trigger
 		}
 		l, ok := requiredLiterals(s.Re.String())
+		if ok && minLen(l) < 4 {
+			ok = false // too short to anchor the prefilter
+		}
 		if !ok {
 			// No literal is required: the signature must run on every
 			// line (slow; tests keep the real library free of these).
@@ -155,9 +157,9 @@ func New(opts Options) (*Explainer, error) {
 		}
 		return t
 	}
-	e.tagChannel = addAux("] -> ")
-	e.tagInfo = addAux("nccl version", "comm 0x", "init complete", "bootstrap", "net/socket : using", "net/ib : using", "net/ib: using",
-		"using network", "set by environment", "cudadriverversion", ".cc:", ".h:", ".cu:")
+	e.tagChannel = addAux(" -> ")
+	e.tagInfo = addAux("nccl version", "localranks", "init complete", "bootstrap", "net/socket : using", "net/ib : using", "net/ib: using",
+		"using network", "set by environment", "cudadriverversion")
 	e.tagLastError = addAux("last error:")
 	e.tagWarn = addAux("nccl warn")
 	e.tagError = addAux(errorLiterals...)
@@ -172,7 +174,7 @@ func New(opts Options) (*Explainer, error) {
 	}
 	e.tagBenign = addAux(bl...)
 	e.tagRoot = addAux("root cause (first observed failure)")
-	e.ac = newACScanner(lits, tags, tag)
+	e.ac = newGramScanner(lits, tags, tag)
 	e.words = e.ac.words
 	e.channelOnly = make([]uint64, e.words)
 	setAdd(e.channelOnly, e.tagChannel)
@@ -236,7 +238,7 @@ func (s *scan) input(ctx context.Context, idx int, in Input) error {
 		return fmt.Errorf("%s: %w", in.Name, err)
 	}
 	defer rc.Close()
-	r, gz, err := openMaybeGzip(rc)
+	r, gz, err := openMaybeGzip(rc, s.maxLine())
 	info.Gzip = gz
 	if err != nil {
 		info.Error = err.Error()
@@ -248,44 +250,35 @@ func (s *scan) input(ctx context.Context, idx int, in Input) error {
 	if sm := reFileRank.FindStringSubmatch(filepath.Base(in.Name)); sm != nil {
 		fs.fileRank = atoi([]byte(sm[1]))
 	}
-	lr := NewLineReader(r, s.e.opts.MaxLineBytes)
-	var clean []byte
-	for lr.Next() {
-		if lr.N()&8191 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		line := lr.Bytes()
-		if needsCleaning(line) {
-			clean = stripANSI(clean, line)
-			line = clean
-		}
-		if bytes.IndexByte(line, '\r') < 0 {
-			s.line(fs, line, lr.N(), lr.Truncated())
-			continue
-		}
-		// Progress bars redraw a line with \r; each segment is what the
-		// terminal showed. Match them separately under one line number.
-		for _, seg := range bytes.Split(line, []byte{'\r'}) {
-			if len(seg) > 0 {
-				s.line(fs, seg, lr.N(), lr.Truncated())
-			}
-		}
+	cr := newChunkReader(r, s.maxLine())
+	st, err := s.readInput(ctx, fs, cr)
+	if err != nil {
+		return err
 	}
-	st := lr.Stats()
 	info.Bytes, info.Lines, info.TruncatedLines = st.Bytes, st.Lines, st.TruncatedLines
 	info.NULBytes, info.BadUTF8Lines = st.NULBytes, st.BadUTF8Lines
 	info.Empty = st.Bytes == 0
-	// Mostly NULs or control bytes: not a text log.
-	if st.Bytes > 0 && float64(st.NULBytes+st.ControlBytes) > 0.1*float64(st.Bytes) {
+	// Mostly NULs or invalid UTF-8: not a text log.
+	if st.Bytes > 0 && (float64(st.NULBytes) > 0.01*float64(st.Bytes) || float64(st.BadUTF8Lines) > 0.1*float64(st.Lines)) {
 		info.Binary = true
 	}
-	if err := lr.Err(); err != nil {
-		info.Error = err.Error()
-		s.warnings = append(s.warnings, fmt.Sprintf("%s: reading stopped after line %d: %v", in.Name, st.Lines, err))
+	if cr.err != nil {
+		info.Error = cr.err.Error()
+		s.warnings = append(s.warnings, fmt.Sprintf("%s: reading stopped after line %d: %v", in.Name, st.Lines, cr.err))
 	}
 	if fs.root != nil && s.root == nil {
 		s.root = fs.root
 	}
 	s.inputs = append(s.inputs, info)
 	return nil
+}
+
+// Patterns returns the regexp of every signature the explainer matches,
+// in matching order (the benchmark gives the same list to grep).
+func (e *Explainer) Patterns() []string {
+	out := make([]string, 0, len(e.sigs))
+	for _, s := range e.sigs {
+		out = append(out, s.Re.String())
+	}
+	return out
 }

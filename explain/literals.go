@@ -140,15 +140,11 @@ func exactSet(re *syntax.Regexp) ([]string, bool) {
 				out = append(out, lowerASCII(string(r)))
 			}
 		}
+		// Case-insensitive classes already list their non-ASCII fold
+		// partners (ſ, K), which were rejected above.
 		out = dedup(out)
 		if len(out) == 0 || len(out) > 4 {
 			return nil, false
-		}
-		// A class that folds to one of k/s might match a non-ASCII form.
-		for _, s := range out {
-			if _, ok := foldSafe(s); !ok {
-				return nil, false
-			}
 		}
 		return out, true
 	case syntax.OpCapture:

@@ -37,6 +37,9 @@ func (s *scan) report() *Report {
 	}
 
 	diags := s.diagnoses(r)
+	if diags == nil {
+		diags = []Diagnosis{}
+	}
 	r.Diagnoses = diags
 	r.Notes = s.buildNotes(diags)
 	r.Summary = s.summary(r)

@@ -15,26 +15,113 @@ import (
 // truncated; the rest is skipped without being held in memory.
 const DefaultMaxLine = 64 << 10
 
-// readBufSize is the bufio buffer: large enough that most reads are one
-// syscall per 256 KiB, small enough to keep memory constant.
-const readBufSize = 256 << 10
+// minBufSize is the smallest read buffer: big enough that a chunk holds
+// thousands of lines, small enough to keep memory constant.
+const minBufSize = 1 << 20
+
+// bufSizeFor returns the buffer size for a line cap: a capped line must fit
+// in one buffer.
+func bufSizeFor(maxLine int) int {
+	return max(minBufSize, 2*maxLine)
+}
+
+// chunkReader yields runs of whole lines straight out of a bufio.Reader's
+// buffer (no copy): every chunk ends with '\n', except the last one of the
+// input and a "giant" chunk, which is the first max bytes of a line longer
+// than the buffer (the rest of that line is then skipped). A chunk is valid
+// until the next call to next. Memory stays at one buffer whatever the
+// input.
+type chunkReader struct {
+	r       *bufio.Reader
+	max     int
+	pending int  // bytes of the previous chunk to discard
+	skip    bool // discard through the next '\n' (tail of a giant line)
+	done    bool
+	err     error
+	bytes   int64 // bytes consumed, skipped tails included
+	skipped int64 // bytes of the last giant line beyond its chunk
+}
+
+func newChunkReader(r io.Reader, maxLine int) *chunkReader {
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLine
+	}
+	size := bufSizeFor(maxLine)
+	br, ok := r.(*bufio.Reader)
+	if !ok || br.Size() < size {
+		br = bufio.NewReaderSize(r, size)
+	}
+	return &chunkReader{r: br, max: maxLine}
+}
+
+func (c *chunkReader) finish(err error) {
+	c.done = true
+	if err != nil && !errors.Is(err, io.EOF) {
+		c.err = err
+	}
+}
+
+// next returns the next chunk, whether it is a cut giant line, and false at
+// the end of the input (see err).
+func (c *chunkReader) next() (chunk []byte, giant, ok bool) {
+	if c.pending > 0 {
+		_, _ = c.r.Discard(c.pending)
+		c.pending = 0
+	}
+	if c.skip {
+		c.skip = false
+		c.skipped = 0
+		for !c.done {
+			sl, err := c.r.ReadSlice('\n')
+			c.bytes += int64(len(sl))
+			c.skipped += int64(len(sl))
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, bufio.ErrBufferFull) {
+				c.finish(err)
+			}
+		}
+	}
+	if c.done {
+		return nil, false, false
+	}
+	data, err := c.r.Peek(c.r.Size())
+	if len(data) == 0 {
+		c.finish(err)
+		return nil, false, false
+	}
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		c.pending = i + 1
+		c.bytes += int64(i + 1)
+		return data[:i+1], false, true
+	}
+	if err != nil { // the last line, without a newline
+		c.pending = len(data)
+		c.bytes += int64(len(data))
+		c.finish(err)
+		return data, false, true
+	}
+	// A full buffer without a newline: one giant line.
+	c.pending = len(data)
+	c.bytes += int64(len(data))
+	c.skip = true
+	return trimPartialRune(data[:min(c.max, len(data))]), true, true
+}
 
 // LineReader reads a log line by line in constant memory. Lines of any
 // length are accepted: a line longer than the cap keeps its first max bytes
 // and reports Truncated. A trailing "\r" is removed (CRLF logs). The slice
 // returned by Bytes is valid until the next call to Next.
 type LineReader struct {
-	r         *bufio.Reader
-	max       int
-	buf       []byte // assembles lines that span bufio buffers
+	c         *chunkReader
+	chunk     []byte
+	giant     bool
+	pos       int
 	line      []byte
-	n         int64 // line number, 1-based
+	n         int64
 	truncated bool
-	err       error
-	done      bool
-
 	stats     ReadStats
-	curLength int64
 }
 
 // ReadStats describes everything a LineReader has read.
@@ -43,7 +130,6 @@ type ReadStats struct {
 	Lines          int64
 	TruncatedLines int64 // lines cut at the cap
 	NULBytes       int64 // NUL bytes in the kept text
-	ControlBytes   int64 // other C0 controls (not \t \r ESC) in the kept text
 	BadUTF8Lines   int64 // lines with invalid UTF-8
 	Longest        int64 // longest line, newline included
 }
@@ -51,122 +137,71 @@ type ReadStats struct {
 // NewLineReader returns a reader that keeps at most max bytes of a line
 // (DefaultMaxLine when max <= 0).
 func NewLineReader(r io.Reader, max int) *LineReader {
-	if max <= 0 {
-		max = DefaultMaxLine
-	}
-	br, ok := r.(*bufio.Reader)
-	if !ok || br.Size() < readBufSize {
-		br = bufio.NewReaderSize(r, readBufSize)
-	}
-	return &LineReader{r: br, max: max}
+	return &LineReader{c: newChunkReader(r, max)}
 }
 
 // Next advances to the next line. It returns false at the end of the input
 // or on a read error (see Err).
 func (lr *LineReader) Next() bool {
-	if lr.done {
-		return false
-	}
-	lr.truncated = false
-	lr.buf = lr.buf[:0]
-	lr.curLength = 0
-	var line []byte
-	for {
-		chunk, err := lr.r.ReadSlice('\n')
-		lr.stats.Bytes += int64(len(chunk))
-		lr.curLength += int64(len(chunk))
-		if err == nil {
-			// A whole line (possibly completing an assembled one).
-			if len(lr.buf) == 0 && !lr.truncated {
-				line = chunk[:len(chunk)-1]
-			} else {
-				lr.appendCapped(chunk[:len(chunk)-1])
-				line = lr.buf
-			}
-			break
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			lr.appendCapped(chunk)
-			continue
-		}
-		// EOF or a real error: the last line may lack a newline.
-		if len(chunk) > 0 || len(lr.buf) > 0 || lr.truncated {
-			lr.appendCapped(chunk)
-			line = lr.buf
-		} else {
-			line = nil
-		}
-		lr.done = true
-		if err != io.EOF {
-			lr.err = err
-		}
-		if line == nil && !lr.truncated && lr.curLength == 0 {
+	for lr.pos >= len(lr.chunk) {
+		chunk, giant, ok := lr.c.next()
+		if !ok {
+			lr.stats.Bytes = lr.c.bytes
 			return false
 		}
-		break
+		lr.chunk, lr.giant, lr.pos = chunk, giant, 0
 	}
-	if len(line) > lr.max {
-		line = line[:lr.max]
+	var line []byte
+	full := 0
+	if lr.giant {
+		line, lr.pos = lr.chunk, len(lr.chunk)
 		lr.truncated = true
+		full = lr.c.r.Size() // at least; the tail is counted when skipped
+	} else {
+		rest := lr.chunk[lr.pos:]
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, lr.pos, full = rest[:i], lr.pos+i+1, i+1
+		} else {
+			line, lr.pos, full = rest, len(lr.chunk), len(rest)
+		}
+		line, lr.truncated = capLine(line, lr.c.max)
 	}
-	if n := len(line); n > 0 && line[n-1] == '\r' && !lr.truncated {
-		line = line[:n-1]
-	}
-	if lr.truncated {
-		lr.stats.TruncatedLines++
-		// Do not end in the middle of a UTF-8 sequence.
-		line = trimPartialRune(line)
-	}
-	if lr.curLength > lr.stats.Longest {
-		lr.stats.Longest = lr.curLength
-	}
-	lr.stats.Lines++
 	lr.line = line
 	lr.n++
-	lr.scanStats(line)
+	lr.stats.Lines++
+	lr.stats.Bytes = lr.c.bytes
+	if lr.truncated {
+		lr.stats.TruncatedLines++
+	}
+	if int64(full) > lr.stats.Longest {
+		lr.stats.Longest = int64(full)
+	}
+	nul, bad := lineStats(line)
+	lr.stats.NULBytes += int64(nul)
+	if bad {
+		lr.stats.BadUTF8Lines++
+	}
 	return true
 }
 
-// appendCapped adds p to the assembly buffer up to the cap; beyond it the
-// bytes are dropped and the line is marked truncated.
-func (lr *LineReader) appendCapped(p []byte) {
-	room := lr.max - len(lr.buf)
-	if room <= 0 {
-		if len(p) > 0 {
-			lr.truncated = true
-		}
-		return
+// capLine removes a trailing '\r' and cuts the line at max bytes (on a rune
+// boundary).
+func capLine(line []byte, max int) ([]byte, bool) {
+	if len(line) > max {
+		return trimPartialRune(line[:max]), true
 	}
-	if len(p) > room {
-		p = p[:room]
-		lr.truncated = true
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
 	}
-	lr.buf = append(lr.buf, p...)
+	return line, false
 }
 
-func (lr *LineReader) scanStats(line []byte) {
-	// Fast path: pure printable ASCII is by far the common case.
-	ascii := true
-	for _, c := range line {
-		if c < 0x20 || c >= 0x7f {
-			ascii = false
-			break
-		}
+// lineStats counts NUL bytes and checks UTF-8 validity.
+func lineStats(line []byte) (nul int, badUTF8 bool) {
+	if bytes.IndexByte(line, 0) >= 0 {
+		nul = bytes.Count(line, []byte{0})
 	}
-	if ascii {
-		return
-	}
-	for _, c := range line {
-		switch {
-		case c == 0:
-			lr.stats.NULBytes++
-		case c < 0x20 && c != '\t' && c != '\r' && c != 0x1b:
-			lr.stats.ControlBytes++
-		}
-	}
-	if !utf8.Valid(line) {
-		lr.stats.BadUTF8Lines++
-	}
+	return nul, !utf8.Valid(line)
 }
 
 func trimPartialRune(b []byte) []byte {
@@ -203,7 +238,7 @@ func (lr *LineReader) N() int64 { return lr.n }
 func (lr *LineReader) Truncated() bool { return lr.truncated }
 
 // Err returns the read error that ended the input, if any (not io.EOF).
-func (lr *LineReader) Err() error { return lr.err }
+func (lr *LineReader) Err() error { return lr.c.err }
 
 // Stats returns what has been read so far.
 func (lr *LineReader) Stats() ReadStats { return lr.stats }
@@ -214,8 +249,8 @@ var gzipMagic = []byte{0x1f, 0x8b}
 // openMaybeGzip wraps r in a gzip reader when its first bytes are the gzip
 // magic, whatever the file is called. It returns the reader to use and
 // whether it decompresses.
-func openMaybeGzip(r io.Reader) (io.Reader, bool, error) {
-	br := bufio.NewReaderSize(r, readBufSize)
+func openMaybeGzip(r io.Reader, maxLine int) (io.Reader, bool, error) {
+	br := bufio.NewReaderSize(r, bufSizeFor(maxLine))
 	head, err := br.Peek(2)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, false, err
@@ -229,5 +264,5 @@ func openMaybeGzip(r io.Reader) (io.Reader, bool, error) {
 	}
 	// Logs are sometimes concatenated .gz members (rotations); keep reading.
 	zr.Multistream(true)
-	return bufio.NewReaderSize(zr, readBufSize), true, nil
+	return zr, true, nil
 }

@@ -41,6 +41,7 @@ type scan struct {
 	cand     []uint64
 	cand2    []uint64
 	synth    []byte
+	clean    []byte
 	aggs     map[string]*sigAgg
 	notes    map[string]*sigAgg
 	digest   *digestAcc
@@ -81,14 +82,10 @@ type sigHit struct {
 	caps []string
 }
 
-// line processes one line (or one \r segment of it).
-func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool) {
+// line processes one line (or one \r segment of it) whose prefilter
+// candidates are in s.cand.
+func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 	s.seq++
-	if len(text) > 5 && text[0] == '[' {
-		s.noteLauncherRank(text)
-	}
-	setClear(s.cand)
-	hit := s.e.ac.scan(text, s.cand)
 	if !hit && fs.pendingLE == nil && fs.rootLeft == 0 && len(s.e.always) == 0 {
 		return
 	}
@@ -153,7 +150,18 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool) {
 		}
 	}
 
-	hits := s.matchSigs(text, s.cand)
+	// "Last error: <WARN text>" on one line: the text after the marker is
+	// the payload, matched as such; the rest of the line as usual.
+	matchText := text
+	var samePayload []byte
+	if setHas(s.cand, s.e.tagLastError) {
+		if i := bytes.Index(text, []byte("Last error:")); i >= 0 {
+			if p := bytes.TrimSpace(text[i+len("Last error:"):]); len(p) > 0 {
+				matchText, samePayload = text[:i], p
+			}
+		}
+	}
+	hits := s.matchSigs(matchText, s.cand)
 	for _, h := range hits {
 		if warningSignatures[h.def.ID] {
 			s.record(s.notes, h, ev(), m, fs, false)
@@ -168,14 +176,10 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool) {
 	if setHas(s.cand, s.e.tagInfo) {
 		s.digest.info(text, m, fs.name)
 	}
-	if setHas(s.cand, s.e.tagLastError) {
-		if i := bytes.Index(m.Msg, []byte("Last error:")); i >= 0 {
-			if payload := bytes.TrimSpace(m.Msg[i+len("Last error:"):]); len(payload) > 0 {
-				s.payload(fs, payload, ev(), m)
-			} else {
-				fs.pendingLE = &pendingLastError{launcher: m.Launcher, ttl: 6}
-			}
-		}
+	if samePayload != nil {
+		s.payload(fs, samePayload, ev(), m)
+	} else if setHas(s.cand, s.e.tagLastError) && bytes.Contains(m.Msg, []byte("Last error:")) {
+		fs.pendingLE = &pendingLastError{launcher: m.Launcher, ttl: 6}
 	}
 	if len(hits) > 0 {
 		return
@@ -200,39 +204,11 @@ func slices64Equal(a, b []uint64) bool {
 	return true
 }
 
-// noteLauncherRank records the rank of "[rank3]:" / "[1,3]<stdout>:"
-// prefixes cheaply on every line, so the watchdog decoder knows which
-// ranks had output.
-func (s *scan) noteLauncherRank(text []byte) {
-	var r int
-	switch {
-	case bytes.HasPrefix(text, []byte("[rank")):
-		q, ok := skipDigits(text[5:])
-		if !ok || len(q) < 2 || q[0] != ']' || q[1] != ':' {
-			return
-		}
-		r = atoi(text[5:])
-	case text[1] >= '0' && text[1] <= '9':
-		c := bytes.IndexByte(text[:min(len(text), 24)], ',')
-		if c < 0 {
-			return
-		}
-		q, ok := skipDigits(text[c+1:])
-		if !ok || len(q) == 0 || q[0] != ']' {
-			return
-		}
-		r = atoi(text[c+1:])
-	default:
-		return
-	}
-	if len(s.ranks) < maxRanksTracked {
-		s.ranks[r] = true
-	}
-}
-
 func (s *scan) channel(fs *fileState, text []byte, n int64) {
 	cl, ok := parseChannel(text)
 	if !ok {
+		// Not a transport line: perhaps a backtrace ("shm.cc:169 -> 2").
+		s.digest.backtrace(text)
 		return
 	}
 	s.digest.channel(cl)

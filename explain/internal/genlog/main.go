@@ -1,0 +1,89 @@
+// Command genlog writes a synthetic NCCL_DEBUG=INFO log for the explain
+// benchmark, and the explainer's signature patterns rewritten for
+// grep -E, so scripts/bench-explain-vs-grep.sh compares like with like.
+//
+//	go run ./explain/internal/genlog -size 256MiB -o /tmp/big.log -patterns /tmp/patterns.txt
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/ncclwiz/ncclwiz/explain"
+	"github.com/ncclwiz/ncclwiz/explain/internal/loggen"
+)
+
+func main() {
+	size := flag.String("size", "256MiB", "approximate size of the log (B, KiB, MiB, GiB; KB/MB/GB are decimal)")
+	out := flag.String("o", "", "write the log to this file (required)")
+	patterns := flag.String("patterns", "", "also write the signature patterns as grep -E patterns to this file")
+	seed := flag.Uint64("seed", 1, "random seed")
+	flag.Parse()
+	if *out == "" {
+		fmt.Fprintln(os.Stderr, "genlog: -o FILE is required")
+		os.Exit(2)
+	}
+	n, err := parseSize(*size)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "genlog:", err)
+		os.Exit(2)
+	}
+	if err := run(*out, *patterns, n, *seed); err != nil {
+		fmt.Fprintln(os.Stderr, "genlog:", err)
+		os.Exit(1)
+	}
+}
+
+func run(out, patterns string, size int64, seed uint64) error {
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if _, err := loggen.Generate(f, loggen.Options{Size: size, Seed: seed}); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if patterns == "" {
+		return nil
+	}
+	e, err := explain.New(explain.Options{})
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, p := range e.Patterns() {
+		ere, err := loggen.ERE(p)
+		if err != nil {
+			return err
+		}
+		b.WriteString(ere + "\n")
+	}
+	return os.WriteFile(patterns, []byte(b.String()), 0o644)
+}
+
+func parseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			n, err := strconv.ParseFloat(strings.TrimSuffix(s, u.suffix), 64)
+			if err != nil || n <= 0 {
+				return 0, fmt.Errorf("bad size %q", s)
+			}
+			return int64(n * float64(u.mult)), nil
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("bad size %q (e.g. 256MiB)", s)
+	}
+	return n, nil
+}

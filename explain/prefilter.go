@@ -1,0 +1,242 @@
+package explain
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"sort"
+)
+
+// gramScanner finds which of many literals occur in a line in one pass. For
+// each literal it picks its rarest 4-byte window (the anchor); a line is
+// scanned 4 bytes at a time against a 64-Kibit bitmap of anchor hashes that
+// stays in the L1 cache, and only a bitmap hit is verified against the
+// literals of that hash. Unlike an automaton there is no dependency from one
+// byte to the next, so the loop runs at a few cycles per byte.
+//
+// Matching is ASCII-case-insensitive (literals are lower case). Bytes are
+// folded with |0x20, which maps upper to lower case letters and also
+// conflates a few punctuation pairs ([ and {); that only adds candidates,
+// which the verification rejects. The scanner never misses a literal (tests
+// and fuzzing check this).
+type gramScanner struct {
+	bitmap  [1 << 10]uint64 // 65536 bits
+	buckets map[uint32][]anchor
+	lits    []string
+	tags    []int
+	words   int
+}
+
+// anchor is one literal's window.
+type anchor struct {
+	lit int // index into lits
+	off int // window offset inside the literal
+}
+
+const gramFold = 0x20202020
+
+func gramHash(g uint32) uint32 { return (g * 0x9E3779B1) >> 16 }
+
+// newGramScanner builds the scanner. lits[i] is reported as tags[i].
+func newGramScanner(lits []string, tags []int, ntags int) *gramScanner {
+	s := &gramScanner{buckets: map[uint32][]anchor{}, lits: lits, tags: tags, words: (ntags + 63) / 64}
+	for i, l := range lits {
+		if len(l) < 4 {
+			panic("explain: prefilter literal shorter than 4 bytes: " + l)
+		}
+		off := rarestWindow(l)
+		g := binary.LittleEndian.Uint32([]byte(l[off:off+4])) | gramFold
+		h := gramHash(g)
+		s.bitmap[h>>6] |= 1 << (h & 63)
+		s.buckets[h] = append(s.buckets[h], anchor{lit: i, off: off})
+	}
+	return s
+}
+
+// byteRarity scores how rare a byte is in logs (higher is rarer).
+func byteRarity(c byte) int {
+	switch {
+	case c == ' ':
+		return 0
+	case c >= '0' && c <= '9':
+		return 1
+	case c == 'e' || c == 't' || c == 'a' || c == 'o' || c == 'i' || c == 'n' || c == 's' || c == 'r':
+		return 2
+	case c == 'h' || c == 'l' || c == 'd' || c == 'c' || c == 'u' || c == 'm':
+		return 3
+	case c >= 'a' && c <= 'z':
+		return 5
+	case c == ':' || c == '.' || c == '[' || c == ']' || c == '/' || c == '_' || c == '-' || c == ',':
+		return 3
+	}
+	return 6
+}
+
+// commonGrams are 4-byte sequences that fill NCCL_DEBUG=INFO and PyTorch
+// logs ("NCCL INFO", "nranks", "comm 0x…", "Channel …"); an anchor on them
+// would make nearly every line a candidate.
+var commonGrams = map[string]bool{
+	"nccl": true, "ccl ": true, "cl i": true, "l in": true, " inf": true, "info": true, "rank": true, "anks": true,
+	"comm": true, "omm ": true, "chan": true, "hann": true, "anne": true, "nnel": true, "cuda": true, "init": true,
+	" via": true, "via ": true, "p2p/": true, "tion": true, "ing ": true, " the": true, "the ": true, "and ": true,
+	"send": true, "recv": true, "ount": true, "buff": true, "stre": true, "eam ": true, "ice ": true, "devi": true,
+	"erro": true, "rror": true, "ror ": true, "ror:": true, " err": true, "fail": true, "aile": true, "iled": true,
+}
+
+// rarestWindow picks the 4-byte window of l with the rarest bytes.
+func rarestWindow(l string) int {
+	best, bestScore := 0, -1000
+	for i := 0; i+4 <= len(l); i++ {
+		score := 0
+		for j := i; j < i+4; j++ {
+			score += byteRarity(l[j])
+		}
+		if commonGrams[l[i:i+4]] {
+			score -= 20
+		}
+		if score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return best
+}
+
+// scan ORs the tags of every literal found in text into set (len = words)
+// and reports whether any was found.
+func (s *gramScanner) scan(text []byte, set []uint64) bool {
+	hit := false
+	bm := &s.bitmap
+	n := len(text)
+	p := 0
+	// Eight bytes at a time give the windows at p..p+4.
+	for ; p+8 <= n; p += 5 {
+		w := binary.LittleEndian.Uint64(text[p:]) | gramFold<<32 | gramFold
+		h0 := gramHash(uint32(w))
+		h1 := gramHash(uint32(w >> 8))
+		h2 := gramHash(uint32(w >> 16))
+		h3 := gramHash(uint32(w >> 24))
+		h4 := gramHash(uint32(w >> 32))
+		if bm[h0>>6]&(1<<(h0&63))|bm[h1>>6]&(1<<(h1&63))|bm[h2>>6]&(1<<(h2&63))|bm[h3>>6]&(1<<(h3&63))|bm[h4>>6]&(1<<(h4&63)) != 0 {
+			for k, h := range [5]uint32{h0, h1, h2, h3, h4} {
+				if bm[h>>6]&(1<<(h&63)) != 0 && s.verify(text, p+k, h, set) {
+					hit = true
+				}
+			}
+		}
+	}
+	for ; p+4 <= n; p++ {
+		h := gramHash(binary.LittleEndian.Uint32(text[p:]) | gramFold)
+		if bm[h>>6]&(1<<(h&63)) != 0 && s.verify(text, p, h, set) {
+			hit = true
+		}
+	}
+	return hit
+}
+
+// scanAll reports every literal occurrence in text (a chunk of many lines)
+// as fn(position, tag), in increasing position order. Literals shorter than
+// four bytes are not reported (New keeps them out of the scanner).
+func (s *gramScanner) scanAll(text []byte, fn func(pos, tag int)) {
+	bm := &s.bitmap
+	n := len(text)
+	p := 0
+	report := func(q int, h uint32) {
+		for _, a := range s.buckets[h] {
+			l := s.lits[a.lit]
+			start := q - a.off
+			if start >= 0 && start+len(l) <= n && equalFoldASCII(text[start:start+len(l)], l) {
+				fn(q, s.tags[a.lit])
+			}
+		}
+	}
+	for ; p+8 <= n; p += 5 {
+		w := binary.LittleEndian.Uint64(text[p:]) | gramFold<<32 | gramFold
+		h0 := gramHash(uint32(w))
+		h1 := gramHash(uint32(w >> 8))
+		h2 := gramHash(uint32(w >> 16))
+		h3 := gramHash(uint32(w >> 24))
+		h4 := gramHash(uint32(w >> 32))
+		if bm[h0>>6]&(1<<(h0&63))|bm[h1>>6]&(1<<(h1&63))|bm[h2>>6]&(1<<(h2&63))|bm[h3>>6]&(1<<(h3&63))|bm[h4>>6]&(1<<(h4&63)) != 0 {
+			for k, h := range [5]uint32{h0, h1, h2, h3, h4} {
+				if bm[h>>6]&(1<<(h&63)) != 0 {
+					report(p+k, h)
+				}
+			}
+		}
+	}
+	for ; p+4 <= n; p++ {
+		h := gramHash(binary.LittleEndian.Uint32(text[p:]) | gramFold)
+		if bm[h>>6]&(1<<(h&63)) != 0 {
+			report(p, h)
+		}
+	}
+}
+
+// verify checks the literals anchored at hash h against text at p.
+func (s *gramScanner) verify(text []byte, p int, h uint32, set []uint64) bool {
+	found := false
+	for _, a := range s.buckets[h] {
+		l := s.lits[a.lit]
+		start := p - a.off
+		if start < 0 || start+len(l) > len(text) {
+			continue
+		}
+		if equalFoldASCII(text[start:start+len(l)], l) {
+			t := s.tags[a.lit]
+			set[t/64] |= 1 << (uint(t) % 64)
+			found = true
+		}
+	}
+	return found
+}
+
+// equalFoldASCII compares b with the lower-case literal l, folding ASCII
+// letters only (the same folding the literals were built with).
+func equalFoldASCII(b []byte, l string) bool {
+	for i := 0; i < len(l); i++ {
+		c := b[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != l[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// sortedTags returns the distinct tags (for tests).
+func (s *gramScanner) sortedTags() []int {
+	seen := map[int]bool{}
+	for _, t := range s.tags {
+		seen[t] = true
+	}
+	var out []int
+	for t := range seen {
+		out = append(out, t)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// bitset helpers over []uint64.
+
+func setHas(set []uint64, i int) bool { return set[i/64]&(1<<(uint(i)%64)) != 0 }
+
+func setAdd(set []uint64, i int) { set[i/64] |= 1 << (uint(i) % 64) }
+
+func setClear(set []uint64) {
+	for i := range set {
+		set[i] = 0
+	}
+}
+
+// setEach calls f for each member in increasing order.
+func setEach(set []uint64, f func(int)) {
+	for w, v := range set {
+		for v != 0 {
+			b := bits.TrailingZeros64(v)
+			f(w*64 + b)
+			v &= v - 1
+		}
+	}
+}

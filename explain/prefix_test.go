@@ -1,0 +1,57 @@
+package explain
+
+import "testing"
+
+func TestParseMeta(t *testing.T) {
+	tests := []struct {
+		line             string
+		rank, local, pid int
+		host, level, msg string
+		launcher         string
+		ts               string
+		dev              int
+	}{
+		{line: "[rank3]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog caught",
+			rank: 3, local: -1, level: "E", msg: "[Rank 3] Watchdog caught", launcher: "[rank3]:", ts: "12-18 20:27:21.426", dev: -1},
+		{line: "[1,5]<stdout>:node2:4242:4300 [1] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>",
+			rank: 5, local: -1, pid: 4242, host: "node2", level: "INFO", msg: "Bootstrap : Using eth0:10.0.0.2<0>", launcher: "[1,5]<stdout>:", dev: 1},
+		{line: "(Worker_TP1 pid=2345, ip=10.0.0.7) gpu7:2345:2399 [1] NCCL INFO comm 0x1 rank 1",
+			rank: -1, local: -1, pid: 2345, host: "10.0.0.7", level: "INFO", msg: "comm 0x1 rank 1", launcher: "(Worker_TP1 pid=2345, ip=10.0.0.7) ", dev: 1},
+		{line: "[default2]:[rank2]: RuntimeError: boom",
+			rank: 2, local: 2, msg: "RuntimeError: boom", launcher: "[default2]:[rank2]: ", dev: -1},
+		{line: "3: node1:77:78 [3] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer x<1>",
+			rank: 3, local: -1, pid: 77, host: "node1", level: "WARN", msg: "socketProgress: Connection closed by remote peer x<1>", launcher: "3: ", dev: 3},
+		{line: "worker-1: [rank8]: ValueError: bad",
+			rank: 8, local: -1, host: "worker-1", msg: "ValueError: bad", launcher: "worker-1: [rank8]: ", dev: -1},
+		{line: "[2025-05-10 23:09:41] bm-h100-02:630335:630409 [2] transport/nvls.cc:254 NCCL WARN Cuda failure 1 'invalid argument'",
+			rank: -1, local: -1, pid: 630335, host: "bm-h100-02", level: "WARN", msg: "Cuda failure 1 'invalid argument'", ts: "2025-05-10 23:09:41.000", dev: 2},
+		{line: "2024-05-01T12:00:00.250Z [rank0]: hello",
+			rank: 0, local: -1, msg: "hello", launcher: "[rank0]: ", ts: "2024-05-01 12:00:00.250", dev: -1},
+		{line: "[PG ID 0 PG GUID 0(default_pg) Rank 1] ProcessGroupNCCL's watchdog got stuck",
+			rank: 1, local: -1, msg: "[PG ID 0 PG GUID 0(default_pg) Rank 1] ProcessGroupNCCL's watchdog got stuck", dev: -1},
+		// Not prefixes: an exception name, a log level, a bare word.
+		{line: "RuntimeError: NCCL error", rank: -1, local: -1, msg: "RuntimeError: NCCL error", dev: -1},
+		{line: "ERROR: something", rank: -1, local: -1, msg: "ERROR: something", dev: -1},
+		{line: "torch.distributed.DistBackendError: NCCL error", rank: -1, local: -1, msg: "torch.distributed.DistBackendError: NCCL error", dev: -1},
+	}
+	for _, tt := range tests {
+		m := parseMeta([]byte(tt.line))
+		if m.Rank != tt.rank || m.LocalRank != tt.local || m.PID != tt.pid || m.Host != tt.host || m.Level != tt.level ||
+			string(m.Msg) != tt.msg || m.Launcher != tt.launcher || m.TS.String() != tt.ts || m.Dev != tt.dev {
+			t.Errorf("%q:\n got rank=%d local=%d pid=%d host=%q level=%q dev=%d ts=%q launcher=%q msg=%q\nwant rank=%d local=%d pid=%d host=%q level=%q dev=%d ts=%q launcher=%q msg=%q",
+				tt.line, m.Rank, m.LocalRank, m.PID, m.Host, m.Level, m.Dev, m.TS.String(), m.Launcher, m.Msg,
+				tt.rank, tt.local, tt.pid, tt.host, tt.level, tt.dev, tt.ts, tt.launcher, tt.msg)
+		}
+	}
+}
+
+func TestStampOrder(t *testing.T) {
+	a := parseMeta([]byte("[rank0]:[E1218 20:27:21.4 File.cpp:1] x")).TS
+	b := parseMeta([]byte("[2025-12-18 20:27:22] h:1:2 [0] f.cc:1 NCCL WARN y")).TS
+	if !a.OK || !b.OK || !a.Before(b) || b.Before(a) {
+		t.Errorf("a=%+v b=%+v", a, b)
+	}
+	if bad := mkStamp(0, 13, 1, 0, 0, 0); bad.OK {
+		t.Error("month 13 accepted")
+	}
+}
