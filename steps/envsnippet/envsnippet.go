@@ -1,7 +1,12 @@
 // Package envsnippet renders environment settings for the places a
-// researcher sets them: a shell, a Python entry point, a dotenv file, a
-// Slurm batch script, docker run and a Kubernetes pod spec. Every variable
-// must be one ncclwiz may suggest (envvars.Suggestible).
+// researcher sets them: bash/zsh, fish, a Python entry point, a dotenv
+// file, a Slurm batch script, docker run and a Kubernetes container spec.
+//
+// Every variable must be one ncclwiz may suggest (envvars.Suggestible);
+// values with control bytes are refused and reasons are sanitised, so a
+// snippet can never smuggle a line (or a terminal escape) into a script.
+// A variable marked LastResort (NCCL_SHM_DISABLE=1, say) is written
+// commented out with its reason: the user opts in by uncommenting it.
 package envsnippet
 
 import (
@@ -11,49 +16,138 @@ import (
 	"strings"
 
 	"github.com/ncclwiz/ncclwiz/envvars"
+	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
 // Var is one setting with the reason it is suggested.
 type Var struct {
 	Name, Value, Reason string
+	// LastResort settings are written commented out: they work around a
+	// problem at a cost (NCCL_SHM_DISABLE=1 moves local traffic to the
+	// network) and should only be used when the real fix cannot be made.
+	LastResort bool
+	// Priority decides between findings that want different values: the
+	// higher wins; equal priorities are a conflict (see Merge).
+	Priority int
+	// From names where the recommendation came from (a check ID, "user").
+	From string
 }
 
-// Formats lists the supported formats.
+// Formats lists the supported formats, in the order help texts show them.
 var Formats = []string{"bash", "zsh", "fish", "python", "dotenv", "slurm", "docker", "k8s"}
 
+var aliases = map[string]string{"sh": "bash", "kubernetes": "k8s", "kube": "k8s", "python3": "python", "env": "dotenv", ".env": "dotenv", "sbatch": "slurm"}
+
+// Normalize maps a format name or alias to one of Formats.
+func Normalize(format string) (string, error) {
+	f := strings.ToLower(strings.TrimSpace(format))
+	if a, ok := aliases[f]; ok {
+		f = a
+	}
+	for _, k := range Formats {
+		if f == k {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("unknown format %q (one of %s)", format, strings.Join(Formats, ", "))
+}
+
 // Validate refuses variables ncclwiz must not suggest and values that
-// cannot be expressed safely.
+// cannot be written safely.
 func Validate(vs []Var) error {
 	for _, v := range vs {
 		ev, ok := envvars.Lookup(v.Name)
-		if !ok || !ev.Suggestible() {
-			return fmt.Errorf("%s is not a variable ncclwiz can recommend", v.Name)
+		if !ok {
+			return fmt.Errorf("%s is not a variable ncclwiz knows; it suggests only documented NCCL/PyTorch/CUDA variables", textsafe.Sanitize(v.Name))
 		}
-		if strings.ContainsAny(v.Value, "\x00\n\r") {
-			return fmt.Errorf("%s: value contains a line break or NUL", v.Name)
+		if !ev.Suggestible() {
+			why := string(ev.Status)
+			if ev.ReplacedBy != "" {
+				why += "; use " + ev.ReplacedBy
+			} else if ev.Advice != "" {
+				why += "; " + ev.Advice
+			}
+			return fmt.Errorf("%s is not one ncclwiz recommends (%s)", v.Name, why)
+		}
+		if !textsafe.IsClean(v.Value) || strings.ContainsAny(v.Value, "\t") {
+			return fmt.Errorf("%s: the value contains control characters", v.Name)
 		}
 	}
 	return nil
 }
 
-// Sorted returns vs ordered by name with duplicates removed (last wins).
-func Sorted(vs []Var) []Var {
-	m := map[string]Var{}
-	for _, v := range vs {
-		m[v.Name] = v
+// Conflict is a variable two findings want set to different values.
+type Conflict struct {
+	Name   string
+	Values []Var
+}
+
+func (c Conflict) String() string {
+	var parts []string
+	for _, v := range c.Values {
+		s := fmt.Sprintf("%s=%s", c.Name, v.Value)
+		if v.From != "" {
+			s += " (" + v.From + ")"
+		}
+		parts = append(parts, s)
 	}
-	out := make([]Var, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
+	return strings.Join(parts, " vs ")
+}
+
+// Merge resolves duplicates: the same value merges (reasons joined), a
+// higher Priority wins, and different values at the same priority are a
+// conflict, left out of the result. The result is sorted by name.
+func Merge(vs []Var) ([]Var, []Conflict) {
+	byName := map[string][]Var{}
+	for _, v := range vs {
+		byName[v.Name] = append(byName[v.Name], v)
+	}
+	var out []Var
+	var conflicts []Conflict
+	for name, cands := range byName {
+		best := cands[0].Priority
+		for _, c := range cands {
+			best = max(best, c.Priority)
+		}
+		var top []Var
+		for _, c := range cands {
+			if c.Priority == best {
+				top = append(top, c)
+			}
+		}
+		merged, ok := top[0], true
+		for _, c := range top[1:] {
+			if c.Value != merged.Value {
+				ok = false
+				break
+			}
+			if c.Reason != "" && !strings.Contains(merged.Reason, c.Reason) {
+				merged.Reason = strings.TrimPrefix(merged.Reason+"; "+c.Reason, "; ")
+			}
+			merged.LastResort = merged.LastResort && c.LastResort
+		}
+		if !ok {
+			conflicts = append(conflicts, Conflict{Name: name, Values: top})
+			continue
+		}
+		out = append(out, merged)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.Slice(conflicts, func(i, j int) bool { return conflicts[i].Name < conflicts[j].Name })
+	return out, conflicts
+}
+
+// Sorted returns vs merged and ordered by name (conflicting variables are
+// dropped; use Merge to report them).
+func Sorted(vs []Var) []Var {
+	out, _ := Merge(vs)
 	return out
 }
 
-// shQuote quotes for POSIX sh/bash/zsh.
-func shQuote(s string) string {
+// ShellQuote quotes for POSIX sh, bash and zsh.
+func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '_' || r == '-' || r == '.' || r == '/' || r == ':' || r == ',' || r == '=' || r == '^' ||
+		return !(r == '_' || r == '-' || r == '.' || r == '/' || r == ':' || r == ',' || r == '=' || r == '^' || r == '+' || r == '@' ||
 			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
 	}) < 0 {
 		return s
@@ -61,87 +155,170 @@ func shQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// fishQuote quotes for fish, where backslash and ' are special in '...'.
+// fishQuote quotes for fish, where \ and ' are the escapes inside '…'.
 func fishQuote(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
 
-func comment(prefix, reason string) string {
-	if reason == "" {
-		return ""
+// pyQuote writes a Python string literal (Go's escapes are valid Python
+// escapes for the printable text Validate allows).
+func pyQuote(s string) string { return strconv.Quote(s) }
+
+// yamlQuote writes a YAML double-quoted scalar; for printable text Go's
+// escapes (\" and \\) are YAML's.
+func yamlQuote(s string) string { return strconv.Quote(s) }
+
+// dotenvQuote: python-dotenv and docker compose read '…' literally; a
+// value holding a single quote needs "…", where \\ and \" are escapes in
+// both but $ means interpolation in compose, so such a value with a $ (or
+// a backslash) has no portable spelling and is refused. Plain values stay
+// bare, which `docker run --env-file` (no quote removal at all) needs.
+func dotenvQuote(v Var) (string, error) {
+	s := v.Value
+	if s != "" && !strings.ContainsAny(s, " #'\"\\$`") {
+		return s, nil
 	}
-	return "  " + prefix + " " + strings.ReplaceAll(reason, "\n", " ")
+	if !strings.Contains(s, "'") {
+		return "'" + s + "'", nil
+	}
+	if strings.ContainsAny(s, "$\\") {
+		return "", fmt.Errorf("%s: a value with both a single quote and $ or \\ cannot be written portably in a dotenv file; use another format", v.Name)
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`, nil
 }
 
-// Render writes vs in the given format.
+// reason renders a reason for a one-line comment.
+func reason(v Var) string {
+	r := textsafe.Sanitize(strings.TrimSpace(v.Reason))
+	if v.LastResort {
+		r = strings.TrimPrefix("last resort, uncomment only if the fixes cannot be applied: "+r, ": ")
+	}
+	return r
+}
+
+// slurmSafe reports whether a value can sit in #SBATCH --export=…, which
+// splits on commas and whitespace.
+func slurmSafe(s string) bool { return s != "" && !strings.ContainsAny(s, ", \"'\\$") }
+
+// Render writes vs in the given format. Duplicates are merged; a conflict
+// is an error (the caller decides which value to keep).
 func Render(format string, vs []Var) (string, error) {
+	f, err := Normalize(format)
+	if err != nil {
+		return "", err
+	}
 	if err := Validate(vs); err != nil {
 		return "", err
 	}
-	vs = Sorted(vs)
+	vs, conflicts := Merge(vs)
+	if len(conflicts) > 0 {
+		var cs []string
+		for _, c := range conflicts {
+			cs = append(cs, c.String())
+		}
+		return "", fmt.Errorf("findings disagree: %s", strings.Join(cs, "; "))
+	}
 	var b strings.Builder
-	switch format {
-	case "bash", "zsh", "sh":
-		b.WriteString("# NCCL settings suggested by ncclwiz; source this file before launching.\n")
+	const head = "# NCCL/PyTorch settings suggested by ncclwiz, each with its reason.\n"
+	line := func(v Var, text string) {
+		if v.LastResort {
+			text = "# " + text
+		}
+		b.WriteString(text + "\n")
+	}
+	switch f {
+	case "bash", "zsh":
+		b.WriteString(head + "# Source this file (or paste the lines) in the shell or job script that launches training.\n")
 		for _, v := range vs {
-			fmt.Fprintf(&b, "export %s=%s%s\n", v.Name, shQuote(v.Value), comment("#", v.Reason))
+			b.WriteString("# " + reason(v) + "\n")
+			line(v, fmt.Sprintf("export %s=%s", v.Name, ShellQuote(v.Value)))
 		}
 	case "fish":
-		b.WriteString("# NCCL settings suggested by ncclwiz; source this file before launching.\n")
+		b.WriteString(head + "# Source this file in the fish session that launches training.\n")
 		for _, v := range vs {
-			fmt.Fprintf(&b, "set -gx %s %s%s\n", v.Name, fishQuote(v.Value), comment("#", v.Reason))
+			b.WriteString("# " + reason(v) + "\n")
+			line(v, fmt.Sprintf("set -gx %s %s", v.Name, fishQuote(v.Value)))
 		}
 	case "python":
-		b.WriteString("# Put this at the very top of your entry point, before importing torch:\n# NCCL reads its environment when the first communicator is created.\nimport os\n\n")
+		b.WriteString(head + "# Put this at the very top of the training entry point, before torch is imported:\n" +
+			"# NCCL and PyTorch read these when the process group is created.\nimport os\n\n")
 		for _, v := range vs {
-			fmt.Fprintf(&b, "os.environ[%s] = %s%s\n", strconv.Quote(v.Name), strconv.Quote(v.Value), comment("#", v.Reason))
+			b.WriteString("# " + reason(v) + "\n")
+			line(v, fmt.Sprintf("os.environ[%s] = %s", pyQuote(v.Name), pyQuote(v.Value)))
 		}
 	case "dotenv":
-		b.WriteString("# NCCL settings suggested by ncclwiz\n")
+		b.WriteString(head + "# For docker --env-file, docker compose env_file or python-dotenv.\n")
 		for _, v := range vs {
-			if v.Reason != "" {
-				fmt.Fprintf(&b, "# %s\n", v.Reason)
+			q, err := dotenvQuote(v)
+			if err != nil {
+				return "", err
 			}
-			fmt.Fprintf(&b, "%s=%s\n", v.Name, dotenvQuote(v.Value))
+			b.WriteString("# " + reason(v) + "\n")
+			line(v, v.Name+"="+q)
 		}
 	case "slurm":
-		var parts []string
+		var parts, body []Var
 		for _, v := range vs {
-			// --export splits on commas; such values cannot be passed here.
-			if strings.ContainsAny(v.Value, ", \"'") {
-				return "", fmt.Errorf("%s=%s cannot be written in #SBATCH --export (comma, space or quote); export it in the batch script instead", v.Name, v.Value)
+			if v.LastResort {
+				continue
 			}
-			parts = append(parts, v.Name+"="+v.Value)
+			if slurmSafe(v.Value) {
+				parts = append(parts, v)
+			} else {
+				body = append(body, v)
+			}
 		}
-		b.WriteString("# Add to your batch script (ALL keeps the rest of your environment):\n")
-		fmt.Fprintf(&b, "#SBATCH --export=ALL,%s\n", strings.Join(parts, ","))
+		b.WriteString(head + "# In the batch script; ALL keeps the rest of the submitting environment.\n")
 		for _, v := range vs {
-			if v.Reason != "" {
-				fmt.Fprintf(&b, "#   %s: %s\n", v.Name, v.Reason)
+			b.WriteString("#   " + v.Name + ": " + reason(v) + "\n")
+		}
+		if len(parts) > 0 {
+			var kv []string
+			for _, v := range parts {
+				kv = append(kv, v.Name+"="+v.Value)
+			}
+			b.WriteString("#SBATCH --export=ALL," + strings.Join(kv, ",") + "\n")
+		}
+		if len(body) > 0 {
+			b.WriteString("# These values contain commas, spaces or quotes, which --export cannot carry; export them in the script body:\n")
+			for _, v := range body {
+				b.WriteString(fmt.Sprintf("export %s=%s\n", v.Name, ShellQuote(v.Value)))
+			}
+		}
+		for _, v := range vs {
+			if v.LastResort {
+				b.WriteString(fmt.Sprintf("# export %s=%s\n", v.Name, ShellQuote(v.Value)))
 			}
 		}
 	case "docker":
-		b.WriteString("# Add these flags to your docker run command:\n")
+		b.WriteString(head + "# Add these options to docker run (or podman run), before the image name:\n")
 		for _, v := range vs {
-			fmt.Fprintf(&b, "  -e %s \\%s\n", shQuote(v.Name+"="+v.Value), comment("#", v.Reason))
+			b.WriteString("#   " + v.Name + ": " + reason(v) + "\n")
 		}
-	case "k8s", "kubernetes":
-		b.WriteString("# Container spec, under the training container:\nenv:\n")
+		var opts []string
 		for _, v := range vs {
-			if v.Reason != "" {
-				fmt.Fprintf(&b, "  # %s\n", v.Reason)
+			if !v.LastResort {
+				opts = append(opts, "-e "+ShellQuote(v.Name+"="+v.Value))
 			}
-			fmt.Fprintf(&b, "  - name: %s\n    value: %s\n", v.Name, strconv.Quote(v.Value))
 		}
-	default:
-		return "", fmt.Errorf("unknown format %q (one of %s)", format, strings.Join(Formats, ", "))
+		if len(opts) > 0 {
+			b.WriteString(strings.Join(opts, " ") + "\n")
+		}
+		for _, v := range vs {
+			if v.LastResort {
+				b.WriteString("# -e " + ShellQuote(v.Name+"="+v.Value) + "\n")
+			}
+		}
+	case "k8s":
+		b.WriteString(head + "# Under the training container of the pod spec:\nenv:\n")
+		for _, v := range vs {
+			b.WriteString("  # " + reason(v) + "\n")
+			item := fmt.Sprintf("  - name: %s\n    value: %s", v.Name, yamlQuote(v.Value))
+			if v.LastResort {
+				item = "  # - name: " + v.Name + "\n  #   value: " + yamlQuote(v.Value)
+			}
+			b.WriteString(item + "\n")
+		}
 	}
 	return b.String(), nil
-}
-
-func dotenvQuote(s string) string {
-	if strings.ContainsAny(s, " #'\"\\$") {
-		return strconv.Quote(s)
-	}
-	return s
 }
