@@ -269,7 +269,7 @@ func planPersist(ctx context.Context, h *host.Host, w wanted) *Fix {
 					return Outcome{}, err
 				}
 			}
-			r, err := fstab.Edit(p, m.Path, "size", sizeOption(size), h.Now())
+			r, err := fstab.Edit(p, m.Path, "size", sizeOption(size), []string{"rw", "nosuid", "nodev"}, h.Now())
 			if err != nil {
 				return Outcome{}, err
 			}

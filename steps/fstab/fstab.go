@@ -1,29 +1,43 @@
-// Package fstab edits /etc/fstab for one mount point: it sets the options
-// of an existing entry or appends one, keeps every other line byte for
-// byte, refuses files it cannot parse, makes a backup, writes atomically
-// and changes nothing when the file already says what is wanted.
+// Package fstab sets one option (size= for /dev/shm) on one /etc/fstab
+// entry. It changes nothing but that entry's options field — every other
+// byte of the file stays as it was — appends an entry when there is none,
+// refuses a file it cannot parse (or one listing the mount point twice, or
+// as something other than tmpfs), writes a backup first, replaces the file
+// atomically (temporary file in the same directory, fsync, rename, fsync of
+// the directory) keeping its mode and owner, and does nothing at all when
+// the file already says what is wanted.
 package fstab
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
-// Entry is one fstab line's fields.
+// Entry is one fstab line's fields, with octal escapes decoded.
 type Entry struct {
-	Spec, File, VFSType, Options, Freq, Passno string
+	Spec, File, VFSType, Options string
+	Freq, Passno                 int
+	Line                         int // 1-based line number
 }
 
-func (e Entry) String() string {
-	return strings.Join([]string{e.Spec, e.File, e.VFSType, e.Options, e.Freq, e.Passno}, "\t")
-}
+// ErrMalformed marks content ncclwiz refuses to edit.
+var ErrMalformed = errors.New("not a valid fstab")
 
-// Parse checks every non-comment line has 4 to 6 fields.
+// Parse reads fstab(5) content: blank lines and lines starting with # are
+// comments; every other line has 4 to 6 whitespace-separated fields, a
+// mount point that is a path (or none/swap), numeric freq and passno.
 func Parse(b []byte) ([]Entry, error) {
+	if bytes.IndexByte(b, 0) >= 0 {
+		return nil, fmt.Errorf("%w: it contains a NUL byte", ErrMalformed)
+	}
 	var out []Entry
 	for i, line := range strings.Split(string(b), "\n") {
 		t := strings.TrimSpace(line)
@@ -32,139 +46,253 @@ func Parse(b []byte) ([]Entry, error) {
 		}
 		f := strings.Fields(t)
 		if len(f) < 4 || len(f) > 6 {
-			return nil, fmt.Errorf("line %d has %d fields (want 4 to 6): %q", i+1, len(f), t)
+			return nil, fmt.Errorf("%w: line %d has %d fields (want 4 to 6): %q", ErrMalformed, i+1, len(f), clip(t))
 		}
-		if !(strings.HasPrefix(f[1], "/") || f[1] == "none" || f[1] == "swap") {
-			return nil, fmt.Errorf("line %d: mount point %q is not a path", i+1, f[1])
+		mp := unescape(f[1])
+		if !(strings.HasPrefix(mp, "/") || mp == "none" || mp == "swap") {
+			return nil, fmt.Errorf("%w: line %d: mount point %q is not a path", ErrMalformed, i+1, clip(f[1]))
 		}
-		for _, n := range f[4:] {
-			if strings.Trim(n, "0123456789") != "" {
-				return nil, fmt.Errorf("line %d: %q is not a number", i+1, n)
+		e := Entry{Spec: unescape(f[0]), File: mp, VFSType: f[2], Options: f[3], Line: i + 1}
+		for k, n := range f[4:] {
+			v, err := strconv.Atoi(n)
+			if err != nil || v < 0 {
+				return nil, fmt.Errorf("%w: line %d: %q is not a number", ErrMalformed, i+1, clip(n))
+			}
+			if k == 0 {
+				e.Freq = v
+			} else {
+				e.Passno = v
 			}
 		}
-		for len(f) < 6 {
-			f = append(f, "0")
-		}
-		out = append(out, Entry{f[0], f[1], f[2], f[3], f[4], f[5]})
+		out = append(out, e)
 	}
 	return out, nil
 }
 
-// SetOption returns content with mountpoint's entry carrying option
-// key=value (added or replaced), or a new tmpfs entry appended.
-func SetOption(content []byte, mountpoint, key, value string) ([]byte, bool, error) {
-	if _, err := Parse(content); err != nil {
-		return nil, false, fmt.Errorf("refusing to edit: %w", err)
+func clip(s string) string {
+	if len(s) > 60 {
+		return s[:57] + "..."
+	}
+	return s
+}
+
+// unescape decodes the octal escapes fstab uses for blanks (\040, \011).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// Change says what SetOption did (or would do).
+type Change struct {
+	Changed bool
+	// Added is set when a new entry was appended.
+	Added bool
+	// OldLine and NewLine are the entry before and after ("" when added).
+	OldLine, NewLine string
+	// Backup is where Edit saved the original.
+	Backup string
+}
+
+// SetOption returns content with mountpoint's entry carrying key=value
+// (replacing an existing key=, or added at the end of the options). With
+// no entry, one is appended: "tmpfs <mountpoint> tmpfs <newOpts>,key=value 0 0".
+func SetOption(content []byte, mountpoint, key, value string, newOpts []string) ([]byte, Change, error) {
+	var ch Change
+	entries, err := Parse(content)
+	if err != nil {
+		return nil, ch, err
+	}
+	want := path.Clean(mountpoint)
+	idx := -1
+	for i, e := range entries {
+		if path.Clean(e.File) != want {
+			continue
+		}
+		if idx >= 0 {
+			return nil, ch, fmt.Errorf("%w: %s is listed twice (lines %d and %d); edit it by hand", ErrMalformed, want, entries[idx].Line, e.Line)
+		}
+		idx = i
+	}
+	kv := key + "=" + value
+	if idx < 0 {
+		opts := append(append([]string{}, newOpts...), kv)
+		line := fmt.Sprintf("tmpfs %s tmpfs %s 0 0", escape(want), strings.Join(opts, ","))
+		out := append([]byte{}, content...)
+		if len(out) > 0 && out[len(out)-1] != '\n' {
+			out = append(out, '\n')
+		}
+		out = append(out, "# added by ncclwiz: room for NCCL's shared-memory segments\n"+line+"\n"...)
+		return out, Change{Changed: true, Added: true, NewLine: line}, nil
+	}
+	e := entries[idx]
+	if e.VFSType != "tmpfs" {
+		return nil, ch, fmt.Errorf("%s is mounted as %s in fstab (line %d), not tmpfs; ncclwiz only sets size= on a tmpfs entry", want, e.VFSType, e.Line)
 	}
 	lines := strings.Split(string(content), "\n")
-	found := false
-	changed := false
-	for i, line := range lines {
-		t := strings.TrimSpace(line)
-		if t == "" || strings.HasPrefix(t, "#") {
+	orig := lines[e.Line-1]
+	start, end := fieldSpan(orig, 3)
+	var opts []string
+	set := false
+	for _, o := range strings.Split(orig[start:end], ",") {
+		if k, _, _ := strings.Cut(o, "="); k == key {
+			if !set {
+				opts = append(opts, kv)
+				set = true
+			}
 			continue
 		}
-		f := strings.Fields(t)
-		if f[1] != mountpoint {
-			continue
-		}
-		if found {
-			return nil, false, fmt.Errorf("refusing to edit: %s is listed more than once", mountpoint)
-		}
-		found = true
-		opts := strings.Split(f[3], ",")
-		var out []string
-		set := false
-		for _, o := range opts {
-			if k, _, _ := strings.Cut(o, "="); k == key {
-				if !set {
-					out = append(out, key+"="+value)
-					set = true
-				}
-				continue
-			}
-			if o == "defaults" && len(opts) > 1 {
-				out = append(out, o)
-				continue
-			}
-			out = append(out, o)
-		}
-		if !set {
-			out = append(out, key+"="+value)
-		}
-		newOpts := strings.Join(out, ",")
-		if newOpts != f[3] {
-			f[3] = newOpts
-			lines[i] = strings.Join(f, "\t")
-			changed = true
-		}
+		opts = append(opts, o)
 	}
-	if !found {
-		entry := Entry{"tmpfs", mountpoint, "tmpfs", "defaults," + key + "=" + value, "0", "0"}
-		// Keep the final newline where it is.
-		if len(lines) > 0 && lines[len(lines)-1] == "" {
-			lines = append(lines[:len(lines)-1], "# added by ncclwiz: shared memory for NCCL's SHM transport", entry.String(), "")
-		} else {
-			lines = append(lines, "# added by ncclwiz: shared memory for NCCL's SHM transport", entry.String())
-		}
-		changed = true
+	if !set {
+		opts = append(opts, kv)
 	}
-	return []byte(strings.Join(lines, "\n")), changed, nil
+	updated := orig[:start] + strings.Join(opts, ",") + orig[end:]
+	if updated == orig {
+		return content, Change{OldLine: orig, NewLine: orig}, nil
+	}
+	lines[e.Line-1] = updated
+	return []byte(strings.Join(lines, "\n")), Change{Changed: true, OldLine: strings.TrimSpace(orig), NewLine: strings.TrimSpace(updated)}, nil
 }
 
-// Result says what Edit did.
-type Result struct {
-	Changed bool
-	Backup  string
+// fieldSpan returns the byte range of the n-th (0-based) field of line.
+func fieldSpan(line string, n int) (int, int) {
+	i, field := 0, -1
+	for i < len(line) {
+		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+			i++
+		}
+		start := i
+		for i < len(line) && line[i] != ' ' && line[i] != '\t' {
+			i++
+		}
+		field++
+		if field == n {
+			return start, i
+		}
+	}
+	return len(line), len(line)
 }
 
-// Edit applies SetOption to the file at path: backup next to it, write to a
-// temporary file in the same directory, fsync, rename.
-func Edit(path, mountpoint, key, value string, now time.Time) (Result, error) {
-	old, err := os.ReadFile(path)
+// escape writes blanks and backslashes the way fstab needs them.
+func escape(s string) string {
+	return strings.NewReplacer(" ", `\040`, "\t", `\011`, "\n", `\012`, `\`, `\134`).Replace(s)
+}
+
+// Edit applies SetOption to the file at p: it refuses a symlink (a file
+// managed elsewhere), writes the backup p.ncclwiz-<UTC time>.bak (never
+// over an existing file), then replaces p atomically with the same mode
+// and owner. A missing file is created (nothing to back up).
+func Edit(p, mountpoint, key, value string, newOpts []string, now time.Time) (Change, error) {
+	var ch Change
+	fi, err := os.Lstat(p)
+	switch {
+	case err == nil && fi.Mode()&os.ModeSymlink != 0:
+		return ch, fmt.Errorf("%s is a symlink (managed by another tool); edit its target by hand", p)
+	case err == nil && !fi.Mode().IsRegular():
+		return ch, fmt.Errorf("%s is not a regular file", p)
+	case err != nil && !os.IsNotExist(err):
+		return ch, fmt.Errorf("read %s: %w", p, err)
+	}
+	old, err := os.ReadFile(p)
 	if err != nil && !os.IsNotExist(err) {
-		return Result{}, fmt.Errorf("read %s: %w", path, err)
+		return ch, fmt.Errorf("read %s: %w", p, err)
 	}
-	mode := os.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	updated, changed, err := SetOption(old, mountpoint, key, value)
+	updated, ch, err := SetOption(old, mountpoint, key, value, newOpts)
 	if err != nil {
-		return Result{}, fmt.Errorf("%s: %w", path, err)
+		return Change{}, fmt.Errorf("refusing to edit %s: %w", p, err)
 	}
-	if !changed || bytes.Equal(updated, old) {
-		return Result{}, nil
+	if !ch.Changed || bytes.Equal(updated, old) {
+		return Change{OldLine: ch.OldLine, NewLine: ch.NewLine}, nil
 	}
-	res := Result{Changed: true}
-	if old != nil {
-		res.Backup = fmt.Sprintf("%s.ncclwiz-%s.bak", path, now.UTC().Format("20060102T150405Z"))
-		if err := os.WriteFile(res.Backup, old, mode); err != nil {
-			return Result{}, fmt.Errorf("backup %s: %w", path, err)
+	mode, uid, gid := os.FileMode(0o644), -1, -1
+	if fi != nil {
+		mode = fi.Mode().Perm()
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			uid, gid = int(st.Uid), int(st.Gid)
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".fstab.ncclwiz-*")
-	if err != nil {
-		return Result{}, fmt.Errorf("write %s: %w", path, err)
+	if old != nil {
+		ch.Backup = fmt.Sprintf("%s.ncclwiz-%s.bak", p, now.UTC().Format("20060102T150405Z"))
+		if err := writeNew(ch.Backup, old, mode); err != nil {
+			return Change{}, fmt.Errorf("backup of %s: %w", p, err)
+		}
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(updated); err != nil {
-		tmp.Close()
-		return Result{}, fmt.Errorf("write %s: %w", path, err)
+	if err := WriteAtomic(p, updated, mode, uid, gid); err != nil {
+		return Change{}, err
+	}
+	return ch, nil
+}
+
+// writeNew creates a file that must not exist yet and syncs it.
+func writeNew(p string, b []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// WriteAtomic replaces p with b: a temporary file in the same directory,
+// mode (and owner when uid >= 0) set, fsync, rename over p, fsync of the
+// directory. Readers see the old file or the new one, never a mix.
+func WriteAtomic(p string, b []byte, mode os.FileMode, uid, gid int) error {
+	dir := filepath.Dir(p)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(p)+".ncclwiz-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(b); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
 	}
 	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return Result{}, err
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if uid >= 0 && os.Geteuid() == 0 {
+		if err := tmp.Chown(uid, gid); err != nil {
+			return fmt.Errorf("write %s: %w", p, err)
+		}
 	}
 	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return Result{}, err
+		return fmt.Errorf("write %s: %w", p, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return Result{}, err
+		return fmt.Errorf("write %s: %w", p, err)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return Result{}, fmt.Errorf("replace %s: %w", path, err)
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		return fmt.Errorf("replace %s: %w", p, err)
 	}
-	return res, nil
+	done = true
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // the rename is durable once the directory is
+		d.Close()
+	}
+	return nil
 }
