@@ -314,33 +314,42 @@ func (m Model) resize() (tea.Model, tea.Cmd) {
 	return m, tea.Batch(cmds...)
 }
 
+// screen is what every child model offers the root for drawing.
+type screen interface {
+	view() string
+	keys() [][2]string
+}
+
+// current returns the child model of the current stage.
+func (m Model) current() screen {
+	switch m.stage {
+	case flow.Detect:
+		return m.detect
+	case flow.Findings:
+		return m.findings
+	case flow.Explain:
+		return m.explain
+	case flow.Fix:
+		return m.fix
+	case flow.Apply:
+		return m.apply
+	case flow.Validate:
+		return m.validate
+	case flow.Summary:
+		return m.summary
+	case flow.Log:
+		return m.logx
+	case flow.Learn:
+		return m.learn
+	case flow.Guides:
+		return m.browse
+	}
+	return m.start
+}
+
 // View implements tea.Model; only the root returns a tea.View.
 func (m Model) View() tea.View {
-	var body string
-	switch m.stage {
-	case flow.Start:
-		body = m.start.view()
-	case flow.Detect:
-		body = m.detect.view()
-	case flow.Findings:
-		body = m.findings.view()
-	case flow.Explain:
-		body = m.explain.view()
-	case flow.Fix:
-		body = m.fix.view()
-	case flow.Apply:
-		body = m.apply.view()
-	case flow.Validate:
-		body = m.validate.view()
-	case flow.Summary:
-		body = m.summary.view()
-	case flow.Log:
-		body = m.logx.view()
-	case flow.Learn:
-		body = m.learn.view()
-	case flow.Guides:
-		body = m.browse.view()
-	}
+	body := m.current().view()
 	body = fitHeight(body, m.c.bodyHeight())
 	out := m.header() + "\n" + body + "\n" + m.helpBar()
 	v := tea.NewView(out)
@@ -390,31 +399,7 @@ func (m Model) header() string {
 }
 
 func (m Model) helpBar() string {
-	var keys [][2]string
-	switch m.stage {
-	case flow.Start:
-		keys = m.start.keys()
-	case flow.Detect:
-		keys = m.detect.keys()
-	case flow.Findings:
-		keys = m.findings.keys()
-	case flow.Explain:
-		keys = m.explain.keys()
-	case flow.Fix:
-		keys = m.fix.keys()
-	case flow.Apply:
-		keys = m.apply.keys()
-	case flow.Validate:
-		keys = m.validate.keys()
-	case flow.Summary:
-		keys = m.summary.keys()
-	case flow.Log:
-		keys = m.logx.keys()
-	case flow.Learn:
-		keys = m.learn.keys()
-	case flow.Guides:
-		keys = m.browse.keys()
-	}
+	keys := m.current().keys()
 	keys = append(keys, [2]string{"q", "quit"})
 	if onPath(m.stage) && m.stage != flow.Start {
 		keys = append(keys, [2]string{"tab/shift+tab", "next/back"})

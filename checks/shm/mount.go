@@ -18,6 +18,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // Checks returns shm.mount and shm.segments.
@@ -492,26 +493,7 @@ func plural(n int) string {
 }
 
 // Human formats bytes with binary units ("9.2 MiB").
-func Human(b uint64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%d B", b)
-	}
-	div, exp := uint64(unit), 0
-	for n := b / unit; n >= unit; n /= unit {
-		div *= unit
-		exp++
-	}
-	v := float64(b) / float64(div)
-	if v == float64(int64(v)) {
-		return fmt.Sprintf("%d %ciB", int64(v), "KMGTPE"[exp])
-	}
-	s := fmt.Sprintf("%.1f", v)
-	if strings.HasSuffix(s, ".0") { // 1023.96 KiB rounds to "1024.0"
-		s = strings.TrimSuffix(s, ".0")
-	}
-	return fmt.Sprintf("%s %ciB", s, "KMGTPE"[exp])
-}
+func Human(b uint64) string { return units.Bytes(b) }
 
 // shmDir is the shared-memory directory as processes name it: absolute and
 // clean, so it compares with mount points and /proc link targets even when

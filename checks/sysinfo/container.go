@@ -10,6 +10,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // Checks returns the host.* checks of this package.
@@ -184,19 +185,4 @@ func runtimeDefaultName(rt string) string {
 }
 
 // human formats bytes with binary units.
-func human(b uint64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%d B", b)
-	}
-	div, exp := uint64(unit), 0
-	for n := b / unit; n >= unit; n /= unit {
-		div *= unit
-		exp++
-	}
-	v := float64(b) / float64(div)
-	if v == float64(int64(v)) {
-		return fmt.Sprintf("%d %ciB", int64(v), "KMGTPE"[exp])
-	}
-	return fmt.Sprintf("%.1f %ciB", v, "KMGTPE"[exp])
-}
+func human(b uint64) string { return units.Bytes(b) }
