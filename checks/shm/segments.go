@@ -10,9 +10,11 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -363,7 +365,10 @@ func classify(err error) access {
 	}
 }
 
-// procScan walks /proc once, reading each process's fd links and maps.
+// procScan walks /proc once for all segments, reading each process's fd
+// links and maps. /proc reads are syscall-bound, so a few workers share the
+// PIDs on machines with several cores; the index is read-only and each
+// worker has its own buffers.
 func procScan(ctx context.Context, h *host.Host, ix *index, hostPIDNS bool) (scanResult, error) {
 	res := scanResult{holders: map[int][]Holder{}, unreadableUIDs: map[int][]int{}}
 	pd, err := os.Open(h.Path("/proc"))
@@ -375,51 +380,122 @@ func procScan(ctx context.Context, h *host.Host, ix *index, hostPIDNS bool) (sca
 	if err != nil {
 		return res, fmt.Errorf("read /proc: %w", err)
 	}
-	real := h.Root == "" || h.Root == "/"
+	pids := make([]int, 0, len(names))
+	for _, n := range names {
+		if pid, err := strconv.Atoi(n); err == nil && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	sort.Ints(pids)
 	if !h.IsRoot() {
 		res.hidden = procHidepid(h)
 	}
-	rd := bufio.NewReaderSize(nil, 64<<10) // reused for every maps file
-	link := make([]byte, unix.PathMax+64)  // reused for every fd link
-	hits := map[int]string{}
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil || pid <= 0 {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return res, fmt.Errorf("scan of /proc interrupted: %w", err)
-		}
-		clear(hits)
-		fdState := scanFDs(h, pid, ix, real, hits, link)
-		mapState := scanMaps(h, pid, ix, real, hits, rd)
-		if fdState == gone || mapState == gone {
+	real := h.Root == "" || h.Root == "/"
+	workers := min(runtime.GOMAXPROCS(0), maxScanWorkers, len(pids)/pidsPerWorker+1)
+	outs := make([]procOutcome, len(pids))
+	var wg sync.WaitGroup
+	next := make(chan int, len(pids))
+	for i := range pids {
+		next <- i
+	}
+	close(next)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := newScanWorker()
+			for i := range next {
+				if ctx.Err() != nil {
+					return
+				}
+				outs[i] = w.scanPID(h, pids[i], ix, real)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("scan of /proc interrupted: %w", err)
+	}
+	for i, o := range outs { // in PID order, so holders are listed stably
+		pid := pids[i]
+		if o.gone {
 			continue // exited: it holds nothing any more
 		}
 		res.scanned++
-		if fdState == denied || mapState == denied {
+		if o.denied {
 			// The machine's init never runs a job; some sandboxes hide it
 			// even from root, which must not make every segment unprovable.
 			if pid == 1 && hostPIDNS {
 				res.ignored = append(res.ignored, pid)
 			} else {
 				res.unreadable = append(res.unreadable, pid)
-				res.unreadableUIDs[pid] = procUIDs(h, pid)
+				res.unreadableUIDs[pid] = o.uids
 			}
 		}
-		if len(hits) == 0 {
-			continue
-		}
-		comm := procComm(h, pid)
-		uid := -1
-		if u := procUIDs(h, pid); len(u) > 0 {
-			uid = u[0]
-		}
-		for i, via := range hits {
-			res.holders[i] = append(res.holders[i], Holder{PID: pid, Comm: comm, UID: uid, Via: via})
+		for _, hit := range o.hits {
+			res.holders[hit.seg] = append(res.holders[hit.seg], Holder{PID: pid, Comm: o.comm, UID: o.uid(), Via: hit.via})
 		}
 	}
 	return res, nil
+}
+
+const (
+	maxScanWorkers = 8
+	pidsPerWorker  = 64 // below this a worker is not worth its start
+)
+
+type segHit struct {
+	seg int
+	via string
+}
+
+// procOutcome is what scanning one PID found.
+type procOutcome struct {
+	gone, denied bool
+	hits         []segHit
+	comm         string
+	uids         []int // read for holders and unreadable processes only
+}
+
+func (o procOutcome) uid() int {
+	if len(o.uids) > 0 {
+		return o.uids[0]
+	}
+	return -1
+}
+
+// scanWorker holds one goroutine's reusable buffers.
+type scanWorker struct {
+	rd   *bufio.Reader
+	link []byte
+	hits map[int]string
+}
+
+func newScanWorker() *scanWorker {
+	return &scanWorker{rd: bufio.NewReaderSize(nil, 64<<10), link: make([]byte, unix.PathMax+64), hits: map[int]string{}}
+}
+
+func (w *scanWorker) scanPID(h *host.Host, pid int, ix *index, real bool) procOutcome {
+	clear(w.hits)
+	fdState := scanFDs(h, pid, ix, real, w.hits, w.link)
+	mapState := scanMaps(h, pid, ix, real, w.hits, w.rd)
+	var o procOutcome
+	if fdState == gone || mapState == gone {
+		o.gone = true
+		return o
+	}
+	o.denied = fdState == denied || mapState == denied
+	if len(w.hits) > 0 {
+		o.comm = procComm(h, pid)
+		for i, via := range w.hits {
+			o.hits = append(o.hits, segHit{i, via})
+		}
+		sort.Slice(o.hits, func(a, b int) bool { return o.hits[a].seg < o.hits[b].seg })
+	}
+	if len(w.hits) > 0 || o.denied {
+		o.uids = procUIDs(h, pid)
+	}
+	return o
 }
 
 // scanFDs matches a process's open files. On the real host a candidate link
