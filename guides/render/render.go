@@ -135,6 +135,12 @@ const (
 	keepHyphen = '\u2011' // non-breaking hyphen
 	keepDot    = '\u2024' // one dot leader
 	keepSpace  = '\u00a0' // no-break space
+	// glamour also breaks after , ; + and |; inside code they are parts of
+	// one value ("^docker,lo,virbr").
+	keepComma = '\u201a' // single low-9 quotation mark
+	keepSemi  = '\u037e' // Greek question mark
+	keepPlus  = '\u02d6' // modifier letter plus sign
+	keepBar   = '\u01c0' // Latin letter dental click
 )
 
 var (
@@ -142,7 +148,10 @@ var (
 	// (list markers, rules).
 	inWordRe  = regexp.MustCompile(`([^\s]|\s-*)[-.]+[^\s]`)
 	codeRe    = regexp.MustCompile("`[^`\n]+`")
-	unprotect = strings.NewReplacer(string(keepHyphen), "-", string(keepDot), ".", string(keepSpace), " ")
+	unprotect = strings.NewReplacer(string(keepHyphen), "-", string(keepDot), ".", string(keepSpace), " ",
+		string(keepComma), ",", string(keepSemi), ";", string(keepPlus), "+", string(keepBar), "|")
+	inCode = strings.NewReplacer(" ", string(keepSpace), ",", string(keepComma), ";", string(keepSemi),
+		"+", string(keepPlus), "|", string(keepBar))
 )
 
 func protect(md string) string {
@@ -169,9 +178,7 @@ func protect(md string) string {
 			b.WriteString(l)
 			continue
 		}
-		l = codeRe.ReplaceAllStringFunc(l, func(c string) string {
-			return strings.ReplaceAll(c, " ", string(keepSpace))
-		})
+		l = codeRe.ReplaceAllStringFunc(l, inCode.Replace)
 		// Twice: matches overlap in "a-b-c".
 		b.WriteString(inWordRe.ReplaceAllStringFunc(inWordRe.ReplaceAllStringFunc(l, swap), swap))
 	}

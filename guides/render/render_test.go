@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -9,6 +10,10 @@ import (
 	"github.com/ncclwiz/ncclwiz/guides"
 	"github.com/ncclwiz/ncclwiz/guides/render"
 )
+
+// reserved are the characters the renderer uses as wrap placeholders
+// (after the no-break space of inline code).
+const reserved = "\u00a0\u2011\u2024\u201a\u037e\u02d6\u01c0"
 
 var styles = []string{render.Dark, render.Light, render.ASCII, render.NoTTY}
 
@@ -61,12 +66,12 @@ func TestEveryGuideFits80Columns(t *testing.T) {
 					t.Errorf("%s (%s) line %d keeps trailing padding: %q", g.File, st, i+1, ansi.Strip(line))
 				}
 			}
-			if strings.ContainsAny(out, "\u00a0\u2011\u2024") {
+			if strings.ContainsAny(out, reserved) {
 				t.Errorf("%s (%s): output keeps a no-break space or a wrap placeholder", g.File, st)
 			}
 		}
-		if strings.ContainsAny(g.Body, "\u2011\u2024") {
-			t.Errorf("%s: uses U+2011 or U+2024, which the renderer reserves", g.File)
+		if strings.ContainsAny(g.Body, strings.TrimPrefix(reserved, "\u00a0")) {
+			t.Errorf("%s: uses a character the renderer reserves (%q)", g.File, strings.TrimPrefix(reserved, "\u00a0"))
 		}
 	}
 }
@@ -161,6 +166,28 @@ func BenchmarkMarkdown80(b *testing.B) {
 	for b.Loop() {
 		if _, err := render.Markdown(doc, render.Options{Width: 80, Style: render.Dark}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// A name in code (a variable, a path, a command) is never broken across
+// lines at 80 columns: tables squeezed to fit would cut
+// NCCL_DEBUG_TIMESTAMP_LEVELS in two, and a reader copies what they see.
+func TestCodeTokensStayWholeAt80(t *testing.T) {
+	l := library(t)
+	span := regexp.MustCompile("`([^`\\s]{1,70})`")
+	for _, g := range every(l) {
+		for _, st := range []string{render.Dark, render.NoTTY} {
+			out, err := render.Markdown(g.Document(), render.Options{Width: 80, Style: st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain := ansi.Strip(out)
+			for _, m := range span.FindAllStringSubmatch(render.Unwrap(g.Body), -1) {
+				if !strings.Contains(plain, m[1]) {
+					t.Errorf("%s (%s): %q is split or cut in the rendered guide", g.File, st, m[1])
+				}
+			}
 		}
 	}
 }
