@@ -258,8 +258,9 @@ func (s *scan) input(ctx context.Context, idx int, in Input) error {
 	info.Bytes, info.Lines, info.TruncatedLines = st.Bytes, st.Lines, st.TruncatedLines
 	info.NULBytes, info.BadUTF8Lines = st.NULBytes, st.BadUTF8Lines
 	info.Empty = st.Bytes == 0
-	// Mostly NULs or invalid UTF-8: not a text log.
-	if st.Bytes > 0 && (float64(st.NULBytes) > 0.01*float64(st.Bytes) || float64(st.BadUTF8Lines) > 0.1*float64(st.Lines)) {
+	// Many lines that are not UTF-8, or nothing but NULs: not a text log.
+	// (NUL-filled holes inside a text log are common after a crash.)
+	if st.Bytes > 0 && (st.BadUTF8Lines*10 > st.Lines || float64(st.NULBytes) > 0.9*float64(st.Bytes)) {
 		info.Binary = true
 	}
 	if cr.err != nil {

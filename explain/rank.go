@@ -195,6 +195,18 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 		others = kept
 	}
 
+	// torchrun's ChildFailedError follows any worker failure: with no NCCL
+	// diagnosis it says nothing about NCCL.
+	if root == nil && len(direct) == 0 && len(wait) == 0 {
+		kept := others[:0]
+		for _, m := range others {
+			if !launcherOnly[m.primary.def.ID] {
+				kept = append(kept, m)
+			}
+		}
+		others = kept
+	}
+
 	var out []Diagnosis
 	add := func(m *merged) {
 		d := s.diagnosis(m)
@@ -264,13 +276,17 @@ func orderCauses(ms []*merged) {
 	})
 }
 
-// crashedBefore lists ranks whose non-NCCL error came before the first
-// line of a (timeout's) aggregate: by timestamp, or by order within one file.
+// crashedBefore lists ranks that failed with their own non-NCCL error and
+// did not time out themselves: by timestamp before the timeout, or earlier
+// in the same file, or in a rank's log that has no timeout at all.
 func (s *scan) crashedBefore(a *sigAgg) map[int]string {
 	out := map[int]string{}
 	for _, e := range s.errs {
 		rank := e.line.Rank
 		if rank < 0 {
+			continue
+		}
+		if _, timedOut := s.wd[rank]; timedOut {
 			continue
 		}
 		before := false
@@ -279,6 +295,8 @@ func (s *scan) crashedBefore(a *sigAgg) map[int]string {
 			before = e.ts.Before(a.earliestTS)
 		case e.line.File == a.first.File:
 			before = e.seq < a.firstSeq
+		default:
+			before = true // another rank's log, which never timed out
 		}
 		if before {
 			if _, ok := out[rank]; !ok {

@@ -127,6 +127,10 @@ var waiters = map[string]bool{
 	"store-rendezvous-timeout": true,
 }
 
+// launcherOnly are consequences a launcher prints after any worker failure,
+// NCCL or not; alone they are no NCCL diagnosis.
+var launcherOnly = map[string]bool{"torchrun-child-failed": true}
+
 // warningSignatures are printed by healthy jobs too: they become notes, not
 // diagnoses. barrier-device-unknown is promoted to a low-confidence
 // diagnosis when the job also hung or two ranks shared a GPU (§1.3: the

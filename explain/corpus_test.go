@@ -1,0 +1,357 @@
+package explain
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// corpusCase is what one log (or one directory of rank logs) under
+// testdata/corpus must produce with the real guides library.
+type corpusCase struct {
+	root    string   // root-cause id; "" = none
+	conf    string   // root confidence
+	rank    int      // rank of the root's first evidence line; -2 = not checked
+	has     []string // other diagnosis ids that must be present
+	also    []string // ids folded into the root (also_matched)
+	not     []string // ids that must not be diagnosed
+	notes   []string // note ids
+	version string
+	verdict string // watchdog verdict
+	behind  []int  // watchdog stragglers
+	first   string // first non-NCCL error kind
+	binary  bool
+	check   func(t *testing.T, r *Report)
+}
+
+var corpus = map[string]corpusCase{
+	"shm-docker-nospace.log": {root: "shm-create-nospace", conf: High, rank: 2, also: []string{"shm-create-failed"},
+		has: []string{"nccl-unhandled-system-error", "nccl-remote-error", "nccl-async-teardown", "torchrun-child-failed"}, version: "2.22.3+cuda12.2",
+		check: func(t *testing.T, r *Report) {
+			root := rootOf(r)
+			if root.Fields["path"] != "/dev/shm/nccl-7Qm1sx" || root.Fields["bytes"] != "9637892" {
+				t.Errorf("fields = %v", root.Fields)
+			}
+			if tr := r.TorchrunRootCause; tr == nil || tr.Rank != 2 || tr.ExitCode != "1" || tr.Host != "7f3c2a1b9e04" {
+				t.Errorf("torchrun root cause = %+v", tr)
+			}
+			if d := r.Digest; d == nil || d.NRanks != 4 || d.Transports["SHM"] == 0 || d.ErrorOrigin != "transport/shm.cc:114 (ncclSystemError)" {
+				t.Errorf("digest = %+v", d)
+			}
+			for _, d := range r.Diagnoses[1:] {
+				if d.ConsequenceOf != "shm-create-nospace" {
+					t.Errorf("%s is not marked as following the root", d.ID)
+				}
+			}
+		}},
+	"shm-create-cudahostregister.log": {root: "shm-create-failed", conf: High, rank: -2, has: []string{"nccl-unhandled-cuda-error"}, not: []string{idUnrecognisedWarn}},
+	"shm-sigbus-nccl214.log": {root: "shm-sigbus", conf: High, rank: -2, has: []string{"torchrun-child-failed"}, version: "2.14.3+cuda11.7",
+		check: func(t *testing.T, r *Report) {
+			if tr := r.TorchrunRootCause; tr == nil || tr.Rank != 0 || tr.Signal != "SIGBUS" || tr.ExitCode != "-7" {
+				t.Errorf("torchrun root cause = %+v", tr)
+			}
+		}},
+	"shm-removeipc-slurm.log": {root: "shm-attach-enoent", conf: High, rank: 1, also: []string{"shm-unlink-enoent"}, has: []string{"nccl-unhandled-system-error"}, version: "2.23.4+cuda12.6"},
+	"cumem-size0-vllm.log": {root: "shm-attach-size0", conf: High, rank: -2, notes: []string{"cumem-host-alloc"}, not: []string{"shm-attach-enoent", "cumem-host-alloc"},
+		check: func(t *testing.T, r *Report) {
+			if d := r.Digest; d == nil || len(d.CuMemFallback) != 2 {
+				t.Errorf("digest fallback = %+v", d)
+			}
+			if ev := rootOf(r).Evidence[0]; ev.Host != "d4fde3314201" || ev.PID != 13740 || ev.Time == "" {
+				t.Errorf("evidence = %+v", ev)
+			}
+		}},
+	"cumem-peer-access.log": {root: "cumem-host-alloc", conf: High, rank: 0, has: []string{"nccl-unhandled-cuda-error"}, not: []string{"gpu-oom-init"}},
+	"watchdog-hang-straggler.log": {root: "watchdog-timeout", conf: High, rank: 0, also: []string{"watchdog-seq-status"}, has: []string{"nccl-async-teardown"},
+		verdict: "hang", behind: []int{3},
+		check: func(t *testing.T, r *Report) {
+			w := rootOf(r).Watchdog
+			if w.SeqNum != 1201 || w.OpType != "ALLREDUCE" || w.NumelIn != 262144000 || w.TimeoutMS != 600000 || w.RanForMS != 600081 {
+				t.Errorf("decoded %+v", w)
+			}
+			if !slices.Equal(w.TimedOutRanks, []int{0, 1, 2}) || w.SeqByRank["3"].LastEnqueued != 1200 {
+				t.Errorf("ranks %v seq %v", w.TimedOutRanks, w.SeqByRank)
+			}
+		}},
+	"watchdog-rank-crashed": {root: "watchdog-timeout", conf: High, rank: 0, also: []string{"watchdog-seq-status"}, verdict: "hang", behind: []int{1}, first: "python-exception",
+		check: func(t *testing.T, r *Report) {
+			if fe := r.FirstError; fe.Rank != 1 || !strings.Contains(fe.Text, "KeyError") || !strings.Contains(fe.Frame, "data.py") {
+				t.Errorf("first error = %+v", fe)
+			}
+		}},
+	"watchdog-too-slow.log": {root: "watchdog-timeout", conf: High, rank: 0, verdict: "too-slow",
+		check: func(t *testing.T, r *Report) {
+			if d := r.Digest; d == nil || d.Transports["NET/Socket"] != 2 || d.NNodes != 2 || d.Comms != 1 {
+				t.Errorf("digest = %+v", d)
+			}
+		}},
+	"watchdog-old-torch.log":    {root: "watchdog-timeout", conf: High, rank: 2, also: []string{"watchdog-seq-status"}, has: []string{"nccl-async-teardown"}, verdict: "hang"},
+	"heartbeat-stuck.log":       {root: "heartbeat-monitor", conf: High, rank: 3},
+	"gpu-xid-falloff":           {root: "gpu-xid", conf: High, rank: -2, has: []string{"watchdog-timeout", "nccl-async-teardown"}},
+	"duplicate-gpu.log":         {root: "duplicate-gpu", conf: High, rank: 1, has: []string{"barrier-device-unknown", "nccl-invalid-usage"}},
+	"duplicate-gpu-nccl230.log": {root: "duplicate-gpu", conf: High, rank: -2, has: []string{"nccl-invalid-usage"}, version: "2.30.3"},
+	"wrong-ifname.log": {root: "no-socket-interface", conf: High, rank: 0, has: []string{"nccl-internal-error"},
+		check: func(t *testing.T, r *Report) {
+			if d := r.Digest; d == nil || d.Env["NCCL_SOCKET_IFNAME"] != "eth0" {
+				t.Errorf("digest = %+v", d)
+			}
+		}},
+	"socket-virbr-multinode": {root: "socket-connect-failed", conf: High, rank: 0, has: []string{"proxy-failure", "peer-closed", "nccl-remote-error"},
+		check: func(t *testing.T, r *Report) {
+			if d := r.Digest; d == nil || !slices.Contains(d.RiskyIfs, "virbr0:192.168.122.1") {
+				t.Errorf("digest = %+v", d)
+			}
+			if e := r.EarliestFailure; e == nil || e.Rank != 0 || e.Signature != "socket-connect-failed" {
+				t.Errorf("earliest = %+v", e)
+			}
+			if f := rootOf(r).Fields; f["peer"] == "" && f["address"] == "" && len(f) == 0 {
+				t.Errorf("no fields: %v", f)
+			}
+		}},
+	"socket-connect-224.log": {root: "socket-connect-failed", conf: High, rank: 3, has: []string{"nccl-remote-error"}, version: "2.25.1+cuda12.8"},
+	"deepspeed-ansi-crlf.log": {root: "socket-connect-failed", conf: High, rank: -2, has: []string{"proxy-failure", "nccl-unhandled-system-error"},
+		check: func(t *testing.T, r *Report) {
+			ev := rootOf(r).Evidence[0]
+			if ev.Host != "worker-1" || strings.ContainsAny(ev.Text, "\x1b\r") || ev.Line != 6 {
+				t.Errorf("evidence = %+v", ev)
+			}
+		}},
+	"socket-msg-truncated.log": {root: "socket-msg-truncated", conf: High, rank: 1, has: []string{"proxy-failure"}},
+	"ib-retry-exceeded": {root: "ib-completion-error", conf: High, rank: 8, has: []string{"peer-closed", "nccl-remote-error"},
+		check: func(t *testing.T, r *Report) {
+			if d := r.Digest; d == nil || d.Network != "IB" || !slices.Contains(d.IBDevices, "mlx5_0:1/IB") || d.Transports["NET/IB"] == 0 {
+				t.Errorf("digest = %+v", d)
+			}
+			if !r.Inputs[1].Gzip || r.Inputs[1].Lines != 7 {
+				t.Errorf("gzip input = %+v", r.Inputs[1])
+			}
+		}},
+	"ib-memlock-container.log": {root: "ib-memlock", conf: High, rank: 0, has: []string{"nccl-unhandled-system-error"}},
+	"roce-gid.log":             {root: "roce-gid", conf: High, rank: -2},
+	"p2p-hang-acs.log": {root: "watchdog-timeout", conf: High, rank: 0, has: []string{"p2p-hang-acs-iommu"}, verdict: "hang",
+		check: func(t *testing.T, r *Report) {
+			if d := findDiag(r, "p2p-hang-acs-iommu"); d.Confidence != Low || !d.Inferred {
+				t.Errorf("p2p inference = %+v", d)
+			}
+			if r.Digest.Transports["P2P/IPC"] != 4 {
+				t.Errorf("transports = %v", r.Digest.Transports)
+			}
+		}},
+	"p2p-disabled-nvlink.log":   {root: "p2p-disabled-nvlink", conf: High, rank: -2},
+	"accelerate-rtx40.log":      {root: "accelerate-rtx40", conf: High, rank: -2},
+	"cuda-no-device.log":        {root: "cuda-init-failure", conf: High, rank: 0, has: []string{"nccl-unhandled-cuda-error"}},
+	"fabric-manager-802.log":    {root: "fabric-manager-not-ready", conf: High, rank: -2, not: []string{"cuda-init-failure"}},
+	"nvls-invalid-argument.log": {root: "nvls-alloc-failure", conf: High, rank: 2, has: []string{"nccl-unhandled-cuda-error"}},
+	"nvml-not-visible.log":      {root: "nvml-gpu-not-visible", conf: High, rank: 2},
+	"version-mismatch":          {root: "nccl-version-mismatch", conf: High, rank: 0},
+	"undefined-symbol.log":      {root: "nccl-version-mismatch", conf: High, rank: -2},
+	"port-in-use.log":           {root: "master-port-in-use", conf: High, rank: -2},
+	"bootstrap-crosstalk.log":   {root: "bootstrap-mismatch", conf: High, rank: 0},
+	"rendezvous-timeout.log":    {root: "store-rendezvous-timeout", conf: High, rank: -2},
+	"gpu-oom-nccl-init.log":     {root: "gpu-oom-init", conf: High, rank: 3, has: []string{"proxy-failure", "peer-closed"}},
+	"fd-exhaustion.log":         {root: "fd-exhaustion", conf: High, rank: 97},
+	"mixed-ranks-timestamps.log": {root: "gpu-oom-init", conf: High, rank: 2, has: []string{"peer-closed", "nccl-remote-error", "nccl-async-teardown"},
+		check: func(t *testing.T, r *Report) {
+			if e := r.EarliestFailure; e == nil || e.Rank != 2 || e.Signature != "gpu-oom-init" {
+				t.Errorf("earliest = %+v", e)
+			}
+			if r.FirstSignature.ID != "peer-closed" {
+				t.Errorf("first signature = %+v", r.FirstSignature)
+			}
+		}},
+	"unrecognised-warn.log":      {root: "nccl-unhandled-cuda-error", conf: Medium, rank: 1},
+	"internal-error-wrapper.log": {root: "nccl-internal-error", conf: Medium, rank: 0, version: "2.20.5"},
+	"invalid-argument.log":       {root: "nccl-invalid-argument", conf: Medium, rank: 0},
+	"remote-error-only.log": {root: "", has: []string{"nccl-remote-error", "peer-closed"},
+		check: func(t *testing.T, r *Report) {
+			if !strings.Contains(r.Summary, "Only consequences") {
+				t.Errorf("summary = %q", r.Summary)
+			}
+		}},
+	// No NCCL failure.
+	"healthy-info.log": {root: "", version: "2.21.5+cuda12.4",
+		check: func(t *testing.T, r *Report) {
+			d := r.Digest
+			if d == nil || d.NRanks != 2 || d.NNodes != 1 || d.Comms != 2 || d.Transports["P2P/CUMEM"] != 2 || d.Network != "Socket" ||
+				!slices.Equal(d.SocketIfs, []string{"eth0:10.0.0.1"}) || d.Env["NCCL_P2P_LEVEL"] != "NVL" || d.CUDADriver != "12040" {
+				t.Errorf("digest = %+v", d)
+			}
+		}},
+	"deprecated-env.log":   {root: "", notes: []string{"deprecated-env-name"}},
+	"python-exception.log": {root: "", first: "python-exception", not: []string{"torchrun-child-failed"}},
+	"cuda-oom-model.log":   {root: "", first: "cuda-oom"},
+	"oom-killed.log":       {root: "", first: "killed"},
+	// Damaged input.
+	"nul-holes.log": {root: "shm-unlink-enoent", conf: High, rank: -2,
+		check: func(t *testing.T, r *Report) {
+			if r.Inputs[0].NULBytes != 4096 || rootOf(r).Evidence[0].Line != 201 {
+				t.Errorf("input %+v evidence %+v", r.Inputs[0], rootOf(r).Evidence[0])
+			}
+		}},
+	"binary-junk.bin": {root: "fd-exhaustion", conf: High, rank: -2, binary: true},
+}
+
+func TestCorpus(t *testing.T) {
+	e := testExplainer(t)
+	dir := filepath.Join("testdata", "corpus")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, ent := range entries {
+		name := ent.Name()
+		c, ok := corpus[name]
+		if !ok {
+			t.Errorf("%s: no expectations in corpus_test.go", name)
+			continue
+		}
+		seen[name] = true
+		t.Run(name, func(t *testing.T) {
+			r := analyzeCorpus(t, e, filepath.Join(dir, name))
+			checkCase(t, r, c)
+		})
+	}
+	for name := range corpus {
+		if !seen[name] {
+			t.Errorf("%s: expected in testdata/corpus but missing", name)
+		}
+	}
+}
+
+// analyzeCorpus reads a file, or every file of a directory in name order
+// (several ranks or nodes of one job).
+func analyzeCorpus(t *testing.T, e *Explainer, path string) *Report {
+	t.Helper()
+	files := []string{path}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		ents, err := os.ReadDir(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = nil
+		for _, ent := range ents {
+			files = append(files, filepath.Join(path, ent.Name()))
+		}
+		sort.Strings(files)
+	}
+	var in []Input
+	for _, f := range files {
+		in = append(in, FileInput(f))
+	}
+	r, err := e.Analyze(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func checkCase(t *testing.T, r *Report, c corpusCase) {
+	t.Helper()
+	root := rootOf(r)
+	switch {
+	case c.root == "" && root != nil:
+		t.Fatalf("root = %s, want none (diagnoses %v)", root.ID, diagIDs(r))
+	case c.root != "" && root == nil:
+		t.Fatalf("no root, want %s (diagnoses %v)", c.root, diagIDs(r))
+	case c.root != "" && root.ID != c.root:
+		t.Fatalf("root = %s, want %s (diagnoses %v)", root.ID, c.root, diagIDs(r))
+	}
+	if c.root == "" && len(c.has) == 0 && len(r.Diagnoses) != 0 {
+		t.Errorf("diagnoses = %v, want none", diagIDs(r))
+	}
+	if root != nil {
+		if root.Confidence != c.conf {
+			t.Errorf("confidence = %s, want %s", root.Confidence, c.conf)
+		}
+		if c.rank != -2 && (len(root.Evidence) == 0 || root.Evidence[0].Rank != c.rank) {
+			t.Errorf("root evidence %+v, want rank %d", root.Evidence, c.rank)
+		}
+		if root.Guide == "" || len(root.Evidence) == 0 {
+			t.Errorf("root has no guide or evidence: %+v", root)
+		}
+		if !slices.Equal(root.AlsoMatched, c.also) && !(len(root.AlsoMatched) == 0 && len(c.also) == 0) {
+			t.Errorf("also matched = %v, want %v", root.AlsoMatched, c.also)
+		}
+	}
+	ids := diagIDs(r)
+	for _, id := range c.has {
+		if !slices.Contains(ids, id) {
+			t.Errorf("missing diagnosis %s (have %v)", id, ids)
+		}
+	}
+	for _, id := range c.not {
+		if slices.Contains(ids, id) {
+			t.Errorf("unexpected diagnosis %s", id)
+		}
+	}
+	for _, d := range r.Diagnoses {
+		if d.RootCause != (root != nil && d.ID == root.ID) {
+			t.Errorf("%s: root_cause=%v", d.ID, d.RootCause)
+		}
+		if root != nil && !d.RootCause && (d.Role == RoleConsequence || d.Role == RoleWrapper) && d.ConsequenceOf != root.ID {
+			t.Errorf("%s (%s) does not point at the root: %q", d.ID, d.Role, d.ConsequenceOf)
+		}
+	}
+	if !slices.Equal(noteIDs(r), c.notes) && !(len(r.Notes) == 0 && len(c.notes) == 0) {
+		t.Errorf("notes = %v, want %v", noteIDs(r), c.notes)
+	}
+	if c.version != "" && r.NCCLVersion != c.version {
+		t.Errorf("nccl_version = %q, want %q", r.NCCLVersion, c.version)
+	}
+	if c.verdict != "" {
+		if root == nil || root.Watchdog == nil || root.Watchdog.Verdict != c.verdict {
+			t.Errorf("watchdog = %+v, want verdict %s", root.Watchdog, c.verdict)
+		} else if !slices.Equal(root.Watchdog.Stragglers, c.behind) {
+			t.Errorf("stragglers = %v, want %v", root.Watchdog.Stragglers, c.behind)
+		}
+	}
+	if c.first != "" && (r.FirstError == nil || r.FirstError.Kind != c.first) {
+		t.Errorf("first error = %+v, want kind %s", r.FirstError, c.first)
+	}
+	if c.first == "" && c.root == "" && r.FirstError != nil {
+		t.Errorf("unexpected first error %+v", r.FirstError)
+	}
+	binary := false
+	for _, in := range r.Inputs {
+		binary = binary || in.Binary
+	}
+	if binary != c.binary {
+		t.Errorf("binary = %v, want %v", binary, c.binary)
+	}
+	if c.check != nil {
+		c.check(t, r)
+	}
+}
+
+// Together the corpus files exercise every signature of the library and
+// every extra signature of the explainer.
+func TestCorpusCoversEverySignature(t *testing.T) {
+	e := testExplainer(t)
+	dir := filepath.Join("testdata", "corpus")
+	covered := map[string]bool{}
+	for name := range corpus {
+		r := analyzeCorpus(t, e, filepath.Join(dir, name))
+		for _, d := range r.Diagnoses {
+			covered[d.ID] = true
+			for _, a := range d.AlsoMatched {
+				covered[a] = true
+			}
+		}
+		for _, n := range r.Notes {
+			covered[n.ID] = true
+		}
+	}
+	for _, s := range e.sigs {
+		if !covered[s.ID] {
+			t.Errorf("no corpus log produces %s", s.ID)
+		}
+	}
+	if n := len(realLibrary(t).Signatures()); n < 39 {
+		t.Errorf("the library declares %d signatures, want the 39 of the reference", n)
+	}
+}
