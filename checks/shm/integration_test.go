@@ -295,3 +295,20 @@ func TestRealRelativeShmPath(t *testing.T) {
 		t.Errorf("dir %s, states %v", inv.Dir, got)
 	}
 }
+
+// TestRealUnlimitedTmpfs: size=0 means no limit (statfs reports 0 blocks),
+// which is neither full nor small.
+func TestRealUnlimitedTmpfs(t *testing.T) {
+	dir := shmtest.MountTmpfs(t, "0")
+	h := host.Local(host.LocalOptions{ShmDir: dir, NoNVML: true})
+	fs, err := runMount(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !has(fs, checks.OK, dir+" is tmpfs with no size limit") {
+		t.Errorf("findings:\n%s", titles(fs))
+	}
+	if e, w := checks.Problems(fs); e+w != 0 {
+		t.Errorf("an unlimited tmpfs reported as a problem:\n%s", titles(fs))
+	}
+}
