@@ -46,7 +46,12 @@ func newChunkReader(r io.Reader, maxLine int) *chunkReader {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
 	}
-	size := bufSizeFor(maxLine)
+	return newChunkReaderSize(r, maxLine, bufSizeFor(maxLine))
+}
+
+// newChunkReaderSize uses a buffer of the given size, which must exceed
+// maxLine (tests use tiny buffers to reach the giant-line path).
+func newChunkReaderSize(r io.Reader, maxLine, size int) *chunkReader {
 	br, ok := r.(*bufio.Reader)
 	if !ok || br.Size() < size {
 		br = bufio.NewReaderSize(r, size)
@@ -150,12 +155,17 @@ func (lr *LineReader) Next() bool {
 			return false
 		}
 		lr.chunk, lr.giant, lr.pos = chunk, giant, 0
+		if giant {
+			break // a cut line, possibly empty after trimming a partial rune
+		}
 	}
 	var line []byte
 	full := 0
 	if lr.giant {
+		lr.giant = false
 		line, lr.pos = lr.chunk, len(lr.chunk)
 		lr.truncated = true
+		lr.chunk = nil
 		full = lr.c.r.Size() // at least; the tail is counted when skipped
 	} else {
 		rest := lr.chunk[lr.pos:]
