@@ -214,7 +214,7 @@ func TestNonNCCLFailure(t *testing.T) {
 	if fe == nil || fe.Kind != "cuda-oom" || fe.Rank != 1 || fe.Line != 5 || !strings.Contains(fe.Frame, "train.py") {
 		t.Fatalf("first error = %+v", fe)
 	}
-	if !strings.Contains(r.Summary, "No NCCL failure") || !strings.Contains(r.Summary, "not an NCCL problem") {
+	if !strings.Contains(r.Summary, "No NCCL failure") || !strings.Contains(r.Summary, "the first error is CUDA running out of memory") {
 		t.Errorf("summary = %q", r.Summary)
 	}
 }

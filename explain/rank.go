@@ -541,7 +541,7 @@ func (s *scan) summary(r *Report) string {
 	default:
 		fmt.Fprintf(&b, "No NCCL failure found in %d line(s).", lines)
 		if r.FirstError != nil {
-			fmt.Fprintf(&b, " The first error is %s at %s:%d, not an NCCL problem.", errWords(r.FirstError), r.FirstError.File, r.FirstError.Line)
+			fmt.Fprintf(&b, " The job failed elsewhere: the first error is %s at %s:%d.", errWords(r.FirstError), r.FirstError.File, r.FirstError.Line)
 		} else {
 			b.WriteString(" No other error was found either.")
 		}

@@ -78,8 +78,9 @@ type Evidence struct {
 	Line int64  `json:"line"`
 	Text string `json:"text"`
 	// Rank is the global rank the line belongs to (-1 unknown).
-	Rank      int    `json:"rank"`
-	LocalRank int    `json:"local_rank,omitempty"`
+	Rank int `json:"rank"`
+	// LocalRank is set when a launcher prefix named it ([default3]:).
+	LocalRank *int   `json:"local_rank,omitempty"`
 	Host      string `json:"host,omitempty"`
 	PID       int    `json:"pid,omitempty"`
 	Time      string `json:"time,omitempty"`

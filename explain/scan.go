@@ -380,8 +380,13 @@ func (s *scan) failureSeen(d *sigDef, ev func() Evidence, m lineMeta) {
 // evidence copies a line into an Evidence (text is capped for display).
 func (s *scan) evidence(fs *fileState, text []byte, n int64, trunc bool, m lineMeta) Evidence {
 	t := truncText(text)
-	return Evidence{File: fs.name, Line: n, Text: string(t), Rank: m.Rank, LocalRank: m.LocalRank,
+	ev := Evidence{File: fs.name, Line: n, Text: string(t), Rank: m.Rank,
 		Host: m.Host, PID: m.PID, Time: m.TS.String(), Truncated: trunc || len(t) < len(text)}
+	if m.LocalRank >= 0 {
+		lr := m.LocalRank
+		ev.LocalRank = &lr
+	}
+	return ev
 }
 
 func truncText(b []byte) []byte {

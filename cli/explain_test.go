@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/ncclwiz/ncclwiz/internal/tmuxtest"
+)
+
+const corpusDir = "../explain/testdata/corpus"
+
+func runExplainCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	a := &App{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Env: []string{"TERM=dumb"}}
+	err := Execute(a, append([]string{"explain"}, args...))
+	return out.String(), errb.String(), ExitCode(err)
+}
+
+func TestExplainFileAndJSON(t *testing.T) {
+	out, errs, code := runExplainCLI(t, "", filepath.Join(corpusDir, "shm-docker-nospace.log"))
+	if code != 0 || !strings.Contains(out, "Root cause: /dev/shm ran out of space") || !strings.Contains(out, "[shm-create-nospace]") {
+		t.Fatalf("code %d stderr %q\n%s", code, errs, out)
+	}
+	for _, want := range []string{"ncclwiz guides shm-no-space", "ncclwiz check --only", "shm.cleanup", "rank 2", "NCCL 2.22.3+cuda12.2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plain output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Error("escape sequences in non-terminal output")
+	}
+
+	out, _, code = runExplainCLI(t, "", "--json", filepath.Join(corpusDir, "watchdog-hang-straggler.log"))
+	if code != 0 {
+		t.Fatalf("code %d", code)
+	}
+	sch, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "explain", "report.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(doc); err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Diagnoses []struct {
+			ID        string
+			RootCause bool `json:"root_cause"`
+			Watchdog  struct{ Verdict string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Diagnoses) == 0 || r.Diagnoses[0].ID != "watchdog-timeout" || r.Diagnoses[0].Watchdog.Verdict != "hang" {
+		t.Fatalf("json = %+v (%v)", r, err)
+	}
+}
+
+func TestExplainExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.log")
+	os.WriteFile(empty, nil, 0o644)
+	healthy := filepath.Join(corpusDir, "healthy-info.log")
+	tests := []struct {
+		name   string
+		stdin  string
+		args   []string
+		code   int
+		stderr string
+		stdout string
+	}{
+		{"no NCCL failure", "", []string{healthy}, 1, "", "No NCCL failure found"},
+		{"python exception is no NCCL diagnosis", "", []string{filepath.Join(corpusDir, "python-exception.log")}, 1, "", "ValueError"},
+		{"missing file", "", []string{filepath.Join(dir, "nope.log")}, 2, "no such file", ""},
+		{"directory", "", []string{dir}, 2, "is a directory", ""},
+		{"empty file", "", []string{empty}, 2, "empty", ""},
+		{"stdin twice", "x", []string{"-", "-"}, 2, "only once", ""},
+		{"bad max-line", "", []string{"--max-line", "10", healthy}, 2, "--max-line", ""},
+		{"piped stdin, no args", "gpu1:1:1 [0] misc/socket.cc:622 NCCL WARN socketTryAccept: Accept failed: Too many open files\n", nil, 0, "", "fd-exhaustion"},
+		{"stdin as -", "[W socket.cpp:401] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).\n", []string{"-"}, 0, "", "master-port-in-use"},
+		{"empty stdin", "", nil, 2, "empty", ""},
+		{"several ranks", "", []string{filepath.Join(corpusDir, "watchdog-rank-crashed", "rank0.log"), filepath.Join(corpusDir, "watchdog-rank-crashed", "rank1.log")}, 0, "", "KeyError"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errs, code := runExplainCLI(t, tt.stdin, tt.args...)
+			if code != tt.code || !strings.Contains(errs, tt.stderr) || !strings.Contains(out, tt.stdout) {
+				t.Fatalf("code %d (want %d)\nstderr %q (want %q)\nstdout:\n%s", code, tt.code, errs, tt.stderr, out)
+			}
+		})
+	}
+}
+
+func TestExplainUnreadableFile(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads any file; the permission check needs an unprivileged user")
+	}
+	p := filepath.Join(t.TempDir(), "secret.log")
+	os.WriteFile(p, []byte("x\n"), 0o000)
+	_, errs, code := runExplainCLI(t, "", p)
+	if code != 2 || !strings.Contains(errs, "permission denied") {
+		t.Fatalf("code %d stderr %q", code, errs)
+	}
+}
+
+// A .gz file is recognised by its magic bytes, not its name.
+func TestExplainGzipByMagic(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(corpusDir, "ib-memlock-container.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(src)
+	zw.Close()
+	p := filepath.Join(t.TempDir(), "renamed.txt")
+	os.WriteFile(p, buf.Bytes(), 0o644)
+	out, _, code := runExplainCLI(t, "", "--json", p)
+	if code != 0 || !strings.Contains(out, `"id": "ib-memlock"`) || !strings.Contains(out, `"gzip": true`) {
+		t.Fatalf("code %d\n%s", code, out)
+	}
+}
+
+// The wizard's "Explain a log" entry uses the same engine.
+func TestExplainForWizard(t *testing.T) {
+	r, err := ExplainForWizard(context.Background(), "", filepath.Join(corpusDir, "socket-connect-224.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Diagnoses) == 0 || r.Diagnoses[0].ID != "socket-connect-failed" || !r.Diagnoses[0].RootCause || r.Version != "2.25.1+cuda12.8" {
+		t.Fatalf("result = %+v", r)
+	}
+	if _, err := ExplainForWizard(context.Background(), "", filepath.Join(t.TempDir(), "missing.log")); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// With a terminal on stdin and no file, explain says how to pass a log
+// instead of waiting for input.
+func TestExplainTTYWithoutArgs(t *testing.T) {
+	bin := tmuxtest.Build(t, "..")
+	s := tmuxtest.Start(t, 100, 20, "", []string{"TERM=xterm-256color"}, bin+" explain")
+	scr := s.WaitFor(20*time.Second, "NCCLWIZ-EXIT=2")
+	if !strings.Contains(scr, "no log given") || !strings.Contains(scr, "ncclwiz explain train.log") {
+		t.Fatalf("screen:\n%s", scr)
+	}
+}
