@@ -2,10 +2,15 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ncclwiz/ncclwiz/guides"
+	"github.com/ncclwiz/ncclwiz/guides/render"
 )
 
 // Without a terminal: the list, one guide as plain markdown, JSON, search,
@@ -107,4 +112,61 @@ func TestGuidesLanguage(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "## Symptom") {
 		t.Errorf("fallback to English:\n%.300s", out)
 	}
+}
+
+// Every ncclwiz command a guide shows (in code spans and code blocks)
+// names a real subcommand and only flags it accepts, so a reader who
+// copies it gets a command that runs.
+func TestGuideCommandsParse(t *testing.T) {
+	lib, err := guides.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spanRe := regexp.MustCompile("`([^`]+)`")
+	cmdRe := regexp.MustCompile(`(?:^|[\s(])(ncclwiz(?: [^\s#;|&)]+)*)`)
+	for _, lang := range guides.Languages {
+		for _, g := range lib.List(lang) {
+			if g.Lang != lang {
+				continue
+			}
+			var code []string
+			inFence := false
+			for _, line := range strings.Split(render.Unwrap(g.Body), "\n") {
+				if strings.HasPrefix(strings.TrimSpace(line), "```") {
+					inFence = !inFence
+					continue
+				}
+				if inFence {
+					code = append(code, line)
+					continue
+				}
+				for _, m := range spanRe.FindAllStringSubmatch(line, -1) {
+					code = append(code, m[1])
+				}
+			}
+			for _, c := range code {
+				for _, m := range cmdRe.FindAllStringSubmatch(c, -1) {
+					args := strings.Fields(m[1])[1:]
+					if i := slices.Index(args, "--"); i >= 0 {
+						args = args[:i+1] // fallback's launch command is not ours
+					}
+					if err := parses(args); err != nil {
+						t.Errorf("%s: `%s`: %v", g.File, m[1], err)
+					}
+				}
+			}
+		}
+	}
+}
+
+func parses(args []string) error {
+	root := NewRoot(&App{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
+	cmd, rest, err := root.Find(args)
+	if err != nil {
+		return err
+	}
+	if cmd == root && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		return fmt.Errorf("no subcommand %q", rest[0])
+	}
+	return cmd.ParseFlags(rest)
 }
