@@ -1,0 +1,45 @@
+// Package explain reads the output of a failed multi-GPU job (torchrun,
+// accelerate, deepspeed, mpirun, Slurm, Ray/vLLM) and names the line that
+// matters: the root cause, its evidence and confidence, what merely followed
+// from it, and the guide, checks and fixes that answer it. It also decodes
+// PyTorch watchdog timeouts (hang or too slow) and summarises
+// NCCL_DEBUG=INFO output (version, ranks, transports per peer, interfaces),
+// failure or not.
+//
+// # Use
+//
+//	rep, err := explain.Analyze(ctx, []explain.Input{explain.FileInput("rank0.log"),
+//		explain.FileInput("rank1.log.gz")}, explain.Options{})
+//	explain.WritePlain(w, rep, explain.PlainOptions{Unicode: true})
+//	explain.WriteJSON(w, rep) // schema: report.schema.json
+//
+// An Input is a name and an Open function (FileInput, ReaderInput for
+// stdin, or anything else). Several inputs are several ranks or nodes of
+// one job. Gzip is recognised by its magic bytes. Analyze fails only when an
+// input cannot be opened or the guides cannot be loaded; damaged input
+// (binary data, NUL holes, invalid UTF-8, lines of many megabytes, a
+// corrupt .gz) is read as far as possible and reported in Report.Warnings.
+// New compiles the signatures once for repeated use (the wizard).
+//
+// # Signatures
+//
+// The signatures are those the guides declare (guides.Library.Signatures):
+// one failure, one guide, its signatures with roles cause, wrapper,
+// consequence or context. The explainer adds a few it needs that no guide
+// declares yet (extraSignatures), a precedence order for specific over
+// generic, the ranks that only wait (watchdog timeouts), warnings that are
+// notes rather than failures, and the benign lines of the reference
+// (§1.3) that must never become diagnoses.
+//
+// # How a log is read
+//
+// Reading is a bounded two-stage pipeline over chunks of whole lines taken
+// from a bufio.Reader: workers prefilter every byte of a chunk with a 4-byte
+// anchor bitmap of the signatures' required literals (extracted from their
+// regexps with regexp/syntax) and find lines with escapes, NULs or carriage
+// returns; the consumer runs the real regexps only on the few lines that
+// can match, in input order, with all cross-line state (PyTorch's "Last
+// error:" payload, torchrun's failure summary, ranks, timestamps). Memory
+// is a handful of 1 MiB buffers whatever the input size; a line longer than
+// Options.MaxLineBytes keeps its first part and is marked truncated.
+package explain
