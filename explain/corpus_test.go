@@ -108,7 +108,7 @@ var corpus = map[string]corpusCase{
 			if e := r.EarliestFailure; e == nil || e.Rank != 0 || e.Signature != "socket-connect-failed" {
 				t.Errorf("earliest = %+v", e)
 			}
-			if f := rootOf(r).Fields; f["peer"] == "" && f["address"] == "" && len(f) == 0 {
+			if f := rootOf(r).Fields; f["peer"] != "192.168.122.1<43211>" || f["attempts"] != "35" {
 				t.Errorf("no fields: %v", f)
 			}
 		}},
