@@ -2,12 +2,15 @@ package cli
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ncclwiz/ncclwiz/steps"
 	"github.com/ncclwiz/ncclwiz/steps/envsnippet"
+	"github.com/ncclwiz/ncclwiz/termio"
+	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
 func newEnvCmd(a *App) *cobra.Command {
@@ -16,14 +19,47 @@ func newEnvCmd(a *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "env",
 		Short: "Print the NCCL/PyTorch environment the findings call for",
-		Long: `Collects the settings the checks recommend on this machine (for example
-NCCL_SOCKET_IFNAME for the interface that routes to your peers,
-NCCL_CUMEM_HOST_ENABLE=0 on odd NUMA layouts, NCCL_DEBUG=INFO for the next run),
-each with its reason, and prints them for: ` + strings.Join(envsnippet.Formats, ", ") + `.
+		Long: `Runs the checks and prints the environment settings they recommend on this
+machine — for example NCCL_SOCKET_IFNAME for the interface that reaches the
+other nodes, NCCL_IB_DISABLE=1 without usable InfiniBand, NCCL_CUMEM_HOST_ENABLE=0
+on NUMA layouts that break NCCL's cuMem probe, NCCL_DEBUG=INFO for the next
+run — each with its reason, in the format of the place you set them:
 
-Only real NCCL/PyTorch variables are ever printed.`,
+  bash, zsh   export lines          fish    set -gx lines
+  python      os.environ block      dotenv  NAME=value file
+  slurm       #SBATCH --export=…    docker  -e options
+  k8s         a container env: list
+
+Last-resort settings (NCCL_SHM_DISABLE=1) are printed commented out. Only
+documented NCCL/PyTorch/CUDA variables are ever printed; --set adds your own
+(which win over the findings). Notes about dropped or conflicting
+recommendations go to stderr.`,
+		Example: `  ncclwiz env
+  ncclwiz env --shell fish > nccl.fish
+  ncclwiz env --shell k8s
+  ncclwiz env --shell slurm --set NCCL_DEBUG=WARN`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			format := shell
+			if format == "" {
+				format = shellFromEnv(a.Env)
+			}
+			format, err := envsnippet.Normalize(format)
+			if err != nil {
+				return usageError{err}
+			}
+			var user []envsnippet.Var
+			for _, kv := range set {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return usageError{fmt.Errorf("--set %q: want NAME=value", kv)}
+				}
+				u := envsnippet.Var{Name: k, Value: v, Reason: "set on the command line"}
+				if err := envsnippet.Validate([]envsnippet.Var{u}); err != nil {
+					return usageError{fmt.Errorf("--set: %w", err)}
+				}
+				user = append(user, u)
+			}
 			h, err := a.Host()
 			if err != nil {
 				return err
@@ -32,27 +68,37 @@ Only real NCCL/PyTorch variables are ever printed.`,
 			if err != nil {
 				return err
 			}
-			vars := steps.EnvFrom(findings)
-			for _, kv := range set {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok {
-					return usageError{fmt.Errorf("--set %q: want NAME=value", kv)}
-				}
-				vars = append(vars, envsnippet.Var{Name: k, Value: v, Reason: "set on the command line"})
+			vars, conflicts, invalid := steps.EnvPlan(findings, user)
+			for _, c := range conflicts {
+				fmt.Fprintf(a.Stderr, "ncclwiz: left out %s: the findings disagree (%s); choose with --set %s=…\n", c.Name, textsafe.Clean(c.String()), c.Name)
+			}
+			for _, i := range invalid {
+				fmt.Fprintf(a.Stderr, "ncclwiz: dropped %s\n", textsafe.Clean(i))
 			}
 			if len(vars) == 0 {
-				_, err := fmt.Fprintln(a.Stdout, "# Nothing to set: the checks recommend no environment changes on this machine.")
+				_, err := fmt.Fprintln(a.Stdout, "# Nothing to set: the checks recommend no environment change on this machine.")
 				return err
 			}
-			out, err := envsnippet.Render(shell, vars)
+			out, err := envsnippet.Render(format, vars)
 			if err != nil {
-				return usageError{err}
+				return err
 			}
 			_, err = fmt.Fprint(a.Stdout, out)
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&shell, "shell", "bash", "format: "+strings.Join(envsnippet.Formats, ", "))
-	cmd.Flags().StringSliceVar(&set, "set", nil, "add NAME=value (must be a real NCCL/PyTorch variable)")
+	cmd.Flags().StringVar(&shell, "shell", "", "format: "+strings.Join(envsnippet.Formats, ", ")+" (default: from $SHELL, else bash)")
+	cmd.Flags().StringArrayVar(&set, "set", nil, "add NAME=value (a documented NCCL/PyTorch/CUDA variable; repeatable)")
 	return cmd
+}
+
+// shellFromEnv picks the format for the user's login shell.
+func shellFromEnv(env []string) string {
+	switch path.Base(termio.Getenv(env, "SHELL")) {
+	case "fish":
+		return "fish"
+	case "zsh":
+		return "zsh"
+	}
+	return "bash"
 }

@@ -3,9 +3,12 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,33 +26,49 @@ type fixFlags struct {
 	dryRun   bool
 	export   string
 	allUsers bool
+	kill     bool
 }
 
 func newFixCmd(a *App) *cobra.Command {
 	var f fixFlags
 	cmd := &cobra.Command{
 		Use:   "fix",
-		Short: "List, apply or export the fixes for what ncclwiz finds",
-		Long: `Without flags, lists the fixes that apply to this machine now, each with
-what it will do and the exact commands it stands for.
+		Short: "List, preview, apply or export the fixes for what ncclwiz finds",
+		Long: `Without flags, lists the fixes that apply to this machine now: what each
+will do, the findings it answers, and the exact commands it stands for.
 
-  --apply ID,...   apply these fixes, asking before each (or --yes)
-  --dry-run        show what --apply would do, change nothing
-  --export FILE    write a reviewed bash script (dry run by default; run it
-                   with --apply), user steps and root steps separated
+  --apply ID,...   apply these fixes, asking before each one (or --yes); each
+                   re-proves its precondition as it acts, then the checks it
+                   answers run again as proof
+  --dry-run        with --apply (or alone, for every fix): prove and print
+                   exactly what would happen; change nothing
+  --export FILE    write the fixes as a bash script to review or hand to an
+                   administrator: a dry run unless run with --apply, user and
+                   root steps separated, each step re-checked when it runs,
+                   safe to run twice ("-" writes to stdout)
+
+Without a terminal, --apply needs --yes (or use --export).
+SIGKILL of a rank that ignores SIGTERM is never implied by --yes: it is asked
+on a terminal, or agreed in advance with --kill.
 
 Fix IDs: ` + strings.Join(steps.IDs(), ", ") + `.
-Exit codes: 0 done (or nothing to do), 1 a fix failed or its re-check still
-reports problems, 2 usage error (unknown fix, no consent without a TTY).`,
+Exit codes: 0 done or nothing to do; 1 a fix failed, could not be applied, or
+its re-check still reports the problem; 2 usage error or no consent.`,
+		Example: `  ncclwiz fix
+  ncclwiz fix --apply shm.cleanup --dry-run
+  ncclwiz fix --apply shm.cleanup,proc.stale
+  sudo ncclwiz fix --apply shm.remount,shm.persist --yes
+  ncclwiz fix --export fix.sh && bash fix.sh && bash fix.sh --apply`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFix(cmd.Context(), a, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.apply, "apply", nil, "apply these fixes (IDs, comma-separated)")
-	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation")
-	fl.BoolVar(&f.dryRun, "dry-run", false, "show what would be done without changing anything")
-	fl.StringVar(&f.export, "export", "", "write the fixes as a bash script to FILE")
-	fl.BoolVar(&f.allUsers, "all-users", false, "shm.cleanup: also remove other users' orphaned segments (root only)")
+	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask before applying each fix")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "prove and show what would be done; change nothing")
+	fl.StringVar(&f.export, "export", "", "write the fixes as a bash script to `FILE` (- for stdout)")
+	fl.BoolVar(&f.allUsers, "all-users", false, "shm.cleanup: include other users' orphaned segments (root only)")
+	fl.BoolVar(&f.kill, "kill", false, "proc.stale: send SIGKILL to ranks that ignore SIGTERM, without asking")
 	return cmd
 }
 
@@ -59,96 +78,99 @@ func findingsNow(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	return checks.Flatten(checks.Run(ctx, h, reg.All(), checks.Options{})), nil
 }
 
 func runFix(ctx context.Context, a *App, f fixFlags) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var ids []string
+	for _, id := range f.apply {
+		id = strings.TrimSpace(id)
+		if id == "" {
+			continue
+		}
+		if !steps.Known(id) {
+			return usageError{fmt.Errorf("unknown fix %q (one of %s)", id, strings.Join(steps.IDs(), ", "))}
+		}
+		ids = append(ids, id)
+	}
+	if f.export != "" && f.dryRun {
+		return usageError{errors.New("--export writes a script that is itself a dry run by default; drop --dry-run")}
+	}
 	h, err := a.Host()
 	if err != nil {
 		return err
 	}
-	for _, id := range f.apply {
-		if !known(id) {
-			return usageError{fmt.Errorf("unknown fix %q (one of %s)", id, strings.Join(steps.IDs(), ", "))}
-		}
+	if f.allUsers && !h.IsRoot() && !h.Simulated {
+		return usageError{errors.New("--all-users needs root: other users' files may only be removed by root")}
 	}
 	findings, err := findingsNow(ctx, h)
 	if err != nil {
 		return err
 	}
-	plan := steps.PlanFor(ctx, h, findings, f.apply)
+	plan, notes := steps.PlanWith(ctx, h, findings, steps.PlanOptions{Want: ids, AllUsers: f.allUsers})
 	out := a.Stdout
-	if f.export != "" {
-		return exportFixes(ctx, a, h, plan, findings, f.export)
+	if len(ids) > 0 {
+		plan = chosen(out, plan, notes, ids)
 	}
-	if len(f.apply) == 0 {
+	switch {
+	case f.export != "":
+		return exportFixes(a, h, plan, findings, f.export)
+	case len(ids) == 0 && !f.dryRun:
 		return listFixes(out, plan)
 	}
-	var chosen []steps.Fix
-	for _, id := range f.apply {
-		fx, ok := steps.ByID(plan, id)
-		if !ok {
-			fmt.Fprintf(out, "%s: nothing to do on this machine now.\n", id)
-			continue
-		}
-		chosen = append(chosen, fx)
-	}
-	if f.dryRun {
-		for _, fx := range chosen {
-			printFix(out, fx)
-		}
-		fmt.Fprintln(out, "\nDry run: nothing was changed.")
+	if len(plan) == 0 {
 		return nil
 	}
 	interactive := a.StdinTTY()
-	if !f.yes && !interactive {
-		return usageError{fmt.Errorf("no terminal to ask for confirmation: pass --yes to apply, or --export FILE to write a script to review")}
+	if !f.dryRun && !f.yes && !interactive {
+		return usageError{errors.New("no terminal to ask for consent: pass --yes to apply the fixes as previewed by `ncclwiz fix`, or write a script to review with --export FILE")}
 	}
 	in := bufio.NewReader(a.Stdin)
-	ask := func(q string) bool {
-		if f.yes {
-			return true
-		}
+	prompt := func(q string) bool {
 		fmt.Fprintf(out, "%s [y/N] ", q)
 		line, _ := in.ReadString('\n')
 		ans := strings.ToLower(strings.TrimSpace(line))
 		return ans == "y" || ans == "yes"
 	}
 	failed := false
-	for _, fx := range chosen {
-		printFix(out, fx)
-		if fx.Manual {
-			fmt.Fprintln(out, "  (nothing to apply: follow the lines above)")
+	for _, fx := range plan {
+		printFix(out, fx, true)
+		switch {
+		case fx.Impossible != "":
+			fmt.Fprintf(out, "  not possible here; instead: %s\n", textsafe.Clean(fx.Alternative))
+			failed = failed || !f.dryRun
+			continue
+		case fx.Manual:
+			fmt.Fprintln(out, "  nothing to apply: this fix is the advice above.")
 			continue
 		}
-		if fx.Impossible != "" {
-			fmt.Fprintf(out, "  not possible here: %s\n  instead: %s\n", fx.Impossible, fx.Alternative)
-			failed = true
-			continue
-		}
-		if !ask("Apply " + fx.ID + "?") {
+		if !f.dryRun && !f.yes && !prompt("Apply "+fx.ID+"?") {
 			fmt.Fprintln(out, "  skipped.")
 			continue
 		}
-		res, err := fx.Apply(ctx, h, steps.ApplyOptions{Yes: true, Confirm: ask, ForceKill: false, AllUsers: f.allUsers,
-			Progress: func(s string) { fmt.Fprintln(out, "  "+textsafe.Clean(s)) }})
+		opts := steps.ApplyOptions{Yes: true, DryRun: f.dryRun, Kill: f.kill,
+			Progress: func(s string) { fmt.Fprintln(out, "  "+textsafe.Clean(s)) }}
+		if interactive {
+			opts.Confirm = prompt
+		}
+		res, err := fx.Apply(ctx, h, opts)
 		if err != nil {
 			fmt.Fprintf(out, "  failed: %s\n", textsafe.Clean(err.Error()))
 			failed = true
 			continue
 		}
-		fmt.Fprintf(out, "  %s\n", textsafe.Clean(res.Summary))
-		for _, s := range res.Skipped {
-			fmt.Fprintf(out, "  left alone: %s\n", textsafe.Clean(s))
+		if !printOutcome(out, res, f.dryRun) {
+			failed = true
 		}
-		for _, r := range res.Recheck {
-			mark := "passes"
-			if r.Worst().IsProblem() {
-				mark = "still reports problems"
-				failed = true
-			}
-			fmt.Fprintf(out, "  re-check %s %s\n", r.ID, mark)
-		}
+	}
+	if f.dryRun {
+		fmt.Fprintln(out, "\nDry run: nothing was changed.")
 	}
 	if failed {
 		return ExitError{Code: 1}
@@ -156,61 +178,169 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 	return nil
 }
 
-func known(id string) bool {
-	for _, k := range steps.IDs() {
-		if k == id {
-			return true
+// chosen keeps the planned fixes the user named, and says for the others
+// why there is nothing to do.
+func chosen(out io.Writer, plan []steps.Fix, notes map[string]string, ids []string) []steps.Fix {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	var keep []steps.Fix
+	for _, fx := range plan {
+		if want[fx.ID] {
+			keep = append(keep, fx)
+			delete(want, fx.ID)
 		}
 	}
-	return false
+	var missing []string
+	for id := range want {
+		missing = append(missing, id)
+	}
+	sort.Strings(missing)
+	for _, id := range missing {
+		why := notes[id]
+		if why == "" {
+			why = "nothing to do on this machine now"
+		}
+		fmt.Fprintf(out, "%s: %s.\n", id, textsafe.Clean(why))
+	}
+	return keep
 }
 
 func listFixes(out io.Writer, plan []steps.Fix) error {
 	if len(plan) == 0 {
-		_, err := fmt.Fprintln(out, "No fix applies to this machine now (ncclwiz check shows why).")
+		_, err := fmt.Fprintln(out, "No fix applies to this machine now (`ncclwiz check` shows what was looked at).")
 		return err
 	}
-	fmt.Fprintf(out, "%d fix(es) apply to this machine:\n", len(plan))
+	fmt.Fprintf(out, "%d fix%s for this machine:\n", len(plan), map[bool]string{true: "", false: "es"}[len(plan) == 1])
 	for _, fx := range plan {
-		printFix(out, fx)
+		printFix(out, fx, false)
 	}
-	_, err := fmt.Fprintln(out, "\nApply with: ncclwiz fix --apply ID   (or export a script: ncclwiz fix --export fix.sh)")
+	_, err := fmt.Fprintln(out, "\nApply: ncclwiz fix --apply ID[,ID]   Preview: add --dry-run   Script: ncclwiz fix --export fix.sh")
 	return err
 }
 
-func printFix(out io.Writer, fx steps.Fix) {
-	tags := []string{"risk " + string(fx.Risk)}
+func printFix(out io.Writer, fx steps.Fix, applying bool) {
+	tags := []string{"risk: " + string(fx.Risk)}
 	if fx.NeedsRoot {
 		tags = append(tags, "needs root")
 	}
 	if fx.Manual {
-		tags = append(tags, "manual")
+		tags = append(tags, "advice")
 	}
-	fmt.Fprintf(out, "\n%s — %s  (%s)\n", fx.ID, textsafe.Clean(fx.Title), strings.Join(tags, ", "))
-	fmt.Fprintf(out, "  %s\n", textsafe.Clean(fx.Summary))
 	if fx.Impossible != "" {
-		fmt.Fprintf(out, "  not possible here: %s; instead: %s\n", textsafe.Clean(fx.Impossible), textsafe.Clean(fx.Alternative))
+		tags = append(tags, "not possible here")
+	}
+	fmt.Fprintf(out, "\n%s — %s  [%s]\n", fx.ID, textsafe.Clean(fx.Title), strings.Join(tags, ", "))
+	if len(fx.Answers) > 0 {
+		fmt.Fprintf(out, "  answers: %s\n", strings.Join(fx.Answers, ", "))
+	}
+	for _, l := range wrapText(textsafe.Clean(fx.Summary), 76) {
+		fmt.Fprintln(out, "  "+l)
+	}
+	if fx.Impossible != "" {
+		fmt.Fprintf(out, "  not possible here: %s\n", textsafe.Clean(fx.Impossible))
+		if !applying {
+			fmt.Fprintf(out, "  instead: %s\n", textsafe.Clean(fx.Alternative))
+		}
+	}
+	for _, w := range fx.Warnings {
+		fmt.Fprintf(out, "  left alone: %s\n", textsafe.Clean(w))
+	}
+	if fx.Guide != "" {
+		fmt.Fprintf(out, "  guide: ncclwiz guides %s\n", fx.Guide)
 	}
 	for _, l := range fx.Preview() {
-		fmt.Fprintf(out, "    %s\n", textsafe.Clean(l))
+		fmt.Fprintf(out, "    %s\n", textsafe.Sanitize(l))
 	}
 }
 
-func exportFixes(ctx context.Context, a *App, h *host.Host, plan []steps.Fix, findings []checks.Finding, path string) error {
-	var w io.Writer = a.Stdout
-	if path != "-" {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-		if err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		defer f.Close()
-		w = f
+// printOutcome prints what a fix did and its proof; false when it failed.
+func printOutcome(out io.Writer, res steps.Outcome, dryRun bool) bool {
+	for _, c := range res.Changed {
+		fmt.Fprintf(out, "  %s\n", textsafe.Clean(c))
 	}
-	if err := steps.ExportScript(ctx, w, h, plan, findings, a.VersionString()); err != nil {
+	for _, s := range res.Skipped {
+		fmt.Fprintf(out, "  left alone: %s\n", textsafe.Clean(s))
+	}
+	fmt.Fprintf(out, "  %s\n", textsafe.Clean(res.Summary))
+	if dryRun {
+		return true
+	}
+	for _, r := range res.Recheck {
+		fmt.Fprintf(out, "  re-check %s: %s\n", r.ID, worstText(r))
+	}
+	switch res.Verdict {
+	case steps.VerdictPassed:
+		fmt.Fprintln(out, "  proof: the re-check no longer reports the problem.")
+	case steps.VerdictFailed:
+		for _, f := range res.Remaining {
+			fmt.Fprintf(out, "  still reported: [%s] %s\n", f.Severity, textsafe.Clean(f.Title))
+		}
+		return false
+	default:
+		fmt.Fprintln(out, "  proof: not possible yet (see above); run `ncclwiz check` once it takes effect.")
+	}
+	return true
+}
+
+func worstText(r checks.Result) string {
+	w := r.Worst()
+	for _, f := range r.Findings {
+		if f.Severity == w {
+			return fmt.Sprintf("%s — %s", w, textsafe.Clean(f.Title))
+		}
+	}
+	return w.String()
+}
+
+func wrapText(s string, width int) []string {
+	var out []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(w) > width {
+			out = append(out, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	return out
+}
+
+func exportFixes(a *App, h *host.Host, plan []steps.Fix, findings []checks.Finding, path string) error {
+	if path == "-" {
+		return steps.ExportScriptWith(a.Stdout, h, plan, findings, steps.ExportOptions{Version: a.VersionString()})
+	}
+	var b strings.Builder
+	if err := steps.ExportScriptWith(&b, h, plan, findings, steps.ExportOptions{Version: a.VersionString()}); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	if path != "-" {
-		fmt.Fprintf(a.Stderr, "wrote %s with %d fix(es); review it, then: bash %s (dry run) and bash %s --apply\n", path, len(plan), path, path)
+	// Written next to the target and renamed: never a half-written script.
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".ncclwiz-fix-*.sh")
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
 	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(b.String()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := tmp.Chmod(0o755); err != nil {
+		tmp.Close()
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	fmt.Fprintf(a.Stderr, "wrote %s with %d fix(es). Review it, then: bash %s (dry run), then bash %s --apply\n", path, len(plan), path, path)
 	return nil
 }

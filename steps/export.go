@@ -13,207 +13,54 @@ import (
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
-// scriptHeader holds the helpers every exported script uses. The script is
-// a dry run unless given --apply; each step re-checks its precondition when
-// it runs, so a second run changes nothing.
-const scriptHeader = `set -euo pipefail
-
-APPLY=0
-case "${1:-}" in
-  --apply) APPLY=1 ;;
-  ""|--dry-run) ;;
-  *) echo "usage: $0 [--dry-run|--apply]" >&2; exit 2 ;;
-esac
-
-say() { printf '%s\n' "$*"; }
-# act runs a command with --apply and only shows it otherwise.
-act() {
-  if [ "$APPLY" = 1 ]; then
-    say "+ $*"
-    "$@"
-  else
-    say "would run: $*"
-  fi
-}
-is_root() { [ "$(id -u)" -eq 0 ]; }
-
-# shm_unused PATH INODE: true only if PATH is still that regular file (same
-# inode, not a symlink), older than two minutes, and no process has it open
-# or mapped. Processes this user cannot inspect count as holders.
-shm_unused() {
-  local p=$1 ino=$2 owner pid fd link
-  [ -f "$p" ] && [ ! -L "$p" ] || return 1
-  [ "$(stat -c %i -- "$p")" = "$ino" ] || return 1
-  [ "$(stat -c %h -- "$p")" = 1 ] || return 1
-  [ $(( $(date +%s) - $(stat -c %Y -- "$p") )) -ge 120 ] || return 1
-  owner=$(stat -c %u -- "$p")
-  for pid in /proc/[0-9]*; do
-    [ -d "$pid" ] || continue
-    if ! ls "$pid/fd" >/dev/null 2>&1 || ! [ -r "$pid/maps" ]; then
-      # Unreadable: only a problem if that process could open the file.
-      [ "$(stat -c %u "$pid" 2>/dev/null || echo x)" = "$owner" ] && return 1
-      continue
-    fi
-    for fd in "$pid"/fd/*; do
-      link=$(readlink -- "$fd" 2>/dev/null) || continue
-      [ "$link" = "$p" ] && return 1
-    done
-    grep -qF -- " $ino " "$pid/maps" 2>/dev/null && return 1
-  done
-  return 0
+// ExportOptions tune ExportScriptWith.
+type ExportOptions struct {
+	// Version is ncclwiz's version, for the header.
+	Version string
+	// EtcDir replaces /etc in the files the script edits (fstab,
+	// drop-ins); tests point it at a temporary directory. Default /etc.
+	EtcDir string
 }
 
-# same_proc PID STARTTIME: true if PID still runs the process first seen.
-same_proc() {
-  local pid=$1 start=$2 stat
-  stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
-  stat=${stat##*) }
-  set -- $stat
-  [ "${20:-}" = "$start" ]
-}
-`
-
-// ExportScript writes a bash script that applies the fixes on this machine
-// or a copy of it. User-level steps come first; root steps are skipped with
-// a message unless the script runs as root.
-func ExportScript(ctx context.Context, w io.Writer, h *host.Host, fixes []Fix, findings []checks.Finding, version string) error {
-	var b strings.Builder
-	b.WriteString("#!/usr/bin/env bash\n")
-	fmt.Fprintf(&b, "# Fix script written by ncclwiz %s on %s for %s.\n", version, h.Now().UTC().Format("2006-01-02 15:04 UTC"), textsafe.Sanitize(h.Name))
-	b.WriteString("# Review it, then run: bash THIS_FILE (dry run)   and   bash THIS_FILE --apply\n#\n# Findings it answers:\n")
-	seen := map[string]bool{}
-	for _, f := range findings {
-		if !f.Severity.IsProblem() || seen[f.Title] {
-			continue
-		}
-		seen[f.Title] = true
-		fmt.Fprintf(&b, "#   [%s] %s: %s\n", f.Severity, f.Check, oneLine(f.Title))
-	}
-	b.WriteString("#\n# shellcheck disable=SC2086\n")
-	b.WriteString(scriptHeader)
-
-	var user, root []Fix
-	for _, f := range fixes {
-		if f.NeedsRoot {
-			root = append(root, f)
-		} else {
-			user = append(user, f)
-		}
-	}
-	b.WriteString("\nsay \"== steps for $(id -un)\"\n")
-	for _, f := range user {
-		if err := exportFix(ctx, &b, h, f); err != nil {
-			return err
-		}
-	}
-	if len(root) > 0 {
-		b.WriteString("\nsay \"== steps that need root\"\nif ! is_root; then\n  say \"skipped: re-run with sudo to apply these\"\nelse\n")
-		for _, f := range root {
-			if err := exportFix(ctx, &b, h, f); err != nil {
-				return err
-			}
-		}
-		b.WriteString("fi\n")
-	}
-	b.WriteString("\nif [ \"$APPLY\" = 1 ]; then say \"done; re-check with: ncclwiz check\"; else say \"dry run: nothing changed (pass --apply to act)\"; fi\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+// ExportScript writes the planned fixes as a bash script; see
+// ExportScriptWith.
+func ExportScript(_ context.Context, w io.Writer, h *host.Host, fixes []Fix, findings []checks.Finding, version string) error {
+	return ExportScriptWith(w, h, fixes, findings, ExportOptions{Version: version})
 }
 
-func oneLine(s string) string {
-	return strings.ReplaceAll(textsafe.Clean(s), "\n", " ")
+// script collects the body of an exported script and the helper functions
+// it needs.
+type script struct {
+	b       strings.Builder
+	helpers map[string]bool
+	nvars   int
 }
 
-func exportFix(ctx context.Context, b *strings.Builder, h *host.Host, f Fix) error {
-	fmt.Fprintf(b, "\n# --- %s: %s\n", f.ID, oneLine(f.Title))
-	for _, l := range wrapComment(f.Summary, 76) {
-		fmt.Fprintf(b, "# %s\n", l)
+func (s *script) use(names ...string) {
+	for _, n := range names {
+		s.helpers[n] = true
+		for _, d := range helperDeps[n] {
+			s.use(d)
+		}
 	}
-	if f.Impossible != "" {
-		fmt.Fprintf(b, "say %s\n", ShellQuote(f.ID+": not possible here: "+oneLine(f.Impossible)+"; instead: "+oneLine(f.Alternative)))
-		return nil
-	}
-	switch f.ID {
-	case "shm.cleanup":
-		inv, err := shm.Scan(ctx, h)
-		if err != nil {
-			return err
-		}
-		cands, skipped := cleanupCandidates(inv, h, false)
-		for _, s := range skipped {
-			fmt.Fprintf(b, "# left alone: %s\n", oneLine(s))
-		}
-		for _, s := range cands {
-			q := ShellQuote(s.Path)
-			fmt.Fprintf(b, "if shm_unused %s %d; then act rm -- %s; elif [ -e %s ]; then say %s; fi\n",
-				q, s.Ino, q, q, ShellQuote("kept "+s.Path+": in use, changed or too new"))
-		}
-	case "proc.stale":
-		for _, t := range staleTargets(ctx, h) {
-			fmt.Fprintf(b, "if same_proc %d %d; then act kill -TERM %d; else say %s; fi\n", t.PID, t.StartTicks, t.PID,
-				ShellQuote(fmt.Sprintf("pid %d already gone", t.PID)))
-		}
-		b.WriteString("# If a rank ignores SIGTERM, end it by PID with kill -KILL after checking it is still the same process.\n")
-	case "shm.remount":
-		m, size, _, _ := remountPlan(ctx, h)
-		if size == 0 {
-			return nil
-		}
-		q := ShellQuote(m.Path)
-		fmt.Fprintf(b, "if [ \"$(findmnt -no FSTYPE --target %s)\" != tmpfs ]; then say %s\n", q, ShellQuote(m.Path+" is not a tmpfs; not remounting"))
-		fmt.Fprintf(b, "elif [ \"$(df --output=size -B1 %s | tail -n 1 | tr -d ' ')\" -ge %d ]; then say %s\n", q, size, ShellQuote(m.Path+" is already "+shm.Human(size)+" or more"))
-		fmt.Fprintf(b, "else act mount -o remount,size=%s %s; fi\n", sizeOption(size), q)
-	case "shm.persist":
-		m, size, _, _ := remountPlan(ctx, h)
-		if size == 0 {
-			return nil
-		}
-		line := fmt.Sprintf("tmpfs %s tmpfs defaults,size=%s 0 0", m.Path, sizeOption(size))
-		re := "^[^#]*[[:space:]]" + strings.ReplaceAll(m.Path, ".", "\\.") + "[[:space:]]"
-		fmt.Fprintf(b, "if grep -qE %s /etc/fstab && grep -E %s /etc/fstab | grep -q %s; then say %s\n",
-			ShellQuote(re), ShellQuote(re), ShellQuote("size="+sizeOption(size)), ShellQuote("/etc/fstab already sets size="+sizeOption(size)))
-		fmt.Fprintf(b, "elif grep -qE %s /etc/fstab; then say %s\n", ShellQuote(re),
-			ShellQuote("/etc/fstab has a "+m.Path+" line with another size; change it to size="+sizeOption(size)+" by hand, or run: sudo ncclwiz fix --apply shm.persist"))
-		fmt.Fprintf(b, "else act cp -p /etc/fstab /etc/fstab.ncclwiz.bak; if [ \"$APPLY\" = 1 ]; then printf '%%s\\n' %s >> /etc/fstab; else say %s; fi; fi\n",
-			ShellQuote(line), ShellQuote("would append to /etc/fstab: "+line))
-	case "systemd.removeipc", "limits.memlock":
-		d := removeIPCDropIn
-		if f.ID == "limits.memlock" {
-			d = memlockDropIn
-		}
-		q := ShellQuote(d.path)
-		fmt.Fprintf(b, "want=%s\n", ShellQuote(d.content))
-		fmt.Fprintf(b, "if [ -f %s ] && [ \"$(cat %s)\" = \"${want%%$'\\n'}\" ]; then say %s\n", q, q, ShellQuote(d.path+" already in place"))
-		fmt.Fprintf(b, "else act mkdir -p %s; if [ \"$APPLY\" = 1 ]; then printf '%%s' \"$want\" > %s.tmp && mv -- %s.tmp %s; else say %s; fi\n",
-			ShellQuote(parentDir(d.path)), q, q, q, ShellQuote("would write "+d.path))
-		if len(d.after) > 0 {
-			fmt.Fprintf(b, "  act %s\n", strings.Join(d.after, " "))
-		}
-		b.WriteString("fi\n")
-	default:
-		// Manual fixes: what to do, as comments, and a line saying so.
-		for _, s := range f.Steps {
-			if s.Comment != "" {
-				fmt.Fprintf(b, "# %s\n", oneLine(s.Comment))
-			}
-			for _, l := range s.Lines {
-				fmt.Fprintf(b, "#   %s\n", oneLine(l))
-			}
-		}
-		fmt.Fprintf(b, "say %s\n", ShellQuote(f.ID+": nothing to run here; see the comments above in this script"))
-	}
-	return nil
 }
 
-func parentDir(p string) string {
-	i := strings.LastIndexByte(p, '/')
-	if i <= 0 {
-		return "/"
+func (s *script) printf(format string, args ...any) { fmt.Fprintf(&s.b, format, args...) }
+
+// comment writes text as comment lines, sanitised (no control bytes, no
+// newlines from the machine) and wrapped.
+func (s *script) comment(text string) {
+	for _, l := range wrap(text, 76) {
+		s.b.WriteString("# " + l + "\n")
 	}
-	return p[:i]
 }
 
-func wrapComment(s string, width int) []string {
+// say writes a line that prints msg (sanitised, quoted) when the script runs.
+func (s *script) say(msg string) { s.b.WriteString("say " + ShellQuote(oneLine(msg)) + "\n") }
+
+func oneLine(s string) string { return textsafe.Clean(strings.Join(strings.Fields(s), " ")) }
+
+func wrap(s string, width int) []string {
 	var out []string
 	line := ""
 	for _, w := range strings.Fields(oneLine(s)) {
@@ -232,14 +79,231 @@ func wrapComment(s string, width int) []string {
 	return out
 }
 
-// PlanFor plans the named fixes even when no finding asked for them (an
-// explicit `ncclwiz fix --apply ID`), plus whatever the findings ask for.
-func PlanFor(ctx context.Context, h *host.Host, findings []checks.Finding, ids []string) []Fix {
-	extra := make([]checks.Finding, 0, len(ids))
-	for _, id := range ids {
-		extra = append(extra, checks.Finding{Check: "user", Severity: checks.Warn, Title: "requested: " + id, Fixes: []string{id}})
+// ExportScriptWith writes a bash script that applies the fixes as planned
+// (the same segments, PIDs, sizes and lines the preview showed):
+// set -euo pipefail, a dry run unless given --apply, user steps and root
+// steps in labelled sections, each step re-checking its precondition when
+// it runs, idempotent (a second run changes nothing). It never ends a
+// process by name and never removes a glob: files by path and inode,
+// processes by PID and start time. Names with control bytes are never
+// written into it.
+func ExportScriptWith(w io.Writer, h *host.Host, fixes []Fix, findings []checks.Finding, opt ExportOptions) error {
+	etc := opt.EtcDir
+	if etc == "" {
+		etc = "/etc"
 	}
-	fs := Plan(ctx, h, append(append([]checks.Finding{}, findings...), extra...))
-	sort.SliceStable(fs, func(i, j int) bool { return !fs[i].NeedsRoot && fs[j].NeedsRoot })
-	return fs
+	version := opt.Version
+	if version == "" {
+		version = "(dev)"
+	}
+	var user, root []Fix
+	for _, f := range fixes {
+		if f.NeedsRoot && f.Impossible == "" && !f.Manual {
+			root = append(root, f)
+		} else {
+			user = append(user, f)
+		}
+	}
+	body := &script{helpers: map[string]bool{}}
+	section := func(fs []Fix) {
+		for _, f := range fs {
+			exportFix(body, f)
+		}
+	}
+	section(user)
+	userBody := body.b.String()
+	body.b.Reset()
+	section(root)
+	rootBody := body.b.String()
+
+	var b strings.Builder
+	b.WriteString("#!/usr/bin/env bash\n")
+	fmt.Fprintf(&b, "# ncclwiz fix script for %s, written by ncclwiz %s on %s.\n", oneLine(h.Name), oneLine(version), h.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	b.WriteString(`#
+# Review it, then run:
+#   bash THIS_SCRIPT            a dry run: says what it would do, changes nothing
+#   bash THIS_SCRIPT --apply    does it; the root steps need: sudo bash THIS_SCRIPT --apply
+#
+# Every step re-checks its precondition right before it acts, and does
+# nothing when there is nothing left to do, so it is safe to run again.
+# Files are named by path and checked by inode, processes by PID and start
+# time; nothing is matched by a name pattern and nothing is killed with -9.
+#
+`)
+	b.WriteString("# Findings it answers:\n")
+	seen := map[string]bool{}
+	n := 0
+	for _, f := range findings {
+		key := f.Check + "\x00" + f.Title
+		if !f.Severity.IsProblem() || f.Title == "" || seen[key] || !answered(f, fixes) {
+			continue
+		}
+		seen[key] = true
+		n++
+		fmt.Fprintf(&b, "#   [%s] %s: %s\n", f.Severity, f.Check, clipText(oneLine(f.Title), 100))
+	}
+	if n == 0 {
+		b.WriteString("#   (none with warnings or errors; the fixes were asked for by name)\n")
+	}
+	b.WriteString("#\n# Fixes:\n")
+	for _, f := range fixes {
+		who := "user"
+		switch {
+		case f.Impossible != "":
+			who = "n/a "
+		case f.Manual:
+			who = "info"
+		case f.NeedsRoot:
+			who = "root"
+		}
+		fmt.Fprintf(&b, "#   %-18s %s  %s\n", f.ID, who, clipText(oneLine(f.Title), 90))
+	}
+	b.WriteString("\nset -euo pipefail\nexport LC_ALL=C\n")
+	fmt.Fprintf(&b, "ETC=%s\n", ShellQuote(etc))
+	b.WriteString(scriptPrelude)
+	for _, name := range helperOrder {
+		if body.helpers[name] {
+			b.WriteString("\n" + helperText[name])
+		}
+	}
+	b.WriteString("\nsection 'user steps (as '\"$(id -un)\"')'\n")
+	if len(user) == 0 {
+		b.WriteString("say '  none'\n")
+	}
+	b.WriteString(userBody)
+	b.WriteString("\nsection 'steps that need root'\n")
+	if len(root) == 0 {
+		b.WriteString("say '  none'\n")
+	} else {
+		var ids []string
+		for _, f := range root {
+			ids = append(ids, f.ID)
+		}
+		fmt.Fprintf(&b, "if [ \"$APPLY\" = 1 ] && ! is_root; then\n  say \"  skipped, they need root: %s. Run: sudo bash $0 --apply\"\n  SKIPPED=$((SKIPPED + %d))\nelse\n",
+			strings.Join(ids, ", "), len(root))
+		b.WriteString(indent(rootBody))
+		b.WriteString("fi\n")
+	}
+	b.WriteString(scriptFooter)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// answered reports whether one of the fixes names the finding's check or
+// is named by the finding.
+func answered(f checks.Finding, fixes []Fix) bool {
+	for _, x := range fixes {
+		for _, id := range f.Fixes {
+			if id == x.ID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func indent(s string) string {
+	var out []string
+	inHeredoc := ""
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		switch {
+		case inHeredoc != "":
+			if l == inHeredoc {
+				inHeredoc = ""
+			}
+			out = append(out, l) // a here-document's lines stay as they are
+			continue
+		case l == "":
+			out = append(out, l)
+		default:
+			out = append(out, "  "+l)
+		}
+		if m := heredocStart.FindStringSubmatch(l); m != nil {
+			inHeredoc = m[1]
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+func exportFix(s *script, f Fix) {
+	who := "user"
+	if f.NeedsRoot {
+		who = "root"
+	}
+	s.printf("\n# --- %s: %s [%s]\n", f.ID, oneLine(f.Title), who)
+	s.comment(f.Summary)
+	for _, w := range f.Warnings {
+		s.comment("left alone: " + w)
+	}
+	s.printf("step %s %s\n", ShellQuote(f.ID), ShellQuote(oneLine(f.Title)))
+	switch {
+	case f.Impossible != "":
+		s.say("  not possible here: " + f.Impossible)
+		s.say("  instead: " + f.Alternative)
+	case f.Manual || f.script == nil:
+		s.comment("Nothing to run on this machine; what to do:")
+		for _, l := range f.Preview() {
+			s.b.WriteString(strings.TrimRight("#   "+textsafe.Sanitize(textsafe.RedactText(l)), " ") + "\n")
+		}
+		s.say("  nothing to run here: see the comments of " + f.ID + " in this script (or: ncclwiz fix)")
+	default:
+		f.script(s)
+	}
+}
+
+// ---- per-fix script bodies --------------------------------------------
+
+func scriptCleanup(s *script, cands []shm.Segment, skipped []string) {
+	s.use("remove_unused")
+	for _, c := range cands {
+		if !textsafe.IsClean(c.Path) || strings.ContainsAny(c.Path, "\n\r") {
+			s.comment("skipped (name has control bytes): " + textsafe.Sanitize(c.Path))
+			continue
+		}
+		s.printf("remove_unused %s %d   # %s\n", ShellQuote(c.Path), c.Ino, shm.Human(uint64(c.Allocated)))
+	}
+}
+
+func scriptStale(s *script, targets []rank) {
+	s.use("stop_rank")
+	for _, t := range targets {
+		s.printf("stop_rank %d %d %s\n", t.PID, t.Start, ShellQuote(clipText(t.Command, 60)))
+	}
+}
+
+func scriptRemount(s *script, dir string, size uint64) {
+	s.use("remount_shm")
+	s.printf("remount_shm %s %s %d\n", ShellQuote(dir), sizeOption(size), size)
+}
+
+func scriptPersist(s *script, mountpoint, size, opts string) {
+	s.use("fstab_set")
+	s.printf("fstab_set \"$ETC/fstab\" %s %s %s\n", ShellQuote(mountpoint), ShellQuote(size), ShellQuote(opts))
+}
+
+func scriptDropIn(s *script, d dropIn) {
+	s.use("put_file")
+	s.nvars++
+	v := fmt.Sprintf("content_%d", s.nvars)
+	s.printf("IFS= read -r -d '' %s <<'NCCLWIZ_EOF' || true\n%sNCCLWIZ_EOF\n", v, d.content)
+	p := "\"$ETC\"" + ShellQuote(strings.TrimPrefix(d.path, "/etc"))
+	if len(d.restart) > 0 {
+		s.printf("if put_file %s \"$%s\"; then act %s; fi\n", p, v, strings.Join(d.restart, " "))
+		return
+	}
+	s.printf("put_file %s \"$%s\" || true\n", p, v)
+	s.say("  " + d.effect)
+}
+
+// sortedKeys is used by tests.
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -1,18 +1,64 @@
-// Package steps holds ncclwiz's fixes, without any UI. A fix knows which
-// findings it answers, says in words what it will do, shows the exact shell
-// lines it stands for (the preview, and the body of an exported script),
-// says whether it needs root or cannot work here and what to do instead,
-// applies itself in Go, and names the checks to re-run as proof.
+// Package steps holds ncclwiz's fixes, without any UI (the wizard's flow
+// lives in steps/flow, the screens in tui).
 //
-// Nothing here changes the machine except Fix.Apply, and every Apply
-// re-proves its precondition at the moment it acts.
+// # The fix model
+//
+// A Fix is planned for this machine from the findings that name it
+// (Finding.Fixes). Planning reads the machine and freezes what the fix will
+// act on — the exact segments, PIDs, sizes and lines — so that what the user
+// previews is what Apply touches and what the exported script does:
+//
+//   - ID, Title, Summary (what it will do, in words), Answers (the check IDs
+//     whose findings it answers) and Findings (their titles), Guide;
+//   - Steps: the exact shell lines, shown as the preview and used by the
+//     exported script, with root steps marked;
+//   - Risk, NeedsRoot, Manual (only shows what to do), Impossible and
+//     Alternative (cannot work here, e.g. inside a container, and what to do
+//     instead);
+//   - Apply, done in Go (no shell where Go can do it), re-proving each
+//     precondition at the moment it acts, honouring ApplyOptions.DryRun;
+//   - Recheck: the checks re-run as proof, reported in Outcome.Verdict.
+//
+// Plan orders fixes user-level first, then those needing root, then the
+// impossible ones. ExportScript writes the same plan as a reviewable bash
+// script (dry run by default).
+//
+// # Safety rules
+//
+//   - shm.cleanup removes only segments shm.Scan proved orphaned, that are
+//     regular single-link files with printable names, owned by the user
+//     (other users' only as root with PlanOptions.AllUsers); right before each
+//     unlink it re-proves the file unused with shm.ProveOrphaned, moves it
+//     aside with renameat2(RENAME_NOREPLACE) in the directory fd, checks the
+//     device and inode with fstatat(AT_SYMLINK_NOFOLLOW), proves it unused
+//     again under the new name (no process can newly open it by its old name
+//     any more) and unlinks it; on any doubt the file is put back. Symlinks
+//     are never followed or removed.
+//   - proc.stale signals by PID only after re-reading the process's start
+//     time (a recycled PID is never signalled); SIGKILL needs its own
+//     consent (ApplyOptions.Kill or an interactive Confirm), never just Yes.
+//   - Files ncclwiz writes (fstab, drop-ins) are backed up when they differ,
+//     replaced atomically, and left alone when they already say the same.
+//
+// # Simulated hosts
+//
+// A practice scenario (host.Simulated) is a temporary copy of a fixture
+// tree. Every fix works through the host seam: file fixes act on h.Path(…)
+// (inside the copy), remounts and signals go through h.Act (which the
+// scenario replaces with functions that edit its mountinfo and remove
+// /proc/PID from the copy), and external commands (systemctl) are not run.
+// So the wizard shows a real before/after and the real machine is never
+// touched.
 package steps
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"sort"
+	"time"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/all"
@@ -25,23 +71,29 @@ type Risk string
 // Risks.
 const (
 	RiskNone   Risk = "none"   // prints advice only
-	RiskLow    Risk = "low"    // removes or writes only what was proven unused / ncclwiz's own files
-	RiskMedium Risk = "medium" // changes system configuration; reversible
+	RiskLow    Risk = "low"    // removes only what was proven unused
+	RiskMedium Risk = "medium" // changes system configuration; reversible (backups)
 	RiskHigh   Risk = "high"   // ends processes
 )
 
 // ApplyOptions carry consent and progress reporting into Apply.
 type ApplyOptions struct {
-	// Yes is true when the user already consented (--yes, or the wizard's
-	// confirmation); Confirm is asked for each extra risky step otherwise.
-	Yes     bool
+	// Yes means the user consented to the fix as previewed (--yes, or the
+	// wizard's confirmation).
+	Yes bool
+	// Confirm asks about an escalation beyond the preview (SIGKILL of a rank
+	// that ignored SIGTERM). Nil means no one can be asked: escalations are
+	// then not taken unless Kill is set.
 	Confirm func(question string) bool
 	// Progress receives one line per action taken.
 	Progress func(string)
-	// AllUsers lets shm.cleanup remove other users' orphaned files (root only).
-	AllUsers bool
-	// ForceKill lets proc.stale escalate to SIGKILL without asking again.
-	ForceKill bool
+	// DryRun re-proves every precondition and reports what would be done,
+	// changing nothing.
+	DryRun bool
+	// Kill consents in advance to SIGKILL for ranks that ignore SIGTERM.
+	Kill bool
+	// Grace is how long proc.stale waits after SIGTERM (default 10 s).
+	Grace time.Duration
 }
 
 func (o ApplyOptions) progress(format string, args ...any) {
@@ -50,29 +102,41 @@ func (o ApplyOptions) progress(format string, args ...any) {
 	}
 }
 
-func (o ApplyOptions) confirm(q string) bool {
-	if o.Yes {
-		return true
-	}
-	return o.Confirm != nil && o.Confirm(q)
-}
+// Verdicts of an Outcome.
+const (
+	VerdictPassed   = "passed"   // the re-check no longer reports what the fix answers
+	VerdictFailed   = "failed"   // it still does
+	VerdictUnproven = "unproven" // no re-check can prove it (yet): see Summary
+	VerdictDryRun   = "dry-run"
+)
 
 // Outcome reports what applying a fix changed.
 type Outcome struct {
 	Summary string
+	// Changed lists each change made ("removed /dev/shm/nccl-ab12cd (9.2 MiB)").
 	Changed []string
+	// Skipped lists what was left alone, and why.
 	Skipped []string
-	Before  map[string]any
-	After   map[string]any
+	// Before and After hold the measured state (used bytes, size …).
+	Before, After map[string]any
 	// Recheck holds the re-run checks that prove (or disprove) the fix.
 	Recheck []checks.Result
+	// Remaining are re-check findings that still name this fix.
+	Remaining []checks.Finding
+	// Verdict is one of the Verdict constants.
+	Verdict string
 }
 
-// Step is one shell step of a fix: the exact lines, and whether it needs root.
+// Passed reports whether the re-check proved the fix.
+func (o Outcome) Passed() bool { return o.Verdict == VerdictPassed }
+
+// Step is one group of shell lines of a fix.
 type Step struct {
 	Comment string
-	Lines   []string
-	Root    bool
+	// Lines are exact shell lines (comments allowed).
+	Lines []string
+	// Root steps need root; previews prefix their commands with sudo.
+	Root bool
 }
 
 // Fix is one remedy, planned for this machine.
@@ -80,129 +144,271 @@ type Fix struct {
 	ID, Title string
 	// Summary says in words what applying it will do, with specifics.
 	Summary string
-	// Answers lists the check IDs whose findings it addresses.
-	Answers   []string
+	// Answers lists the check IDs whose findings it addresses; Findings
+	// their titles.
+	Answers  []string
+	Findings []string
+	// Guide is the guide that explains the problem it fixes.
+	Guide     string
 	Risk      Risk
 	NeedsRoot bool
-	// Manual fixes only show what to do (a snippet or a command to run
+	// Manual fixes only show what to do (a snippet, or a command to run
 	// elsewhere); applying one changes nothing.
 	Manual bool
-	// Impossible says why it cannot run here; Alternative what to do instead.
+	// Impossible says why it cannot be applied here; Alternative what to do
+	// instead.
 	Impossible, Alternative string
 	// Steps are the exact shell lines, for preview and export.
 	Steps []Step
 	// Recheck lists the check IDs that prove the fix worked.
 	Recheck []string
-	apply   func(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, error)
+	// Warnings are things the user should know before consenting (files
+	// left alone, and why).
+	Warnings []string
+
+	asRoot bool
+	apply  func(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, error)
+	script func(s *script)
 }
 
-// Preview returns the shell lines of the fix, one per line, with root
-// steps marked.
+// Preview returns the shell lines of the fix; root commands are prefixed
+// with sudo unless ncclwiz already runs as root.
 func (f Fix) Preview() []string {
 	var out []string
 	for _, s := range f.Steps {
 		if s.Comment != "" {
 			out = append(out, "# "+s.Comment)
 		}
+		heredoc := ""
 		for _, l := range s.Lines {
-			if s.Root && !f.Manual {
-				out = append(out, "sudo "+l)
-			} else {
-				out = append(out, l)
+			switch {
+			case heredoc != "":
+				if l == heredoc {
+					heredoc = ""
+				}
+			case s.Root && !f.Manual && !f.asRoot && l != "" && l[0] != '#':
+				l = "sudo " + l
 			}
+			if m := heredocStart.FindStringSubmatch(l); m != nil && heredoc == "" {
+				heredoc = m[1]
+			}
+			out = append(out, l)
 		}
 	}
 	return out
 }
 
-// ErrNotApplicable is returned by Apply for manual or impossible fixes.
+// heredocStart finds a here-document whose body follows (<<'EOF').
+var heredocStart = regexp.MustCompile(`<<-?'?([A-Za-z_][A-Za-z0-9_]*)'?(?:\s|$)`)
+
+// ErrNotApplicable is returned by Apply for impossible fixes.
 var ErrNotApplicable = errors.New("this fix cannot be applied here")
 
-// Apply performs the fix and re-runs its proof checks.
+// Apply performs the fix (or, with DryRun, proves what it would do) and
+// re-runs its proof checks.
 func (f Fix) Apply(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, error) {
 	if f.Impossible != "" {
-		return Outcome{}, fmt.Errorf("%s: %w: %s", f.ID, ErrNotApplicable, f.Impossible)
+		return Outcome{}, fmt.Errorf("%s: %w: %s; instead: %s", f.ID, ErrNotApplicable, f.Impossible, f.Alternative)
 	}
-	if f.apply == nil {
-		return Outcome{Summary: "nothing to apply: " + f.Summary}, nil
+	if f.Manual || f.apply == nil {
+		return Outcome{Summary: "nothing to apply here: " + f.Summary, Verdict: VerdictUnproven}, nil
 	}
-	if f.NeedsRoot && !h.IsRoot() && !h.Simulated {
-		return Outcome{}, fmt.Errorf("%s needs root: run sudo ncclwiz fix --apply %s, or export a script with ncclwiz fix --export", f.ID, f.ID)
+	if f.NeedsRoot && !h.IsRoot() && !h.Simulated && !o.DryRun {
+		return Outcome{}, fmt.Errorf("%s needs root: run sudo ncclwiz fix --apply %s, or export a script (ncclwiz fix --export fix.sh) for an administrator", f.ID, f.ID)
 	}
 	out, err := f.apply(ctx, h, o)
 	if err != nil {
 		return out, fmt.Errorf("%s: %w", f.ID, err)
 	}
-	out.Recheck = Recheck(ctx, h, f.Recheck)
+	if o.DryRun {
+		out.Verdict = VerdictDryRun
+		return out, nil
+	}
+	if len(f.Recheck) > 0 {
+		out.Recheck = Recheck(ctx, h, f.Recheck)
+		out.Remaining, out.Verdict = judge(f.ID, out.Recheck)
+	}
+	if out.Verdict == "" {
+		out.Verdict = VerdictUnproven
+	}
 	return out, nil
 }
 
-// Recheck runs the named checks again.
-func Recheck(ctx context.Context, h *host.Host, ids []string) []checks.Result {
-	if len(ids) == 0 {
-		return nil
+// judge decides the verdict from the re-run checks: passed when none of
+// their problem findings still names the fix and every check could run.
+func judge(id string, rs []checks.Result) ([]checks.Finding, string) {
+	var remaining []checks.Finding
+	ran := 0
+	for _, r := range rs {
+		complete := !r.Panicked
+		for _, f := range r.Findings {
+			if f.Severity == checks.Skipped {
+				complete = false
+			}
+			if f.Severity.IsProblem() && slices.Contains(f.Fixes, id) {
+				remaining = append(remaining, f)
+			}
+		}
+		if complete {
+			ran++
+		}
 	}
+	switch {
+	case len(remaining) > 0:
+		return remaining, VerdictFailed
+	case ran == 0:
+		return nil, VerdictUnproven
+	}
+	return nil, VerdictPassed
+}
+
+// Recheck runs the named checks again, one by one, with the engine's
+// protections (timeouts, panic isolation). Unknown IDs are skipped: a
+// domain may not be built into this binary.
+func Recheck(ctx context.Context, h *host.Host, ids []string) []checks.Result {
 	reg, err := all.Registry()
 	if err != nil {
 		return nil
 	}
-	sel, err := reg.Select(ids)
-	if err != nil {
-		return nil
-	}
-	return checks.Run(ctx, h, sel, checks.Options{})
-}
-
-// Passed reports whether every re-checked check is free of warnings and errors.
-func (o Outcome) Passed() bool {
-	for _, r := range o.Recheck {
-		if r.Worst().IsProblem() {
-			return false
+	var out []checks.Result
+	for _, id := range ids {
+		if c, ok := reg.Get(id); ok {
+			out = append(out, checks.RunOne(ctx, h, c))
 		}
 	}
-	return true
+	return out
 }
 
-// planners build each fix for this machine, or return nil when it does not
-// apply. Order is the order fixes are listed: user-level first.
-var planners = []func(ctx context.Context, h *host.Host, w wanted) *Fix{
-	planCleanup,
-	planStale,
-	planEnv,
-	planSingleGPU,
-	planContainer,
-	planRemount,
-	planPersist,
-	planRemoveIPC,
-	planMemlock,
+// PlanOptions tune planning.
+type PlanOptions struct {
+	// Want names fixes the user asked for explicitly; they are planned even
+	// when no finding names them.
+	Want []string
+	// AllUsers lets shm.cleanup include other users' orphaned segments
+	// (root only), listed separately in the preview.
+	AllUsers bool
 }
 
-// wanted is what the findings asked for: fix ID → the findings naming it.
-type wanted map[string][]checks.Finding
+// request is what planners get: the findings naming their fix.
+type request struct {
+	findings map[string][]checks.Finding
+	want     map[string]bool
+	opts     PlanOptions
+	// notes collects why a requested fix was not planned.
+	notes map[string]string
+}
 
-func (w wanted) has(id string) bool { return len(w[id]) > 0 }
+func (r *request) wanted(id string) bool { return r.want[id] || len(r.findings[id]) > 0 }
+
+func (r *request) note(id, why string) *Fix {
+	if r.wanted(id) {
+		r.notes[id] = why
+	}
+	return nil
+}
+
+// answers lists the check IDs and titles of the findings naming id.
+func (r *request) answers(id string) (ids, titles []string) {
+	seen := map[string]bool{}
+	for _, f := range r.findings[id] {
+		if !seen[f.Check] {
+			seen[f.Check] = true
+			ids = append(ids, f.Check)
+		}
+		titles = append(titles, f.Title)
+	}
+	sort.Strings(ids)
+	return ids, titles
+}
+
+type planner struct {
+	id   string
+	plan func(ctx context.Context, h *host.Host, r *request) *Fix
+	// with plans this fix too when one of these is wanted (persisting a
+	// remount).
+	with []string
+}
+
+// planners in display order within each group.
+var planners = []planner{
+	{"shm.cleanup", planCleanup, nil},
+	{"proc.stale", planStale, nil},
+	{"env.export", planEnv, nil},
+	{"launch.single-gpu", planSingleGPU, nil},
+	{"container.shm", planContainer, nil},
+	{"shm.remount", planRemount, nil},
+	{"shm.persist", planPersist, []string{"shm.remount"}},
+	{"systemd.removeipc", planRemoveIPC, nil},
+	{"limits.memlock", planMemlock, nil},
+}
+
+// IDs lists every fix ncclwiz knows.
+func IDs() []string {
+	out := make([]string, len(planners))
+	for i, p := range planners {
+		out[i] = p.id
+	}
+	return out
+}
+
+// Known reports whether id is a fix ID.
+func Known(id string) bool { return slices.Contains(IDs(), id) }
 
 // Plan returns the fixes that apply to the problems found, in order.
 func Plan(ctx context.Context, h *host.Host, findings []checks.Finding) []Fix {
-	w := wanted{}
+	fs, _ := PlanWith(ctx, h, findings, PlanOptions{})
+	return fs
+}
+
+// PlanFor plans the named fixes even when no finding asked for them (an
+// explicit `ncclwiz fix --apply ID`), plus whatever the findings ask for.
+func PlanFor(ctx context.Context, h *host.Host, findings []checks.Finding, ids []string) []Fix {
+	fs, _ := PlanWith(ctx, h, findings, PlanOptions{Want: ids})
+	return fs
+}
+
+// PlanWith plans with options and also returns, for fixes that were asked
+// for but are not needed or possible now, the reason.
+func PlanWith(ctx context.Context, h *host.Host, findings []checks.Finding, opts PlanOptions) ([]Fix, map[string]string) {
+	r := &request{findings: map[string][]checks.Finding{}, want: map[string]bool{}, opts: opts, notes: map[string]string{}}
 	for _, f := range findings {
 		for _, id := range f.Fixes {
-			// Informational findings only feed the env snippet (e.g. "set
+			// Informational findings only feed the env snippet ("set
 			// NCCL_DEBUG=INFO for the next run"); other fixes answer problems.
 			if f.Severity.IsProblem() || (f.Severity == checks.Info && id == "env.export") {
-				w[id] = append(w[id], f)
+				r.findings[id] = append(r.findings[id], f)
 			}
 		}
 	}
+	for _, id := range opts.Want {
+		r.want[id] = true
+	}
 	var out []Fix
 	for _, p := range planners {
-		if f := p(ctx, h, w); f != nil {
+		if !r.wanted(p.id) && !slices.ContainsFunc(p.with, r.wanted) {
+			continue
+		}
+		if f := p.plan(ctx, h, r); f != nil {
+			f.asRoot = h.IsRoot()
+			if len(f.Answers) == 0 {
+				f.Answers, f.Findings = r.answers(p.id)
+			}
 			out = append(out, *f)
+		} else if _, ok := r.notes[p.id]; !ok && r.wanted(p.id) {
+			r.notes[p.id] = "nothing to do on this machine now"
 		}
 	}
-	// Fixes that can run come before impossible ones.
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Impossible == "" && out[j].Impossible != "" })
-	return out
+	rank := func(f Fix) int {
+		switch {
+		case f.Impossible != "":
+			return 2
+		case f.NeedsRoot:
+			return 1
+		}
+		return 0
+	}
+	sort.SliceStable(out, func(i, j int) bool { return rank(out[i]) < rank(out[j]) })
+	return out, r.notes
 }
 
 // ByID finds a planned fix.
@@ -213,9 +419,4 @@ func ByID(fs []Fix, id string) (Fix, bool) {
 		}
 	}
 	return Fix{}, false
-}
-
-// IDs lists every fix ncclwiz knows, for --help and validation.
-func IDs() []string {
-	return []string{"shm.cleanup", "proc.stale", "env.export", "launch.single-gpu", "container.shm", "shm.remount", "shm.persist", "systemd.removeipc", "limits.memlock"}
 }

@@ -2,121 +2,231 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/ncclwiz/ncclwiz/checks/procs"
+	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
-// staleGrace is how long proc.stale waits after SIGTERM before it considers
-// SIGKILL (which it only sends with consent).
+// staleGrace is how long proc.stale waits after SIGTERM before it asks
+// about SIGKILL.
 const staleGrace = 10 * time.Second
 
-func staleTargets(ctx context.Context, h *host.Host) []procs.StaleRank {
-	rs, err := procs.FindStaleRanks(ctx, h)
-	if err != nil {
-		return nil
+// rank is a leftover rank as proc.stale sees it: found by the stale-rank
+// detector, pinned to one process by its start time.
+type rank struct {
+	PID, PPID, UID  int
+	Command, Reason string
+	GPUMemory       uint64
+	Segments        []string
+	Start           uint64 // field 22 of /proc/PID/stat
+	Zombie          bool
+}
+
+func (r rank) holds() string {
+	var parts []string
+	if r.GPUMemory > 0 {
+		parts = append(parts, shm.Human(r.GPUMemory)+" of GPU memory")
 	}
-	var out []procs.StaleRank
-	for _, r := range rs {
-		// A zombie has already exited; only its parent can reap it.
-		if r.State == "Z" {
+	if n := len(r.Segments); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d shared-memory segment%s", n, plural(n)))
+	}
+	if len(parts) == 0 {
+		return "no GPU memory or segments seen"
+	}
+	return "holds " + strings.Join(parts, " and ")
+}
+
+// procStat reads the state and start time of one process from
+// /proc/PID/stat (comm may hold spaces and parentheses, so the fields are
+// counted from the last ')').
+func procStat(h *host.Host, pid int) (state string, start uint64, err error) {
+	b, err := h.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return "", 0, errors.New("malformed stat")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return "", 0, errors.New("short stat")
+	}
+	start, err = strconv.ParseUint(f[19], 10, 64)
+	return f[0], start, err
+}
+
+// sameProcess reports whether pid still runs the process that was judged
+// and has not exited (a zombie has ended).
+func sameProcess(h *host.Host, r rank) bool {
+	state, start, err := procStat(h, r.PID)
+	return err == nil && start == r.Start && state != "Z" && state != "X"
+}
+
+// staleTargets returns the leftover ranks proc.stale may end: the user's
+// own (any user's as root), not zombies, pinned by start time.
+func staleTargets(ctx context.Context, h *host.Host) (targets []rank, skipped []string, err error) {
+	found, err := findStaleRanks(ctx, h)
+	if err != nil {
+		return nil, nil, err
+	}
+	self := syscall.Getpid()
+	for _, r := range found {
+		switch {
+		case r.PID <= 1 || r.PID == self:
+			continue
+		case r.Zombie:
+			skipped = append(skipped, fmt.Sprintf("pid %d is a zombie: it has already exited; only its parent (pid %d) can reap it", r.PID, r.PPID))
+			continue
+		case r.UID != h.EUID && !h.IsRoot():
+			skipped = append(skipped, fmt.Sprintf("pid %d belongs to uid %d; only that user or root may end it", r.PID, r.UID))
 			continue
 		}
-		if r.UID == h.EUID || h.IsRoot() {
-			out = append(out, r)
+		state, start, err := procStat(h, r.PID)
+		if err != nil || state == "Z" {
+			continue // ended meanwhile
 		}
+		r.Start = start
+		targets = append(targets, r)
 	}
-	return out
+	return targets, skipped, nil
 }
 
-func planStale(ctx context.Context, h *host.Host, w wanted) *Fix {
-	if !w.has("proc.stale") {
-		return nil
+func planStale(ctx context.Context, h *host.Host, r *request) *Fix {
+	targets, skipped, err := staleTargets(ctx, h)
+	if err != nil {
+		return r.note("proc.stale", "cannot list processes: "+err.Error())
 	}
-	targets := staleTargets(ctx, h)
 	if len(targets) == 0 {
-		return nil
+		why := "no leftover rank of yours is running"
+		if len(skipped) > 0 {
+			why += " (" + strings.Join(skipped, "; ") + ")"
+		}
+		return r.note("proc.stale", why)
 	}
-	var lines []string
-	var pids []string
+	var lines, pids []string
+	needsRoot := false
 	for _, t := range targets {
-		lines = append(lines, fmt.Sprintf("kill -TERM %d   # %s", t.PID, t.Command()))
+		lines = append(lines, fmt.Sprintf("kill -TERM %d   # %s; %s; %s", t.PID, clipText(t.Command, 80), t.holds(), t.Reason))
 		pids = append(pids, strconv.Itoa(t.PID))
+		needsRoot = needsRoot || t.UID != h.EUID
 	}
-	return &Fix{
-		ID: "proc.stale", Title: fmt.Sprintf("End %d leftover rank(s) by PID", len(targets)),
-		Summary: fmt.Sprintf("Sends SIGTERM to PID %s (each re-checked to be the same process first), waits %s, and sends SIGKILL only if you agree. "+
-			"Nothing is matched by name.", strings.Join(pids, ", "), staleGrace),
-		Answers: []string{"proc.ranks", "gpu.processes"}, Risk: RiskHigh,
-		Steps:   []Step{{Comment: "SIGTERM by PID; SIGKILL only after asking", Lines: lines}},
-		Recheck: []string{"proc.ranks", "shm.segments"},
-		apply:   applyStale,
+	f := &Fix{
+		ID:    "proc.stale",
+		Title: fmt.Sprintf("End %d leftover rank%s by PID (%s)", len(targets), plural(len(targets)), strings.Join(pids, ", ")),
+		Summary: fmt.Sprintf("Sends SIGTERM to PID %s — each first re-checked to be the very process judged (same start time), so a recycled PID is never hit — "+
+			"then waits up to %s for it to exit. A rank that ignores SIGTERM gets SIGKILL only if you agree to that separately. Nothing is matched by name.",
+			strings.Join(pids, ", "), staleGrace),
+		Guide: "stale-ranks", Risk: RiskHigh, NeedsRoot: needsRoot,
+		Steps:    []Step{{Comment: "by PID; SIGKILL only after asking", Lines: lines, Root: needsRoot}},
+		Recheck:  []string{"gpu.processes", "proc.ranks", "shm.segments"},
+		Warnings: skipped,
 	}
+	f.apply = func(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, error) {
+		return applyStale(ctx, h, targets, o)
+	}
+	f.script = func(s *script) { scriptStale(s, targets) }
+	return f
 }
 
-func applyStale(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, error) {
-	if h.Act.Signal == nil {
-		return Outcome{}, fmt.Errorf("this host cannot signal processes")
-	}
-	targets := staleTargets(ctx, h)
+func applyStale(ctx context.Context, h *host.Host, targets []rank, o ApplyOptions) (Outcome, error) {
 	out := Outcome{Before: map[string]any{"stale_ranks": len(targets)}}
-	var waiting []procs.StaleRank
+	if h.Act.Signal == nil && !o.DryRun {
+		return out, errors.New("this host cannot signal processes")
+	}
+	ended := 0
+	var waiting []rank
 	for _, t := range targets {
-		if !sameProcess(h, t.Proc) {
-			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d: no longer the same process", t.PID))
+		if !sameProcess(h, t) {
+			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d: already ended", t.PID))
+			continue
+		}
+		if o.DryRun {
+			out.Changed = append(out.Changed, fmt.Sprintf("would send SIGTERM to pid %d (%s; %s)", t.PID, clipText(t.Command, 60), t.holds()))
 			continue
 		}
 		if err := h.Act.Signal(t.PID, syscall.SIGTERM); err != nil {
-			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d: %v", t.PID, err))
+			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d: SIGTERM failed: %v", t.PID, err))
 			continue
 		}
 		o.progress("sent SIGTERM to pid %d", t.PID)
 		waiting = append(waiting, t)
 	}
-	deadline := time.Now().Add(staleGrace)
-	for len(waiting) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
-		var still []procs.StaleRank
+	if o.DryRun {
+		out.Summary = fmt.Sprintf("would send SIGTERM to %d process%s; nothing changed", len(out.Changed), pluralEs(len(out.Changed)))
+		return out, nil
+	}
+	grace := o.Grace
+	if grace <= 0 {
+		grace = staleGrace
+	}
+	deadline := time.Now().Add(grace)
+	for len(waiting) > 0 {
+		var still []rank
 		for _, t := range waiting {
-			if sameProcess(h, t.Proc) {
+			if sameProcess(h, t) {
 				still = append(still, t)
-			} else {
-				out.Changed = append(out.Changed, fmt.Sprintf("pid %d ended (SIGTERM): %s", t.PID, t.Command()))
+				continue
 			}
+			ended++
+			out.Changed = append(out.Changed, fmt.Sprintf("pid %d ended after SIGTERM: %s", t.PID, clipText(t.Command, 60)))
 		}
 		waiting = still
-		if len(waiting) > 0 {
-			time.Sleep(200 * time.Millisecond)
+		if len(waiting) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	for _, t := range waiting {
-		q := fmt.Sprintf("pid %d (%s) ignored SIGTERM for %s. Send SIGKILL?", t.PID, t.Command(), staleGrace)
-		if !(o.ForceKill || (o.Confirm != nil && o.Confirm(q))) {
-			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d: still running; SIGKILL not confirmed", t.PID))
+		q := fmt.Sprintf("pid %d (%s) ignored SIGTERM for %s. Send SIGKILL (it cannot clean up)?", t.PID, clipText(t.Command, 60), grace)
+		if !o.Kill && (o.Confirm == nil || !o.Confirm(q)) {
+			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d still running: SIGKILL not agreed (kill -KILL %d by hand, or --kill)", t.PID, t.PID))
 			continue
 		}
-		if !sameProcess(h, t.Proc) {
-			out.Changed = append(out.Changed, fmt.Sprintf("pid %d ended: %s", t.PID, t.Command()))
+		if !sameProcess(h, t) {
+			ended++
+			out.Changed = append(out.Changed, fmt.Sprintf("pid %d ended: %s", t.PID, clipText(t.Command, 60)))
 			continue
 		}
 		if err := h.Act.Signal(t.PID, syscall.SIGKILL); err != nil {
-			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d: %v", t.PID, err))
+			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d: SIGKILL failed: %v", t.PID, err))
 			continue
 		}
-		out.Changed = append(out.Changed, fmt.Sprintf("pid %d killed (SIGKILL): %s", t.PID, t.Command()))
+		o.progress("sent SIGKILL to pid %d", t.PID)
+		for i := 0; i < 50 && sameProcess(h, t); i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+		ended++
+		out.Changed = append(out.Changed, fmt.Sprintf("pid %d killed (SIGKILL): %s", t.PID, clipText(t.Command, 60)))
 	}
-	out.Summary = fmt.Sprintf("ended %d of %d leftover rank(s)", len(out.Changed), len(targets))
+	out.After = map[string]any{"ended": ended}
+	out.Summary = fmt.Sprintf("ended %d of %d leftover rank%s", ended, len(targets), plural(len(targets)))
 	return out, nil
 }
 
-// sameProcess reports whether pid still runs the process that was judged
-// (same start time), so a recycled PID is never signalled.
-func sameProcess(h *host.Host, p procs.Proc) bool {
-	cur, err := procs.Read(h, p.PID)
-	// An exited child waiting to be reaped (state Z) has ended.
-	return err == nil && cur.StartTicks == p.StartTicks && cur.State != "Z"
+func pluralEs(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "es"
+}
+
+// clipText sanitises and shortens text from the machine for one line.
+func clipText(s string, n int) string {
+	s = textsafe.Clean(s)
+	if len(s) > n {
+		s = s[:n-3] + "..."
+	}
+	return s
 }

@@ -1,150 +1,529 @@
 package steps
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/envvars"
+	"github.com/ncclwiz/ncclwiz/guides"
 	"github.com/ncclwiz/ncclwiz/host"
 	ft "github.com/ncclwiz/ncclwiz/internal/fixturetest"
+	"github.com/ncclwiz/ncclwiz/scenario"
 	"github.com/ncclwiz/ncclwiz/steps/envsnippet"
 )
 
-func fixtureHostWithEverything(t *testing.T) *host.Host {
+const staleStat = "777 (python) S 1 777 777 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 424242 0 0 0"
+
+// fixtureHost is a small machine: a 64 MiB /dev/shm with one orphan, one
+// segment held by a live process, a symlink and another user's orphan; a
+// leftover rank (pid 777, launcher gone); fstab and logind.conf.
+func fixtureHost(t *testing.T) *host.Host {
 	t.Helper()
+	uid := os.Geteuid()
 	h := ft.Tree(t, map[string]any{
-		"/proc/self/mountinfo": "25 22 0:23 / /dev/shm rw,nosuid,nodev - tmpfs tmpfs rw,size=65536k\n",
-		"/proc/self/status":    "NSpid:\t42\nCapEff:\t000001ffffffffff\n",
-		"/proc/meminfo":        "MemTotal:       65536000 kB\n",
-		"/dev/shm/nccl-old001": "x",
-		"/etc/fstab":           "UUID=abcd / ext4 defaults 0 1\n",
-	}, host.FixtureSpec{UID: os.Geteuid(), Statfs: map[string]host.StatFS{"/dev/shm": ft.StatfsTmpfs(64<<20, 60<<20)}})
+		"/proc/self/mountinfo":     "25 22 0:23 / /dev/shm rw,nosuid,nodev - tmpfs tmpfs rw,size=65536k\n",
+		"/proc/self/status":        "NSpid:\t42\nCapEff:\t000001ffffffffff\n",
+		"/proc/meminfo":            "MemTotal:       67108864 kB\n",
+		"/proc/uptime":             "10000.0 100.0\n",
+		"/dev/shm/nccl-old001":     "x",
+		"/dev/shm/nccl-held02":     "x",
+		"/dev/shm/nccl-other3":     "x",
+		"/dev/shm/nccl-link04":     ft.Symlink("/etc/passwd"),
+		"/proc/4242/fd/7":          ft.Symlink("/dev/shm/nccl-held02"),
+		"/proc/4242/maps":          "",
+		"/proc/4242/comm":          "python\n",
+		"/proc/4242/status":        "Uid:\t1000\t1000\t1000\t1000\n",
+		"/proc/4242/stat":          "4242 (python) S 4000 4242 4242 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5000 0 0 0",
+		"/proc/777/stat":           staleStat,
+		"/proc/777/status":         "Uid:\t" + itoa(uid) + "\t" + itoa(uid) + "\t" + itoa(uid) + "\t" + itoa(uid) + "\n",
+		"/proc/777/cmdline":        "python\x00train.py\x00--local-rank=3\x00",
+		"/proc/777/environ":        "RANK=3\x00LOCAL_RANK=3\x00WORLD_SIZE=8\x00",
+		"/proc/777/comm":           "python\n",
+		"/proc/777/fd":             nil,
+		"/proc/777/maps":           "",
+		"/etc/fstab":               "UUID=abcd / ext4 defaults 0 1\n",
+		"/etc/systemd/logind.conf": "[Login]\n#RemoveIPC=yes\n",
+	}, host.FixtureSpec{UID: uid, Statfs: map[string]host.StatFS{"/dev/shm": ft.StatfsTmpfs(64<<20, 60<<20)}})
 	old := time.Now().Add(-time.Hour)
-	_ = os.Chtimes(filepath.Join(h.Root, "dev/shm/nccl-old001"), old, old)
+	for _, n := range []string{"nccl-old001", "nccl-held02", "nccl-other3"} {
+		_ = os.Chtimes(filepath.Join(h.Root, "dev/shm", n), old, old)
+	}
+	if uid == 0 {
+		_ = os.Chown(filepath.Join(h.Root, "dev/shm/nccl-other3"), 4321, 4321)
+	}
 	return h
 }
 
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func want(check string, sev checks.Severity, ids ...string) checks.Finding {
+	return checks.Finding{Check: check, Severity: sev, Title: "t " + check, Fixes: ids}
+}
+
+func ids(fs []Fix) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.ID)
+	}
+	return out
+}
+
 func TestPlanOnlyWhatFindingsAskFor(t *testing.T) {
-	h := fixtureHostWithEverything(t)
+	h := fixtureHost(t)
 	ctx := context.Background()
 	if fs := Plan(ctx, h, nil); len(fs) != 0 {
-		t.Errorf("no findings, but planned %d fixes", len(fs))
+		t.Errorf("no findings, but planned %v", ids(fs))
 	}
-	info := []checks.Finding{{Check: "host.ipc", Severity: checks.Info, Fixes: []string{"systemd.removeipc"}}}
-	if fs := Plan(ctx, h, info); len(fs) != 0 {
-		t.Errorf("an informational finding planned %v", fs)
+	if fs := Plan(ctx, h, []checks.Finding{want("host.ipc", checks.Info, "systemd.removeipc")}); len(fs) != 0 {
+		t.Errorf("an informational finding planned %v", ids(fs))
 	}
-	fs := Plan(ctx, h, []checks.Finding{{Check: "shm.mount", Severity: checks.Warn, Fixes: []string{"shm.remount", "shm.cleanup"}}})
-	ids := map[string]bool{}
-	for _, f := range fs {
-		ids[f.ID] = true
+	fs, notes := PlanWith(ctx, h, []checks.Finding{want("shm.mount", checks.Error, "shm.remount", "shm.cleanup")}, PlanOptions{Want: []string{"limits.memlock", "env.export"}})
+	got := strings.Join(ids(fs), ",")
+	if got != "shm.cleanup,shm.remount,shm.persist,limits.memlock" {
+		t.Errorf("planned %s", got)
 	}
-	if !ids["shm.cleanup"] || !ids["shm.remount"] || !ids["shm.persist"] {
-		t.Errorf("planned %v", ids)
+	if !strings.Contains(notes["env.export"], "no environment change") {
+		t.Errorf("env.export note %q", notes["env.export"])
 	}
-	// User-level fixes come before root ones.
-	sawRoot := false
-	for _, f := range fs {
-		if f.NeedsRoot {
-			sawRoot = true
-		} else if sawRoot && f.Impossible == "" {
-			t.Errorf("%s (user) listed after a root fix", f.ID)
-		}
+	cl, _ := ByID(fs, "shm.cleanup")
+	if len(cl.Answers) != 1 || cl.Answers[0] != "shm.mount" || cl.Guide != "shm-stale-segments" {
+		t.Errorf("cleanup answers %v guide %s", cl.Answers, cl.Guide)
+	}
+	// Preview: the orphan only; the held segment, the symlink and the other
+	// user's file are named as left alone (the symlink with its target).
+	pv := strings.Join(cl.Preview(), "\n")
+	if !strings.Contains(pv, "rm -- "+h.ShmLogical()+"/nccl-old001") || strings.Contains(pv, "held02") || strings.Contains(pv, "link04") {
+		t.Errorf("preview:\n%s", pv)
+	}
+	warn := strings.Join(cl.Warnings, "\n")
+	if !strings.Contains(warn, "nccl-link04: a symlink to /etc/passwd") {
+		t.Errorf("warnings:\n%s", warn)
+	}
+	if os.Geteuid() == 0 && (!strings.Contains(warn, "nccl-other3: owned by uid 4321") || strings.Contains(pv, "other3")) {
+		t.Errorf("other user's file: warnings %s preview %s", warn, pv)
+	}
+	rm, _ := ByID(fs, "shm.remount")
+	if !strings.Contains(strings.Join(rm.Preview(), "\n"), "mount -o remount,size=32g /dev/shm") || !strings.Contains(rm.Summary, "half of RAM (32 GiB of 64 GiB)") {
+		t.Errorf("remount: %v %s", rm.Preview(), rm.Summary)
 	}
 }
 
-func TestSimulatedPersistEditsTheTree(t *testing.T) {
-	h := fixtureHostWithEverything(t)
-	h.Simulated = true
+func TestPlanOrderUserRootImpossible(t *testing.T) {
+	h := fixtureHost(t)
+	// A docker container without CAP_SYS_ADMIN: remount becomes impossible.
+	if err := os.WriteFile(filepath.Join(h.Root, ".dockerenv"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.Root, "proc/self/status"), []byte("NSpid:\t42\nCapEff:\t00000000a80425fb\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs, notes := PlanWith(context.Background(), h, nil, PlanOptions{Want: []string{"shm.remount", "systemd.removeipc", "shm.cleanup", "container.shm", "proc.stale"}})
+	got := strings.Join(ids(fs), ",")
+	if got != "proc.stale,container.shm,systemd.removeipc,shm.remount" {
+		t.Errorf("order %s", got)
+	}
+	// In a container other processes may share /dev/shm: nothing is orphaned.
+	if !strings.Contains(notes["shm.cleanup"], "no segment in /dev/shm is proven orphaned") {
+		t.Errorf("cleanup note %q", notes["shm.cleanup"])
+	}
+	rm, _ := ByID(fs, "shm.remount")
+	if !strings.Contains(rm.Impossible, "docker container") || !strings.Contains(rm.Alternative, "container.shm") {
+		t.Errorf("remount in a container: %q / %q", rm.Impossible, rm.Alternative)
+	}
+	if _, err := rm.Apply(context.Background(), h, ApplyOptions{Yes: true}); err == nil {
+		t.Error("an impossible fix applied")
+	}
+	cs, _ := ByID(fs, "container.shm")
+	if !strings.HasPrefix(cs.Steps[0].Comment, "docker:") || !strings.Contains(strings.Join(cs.Preview(), "\n"), "--shm-size=8g") {
+		t.Errorf("container.shm for docker:\n%s", strings.Join(cs.Preview(), "\n"))
+	}
+}
+
+// Cleanup on a fixture tree (no root needed): the orphan goes, everything
+// else stays; a dry run changes nothing; a second run has nothing to do.
+func TestCleanupFixture(t *testing.T) {
+	h := fixtureHost(t)
 	ctx := context.Background()
-	fx, ok := ByID(PlanFor(ctx, h, nil, []string{"shm.persist"}), "shm.persist")
+	fx, ok := ByID(PlanFor(ctx, h, nil, []string{"shm.cleanup"}), "shm.cleanup")
 	if !ok {
 		t.Fatal("not planned")
+	}
+	shm := filepath.Join(h.Root, "dev/shm")
+	dry, err := fx.Apply(ctx, h, ApplyOptions{DryRun: true})
+	if err != nil || dry.Verdict != VerdictDryRun || !strings.Contains(strings.Join(dry.Changed, "\n"), "would remove") {
+		t.Fatalf("dry run: %+v %v", dry, err)
+	}
+	if _, err := os.Lstat(filepath.Join(shm, "nccl-old001")); err != nil {
+		t.Fatal("dry run removed the orphan")
 	}
 	out, err := fx.Apply(ctx, h, ApplyOptions{Yes: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(filepath.Join(h.Root, "etc/fstab"))
-	if !strings.Contains(string(b), "/dev/shm") || !strings.Contains(string(b), "size=31g") {
-		t.Errorf("fstab in the simulation:\n%s\noutcome %+v", b, out)
+	for name, gone := range map[string]bool{"nccl-old001": true, "nccl-held02": false, "nccl-link04": false, "nccl-other3": false} {
+		_, err := os.Lstat(filepath.Join(shm, name))
+		if (err != nil) != gone {
+			t.Errorf("%s: exists=%v, want gone=%v", name, err == nil, gone)
+		}
+	}
+	// The orphan finding is gone; the fixture's statfs is fixed, so shm.mount
+	// still calls /dev/shm full and the verdict says the problem remains.
+	if len(out.Changed) != 1 || out.Verdict != VerdictFailed || len(out.Remaining) != 1 || out.Remaining[0].Check != "shm.mount" {
+		t.Errorf("outcome %+v", out)
+	}
+	for _, r := range out.Recheck {
+		for _, f := range r.Findings {
+			if f.Check == "shm.segments" && f.Severity.IsProblem() {
+				t.Errorf("re-check still reports %q", f.Title)
+			}
+		}
+	}
+	if b, _ := os.ReadFile("/etc/passwd"); len(b) == 0 {
+		t.Error("symlink target damaged")
+	}
+	again, err := fx.Apply(ctx, h, ApplyOptions{Yes: true})
+	if err != nil || len(again.Changed) != 0 || !strings.Contains(strings.Join(again.Skipped, ""), "already gone") {
+		t.Errorf("second apply: %+v %v", again, err)
 	}
 }
 
-func TestManualAndImpossibleFixesDoNotApply(t *testing.T) {
-	h := fixtureHostWithEverything(t)
+// proc.stale: SIGTERM by PID; a rank that ignores it gets SIGKILL only with
+// Kill or a Confirm that says yes — never because of Yes alone.
+func TestStaleEscalation(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		stubborn bool
+		opts     ApplyOptions
+		wantSigs string
+		gone     bool
+	}{
+		{"obeys SIGTERM", false, ApplyOptions{Yes: true}, "TERM", true},
+		{"ignores SIGTERM, Yes only", true, ApplyOptions{Yes: true}, "TERM", false},
+		{"ignores SIGTERM, Confirm no", true, ApplyOptions{Yes: true, Confirm: func(string) bool { return false }}, "TERM", false},
+		{"ignores SIGTERM, Confirm yes", true, ApplyOptions{Yes: true, Confirm: func(q string) bool { return strings.Contains(q, "pid 777") }}, "TERM KILL", true},
+		{"ignores SIGTERM, --kill", true, ApplyOptions{Yes: true, Kill: true}, "TERM KILL", true},
+		{"dry run", false, ApplyOptions{DryRun: true}, "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := fixtureHost(t)
+			var sigs []string
+			h.Act.Signal = func(pid int, sig syscall.Signal) error {
+				if pid != 777 {
+					t.Errorf("signalled pid %d", pid)
+				}
+				name := map[syscall.Signal]string{syscall.SIGTERM: "TERM", syscall.SIGKILL: "KILL"}[sig]
+				sigs = append(sigs, name)
+				if sig == syscall.SIGKILL || !tt.stubborn {
+					return os.RemoveAll(h.Path("/proc/777"))
+				}
+				return nil
+			}
+			ctx := context.Background()
+			fx, ok := ByID(PlanFor(ctx, h, nil, []string{"proc.stale"}), "proc.stale")
+			if !ok {
+				t.Fatal("not planned")
+			}
+			if pv := strings.Join(fx.Preview(), "\n"); !strings.Contains(pv, "kill -TERM 777") || !strings.Contains(pv, "rank 3") {
+				t.Errorf("preview:\n%s", pv)
+			}
+			tt.opts.Grace = 200 * time.Millisecond
+			out, err := fx.Apply(ctx, h, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(sigs, " "); got != tt.wantSigs {
+				t.Errorf("signals %q, want %q (outcome %+v)", got, tt.wantSigs, out)
+			}
+			_, err = os.Stat(h.Path("/proc/777"))
+			if gone := err != nil; gone != tt.gone {
+				t.Errorf("gone = %v, want %v", gone, tt.gone)
+			}
+		})
+	}
+}
+
+// A PID reused by another process (different start time) is never signalled.
+func TestStaleRecycledPID(t *testing.T) {
+	h := fixtureHost(t)
+	h.Act.Signal = func(pid int, sig syscall.Signal) error { t.Errorf("signalled %d", pid); return nil }
 	ctx := context.Background()
-	for _, f := range PlanFor(ctx, h, nil, []string{"container.shm", "launch.single-gpu"}) {
-		if !f.Manual {
+	fx, ok := ByID(PlanFor(ctx, h, nil, []string{"proc.stale"}), "proc.stale")
+	if !ok {
+		t.Fatal("not planned")
+	}
+	if err := os.WriteFile(h.Path("/proc/777/stat"), []byte(strings.Replace(staleStat, "424242", "999999", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := fx.Apply(ctx, h, ApplyOptions{Yes: true, Kill: true})
+	if err != nil || !strings.Contains(strings.Join(out.Skipped, ""), "already ended") {
+		t.Errorf("%+v %v", out, err)
+	}
+}
+
+// On a practice scenario every fix acts on the scenario's private copy:
+// segments, size, fstab and drop-ins change there, the real machine does not.
+func TestSimulatedScenarioChangesOnlyItsCopy(t *testing.T) {
+	s, err := scenario.Build("shm-orphans")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := s.Host
+	ctx := context.Background()
+	realFstab, _ := os.ReadFile("/etc/fstab")
+	before, _ := os.ReadDir(h.ShmReal())
+	fs := PlanFor(ctx, h, nil, []string{"shm.cleanup", "shm.remount", "shm.persist", "systemd.removeipc", "limits.memlock"})
+	for _, fx := range fs {
+		if fx.Impossible != "" || fx.Manual {
 			continue
 		}
-		out, err := f.Apply(ctx, h, ApplyOptions{Yes: true})
-		if err != nil || len(out.Changed) != 0 {
-			t.Errorf("%s: manual fix changed something: %+v %v", f.ID, out, err)
+		out, err := fx.Apply(ctx, h, ApplyOptions{Yes: true})
+		if err != nil {
+			t.Errorf("%s: %v", fx.ID, err)
+			continue
 		}
+		if fx.ID != "systemd.removeipc" && fx.ID != "limits.memlock" && out.Verdict == VerdictFailed {
+			t.Errorf("%s: re-check failed: %+v", fx.ID, out.Remaining)
+		}
+	}
+	after, _ := os.ReadDir(h.ShmReal())
+	if len(after) >= len(before) {
+		t.Errorf("cleanup removed nothing in the simulation: %d -> %d entries", len(before), len(after))
+	}
+	for _, e := range after {
+		if e.Name() == "nccl-Live01" {
+			goto live
+		}
+	}
+	t.Error("the simulated live segment was removed")
+live:
+	if b, _ := os.ReadFile(filepath.Join(h.Root, "etc/fstab")); !strings.Contains(string(b), "/dev/shm") {
+		t.Errorf("simulated fstab: %q", b)
+	}
+	if b, _ := os.ReadFile("/etc/fstab"); !bytes.Equal(b, realFstab) {
+		t.Error("the real /etc/fstab changed")
+	}
+	if _, err := os.Stat(filepath.Join(h.Root, memlockDropIn.path)); err != nil {
+		t.Error("simulated memlock drop-in not written")
+	}
+	st, _ := h.Statfs(h.ShmLogical())
+	if st.Total() <= 128<<20 {
+		t.Errorf("simulated /dev/shm not grown: %d", st.Total())
 	}
 }
 
-func TestEnvFromFindings(t *testing.T) {
+func TestEnvExport(t *testing.T) {
 	fs := []checks.Finding{
-		{Severity: checks.Warn, Fixes: []string{"env.export"}, Evidence: map[string]any{
-			"recommended_env":        map[string]string{"NCCL_SOCKET_IFNAME": "=eth0"},
-			"recommended_env_reason": map[string]string{"NCCL_SOCKET_IFNAME": "default route"}}},
-		{Severity: checks.Info, Fixes: []string{"env.export"}, Evidence: map[string]any{
-			"recommended_env": map[string]any{"NCCL_DEBUG": "INFO"}}},
+		{Check: "net.interfaces", Severity: checks.Error, Fixes: []string{"env.export"}, Evidence: map[string]any{
+			"recommended_env":        map[string]string{"NCCL_SOCKET_IFNAME": "=eth0", "NCCL_SHM_DISABLE": "1"},
+			"recommended_env_reason": map[string]string{"NCCL_SOCKET_IFNAME": "eth0 routes to MASTER_ADDR"}}},
+		{Check: "env.nccl", Severity: checks.Info, Fixes: []string{"env.export"}, Evidence: map[string]any{
+			"recommended_env": map[string]any{"NCCL_DEBUG": "INFO", "NCCL_TIMEOUT": "1800"}}},
+		{Check: "net.rdma", Severity: checks.Warn, Fixes: []string{"env.export"}, Evidence: map[string]any{
+			"recommended_env": map[string]string{"NCCL_IB_DISABLE": "1"}}},
+		{Check: "gpu.topology", Severity: checks.Warn, Fixes: []string{"env.export"}, Evidence: map[string]any{
+			"recommended_env": map[string]string{"NCCL_IB_DISABLE": "0"}}},
 	}
-	vars := EnvFrom(fs)
-	if len(vars) != 2 || vars[1].Name != "NCCL_SOCKET_IFNAME" || vars[1].Reason != "default route" {
-		t.Errorf("vars = %+v", vars)
+	vars, conflicts, invalid := EnvPlan(fs, nil)
+	var names []string
+	for _, v := range vars {
+		names = append(names, v.Name)
 	}
-	fx, ok := ByID(Plan(context.Background(), &host.Host{Root: t.TempDir()}, fs), "env.export")
-	if !ok || !strings.Contains(strings.Join(fx.Preview(), "\n"), "export NCCL_SOCKET_IFNAME==eth0") {
-		t.Errorf("env.export = %+v", fx)
+	if strings.Join(names, ",") != "NCCL_DEBUG,NCCL_SHM_DISABLE,NCCL_SOCKET_IFNAME" {
+		t.Errorf("vars %v", names)
+	}
+	if len(conflicts) != 1 || conflicts[0].Name != "NCCL_IB_DISABLE" || len(invalid) != 1 || !strings.Contains(invalid[0], "NCCL_TIMEOUT") {
+		t.Errorf("conflicts %v invalid %v", conflicts, invalid)
+	}
+	h := &host.Host{Root: t.TempDir(), Env: []string{"NCCL_DEBUG=INFO"}}
+	fx, ok := ByID(Plan(context.Background(), h, fs), "env.export")
+	if !ok {
+		t.Fatal("env.export not planned")
+	}
+	pv := strings.Join(fx.Preview(), "\n")
+	if !strings.Contains(pv, "export NCCL_SOCKET_IFNAME==eth0") || !strings.Contains(pv, "# export NCCL_SHM_DISABLE=1") || strings.Contains(pv, "NCCL_DEBUG") {
+		t.Errorf("preview:\n%s", pv)
+	}
+	w := strings.Join(fx.Warnings, "\n")
+	if !strings.Contains(w, "already set in this environment: NCCL_DEBUG=INFO") || !strings.Contains(w, "NCCL_IB_DISABLE=1 (net.rdma) vs NCCL_IB_DISABLE=0 (gpu.topology)") {
+		t.Errorf("warnings:\n%s", w)
 	}
 }
 
-// Every variable in every snippet a fix can print must be one ncclwiz may
+var envName = regexp.MustCompile(`\b(?:NCCL|TORCH_NCCL|TORCH_DISTRIBUTED|CUDA|GLOO)_[A-Z0-9_]+\b`)
+
+// Every environment variable in every text a fix can produce — summaries,
+// previews, every snippet format, the exported script — is one ncclwiz may
 // suggest.
-func TestSnippetsOnlyUseRealVariables(t *testing.T) {
-	h := fixtureHostWithEverything(t)
+func TestEveryMentionedVariableIsSuggestible(t *testing.T) {
+	h := fixtureHost(t)
 	var text strings.Builder
-	for _, f := range PlanFor(context.Background(), h, nil, IDs()) {
-		text.WriteString(f.Summary + "\n" + strings.Join(f.Preview(), "\n") + "\n")
-	}
-	for _, s := range ContainerSnippets("docker") {
-		text.WriteString(strings.Join(s.Lines, "\n"))
-	}
-	for _, name := range envNames(text.String()) {
-		if v, ok := envvars.Lookup(name); !ok || !v.Suggestible() {
-			t.Errorf("fix text mentions %s, which ncclwiz must not suggest", name)
+	var recommended []envsnippet.Var
+	for _, v := range envvars.All() {
+		if v.Suggestible() {
+			recommended = append(recommended, envsnippet.Var{Name: v.Name, Value: "1", Reason: "test"})
 		}
 	}
-	if _, err := envsnippet.Render("bash", []envsnippet.Var{{Name: "NCCL_TIMEOUT", Value: "1"}}); err == nil {
-		t.Error("snippet accepted NCCL_TIMEOUT")
+	fs := []checks.Finding{{Check: "x", Severity: checks.Warn, Fixes: []string{"env.export"}, Evidence: map[string]any{
+		"recommended_env": map[string]string{"NCCL_SOCKET_IFNAME": "eth0", "NCCL_SHM_DISABLE": "1", "NCCL_CUMEM_HOST_ENABLE": "0",
+			"NCCL_P2P_DISABLE": "1", "NCCL_IB_DISABLE": "1", "NCCL_DEBUG": "INFO", "TORCH_NCCL_DUMP_ON_TIMEOUT": "1"}}}}
+	plan := PlanFor(context.Background(), h, fs, IDs())
+	for _, f := range plan {
+		text.WriteString(f.Title + "\n" + f.Summary + "\n" + f.Impossible + "\n" + f.Alternative + "\n" + strings.Join(f.Preview(), "\n") + "\n" + strings.Join(f.Warnings, "\n"))
+	}
+	for _, rt := range []string{"docker", "kubernetes", "podman", "apptainer", "containerd", "lxc", "none"} {
+		for _, s := range ContainerSnippets(rt) {
+			text.WriteString(s.Comment + "\n" + strings.Join(s.Lines, "\n") + "\n")
+		}
+	}
+	for _, format := range envsnippet.Formats {
+		out, err := envsnippet.Render(format, EnvFrom(fs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text.WriteString(out)
+	}
+	var buf bytes.Buffer
+	if err := ExportScriptWith(&buf, h, plan, fs, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	text.WriteString(buf.String())
+	for _, n := range envName.FindAllString(text.String(), -1) {
+		if v, ok := envvars.Lookup(n); !ok || !v.Suggestible() {
+			t.Errorf("a fix mentions %s, which ncclwiz must not suggest", n)
+		}
+	}
+	if len(recommended) == 0 {
+		t.Fatal("no suggestible variables in envvars")
+	}
+	if _, err := envsnippet.Render("bash", recommended); err != nil {
+		t.Errorf("a suggestible variable is refused: %v", err)
 	}
 }
 
-func envNames(s string) []string {
-	var out []string
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool {
-		return !(r == '_' || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
-	}) {
-		if strings.HasPrefix(f, "NCCL_") || strings.HasPrefix(f, "TORCH_NCCL_") || strings.HasPrefix(f, "TORCH_DISTRIBUTED_") {
-			out = append(out, f)
+// Every guide a fix points to exists.
+func TestGuidesExist(t *testing.T) {
+	lib, err := guides.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := fixtureHost(t)
+	fs := []checks.Finding{{Check: "x", Severity: checks.Warn, Fixes: []string{"env.export"}, Evidence: map[string]any{
+		"recommended_env": map[string]string{"NCCL_DEBUG": "INFO"}}}}
+	plan := PlanFor(context.Background(), h, fs, IDs())
+	if len(plan) < 7 {
+		t.Errorf("only %d fixes planned: %v", len(plan), ids(plan))
+	}
+	for _, f := range plan {
+		if f.Guide == "" {
+			t.Errorf("%s names no guide", f.ID)
+			continue
+		}
+		if _, ok := lib.Get(f.Guide, "en"); !ok {
+			t.Errorf("%s names guide %q, which does not exist", f.ID, f.Guide)
 		}
 	}
-	return out
 }
 
 func TestShellQuote(t *testing.T) {
-	for in, want := range map[string]string{"/dev/shm/nccl-a1": "/dev/shm/nccl-a1", "it's": `'it'\''s'`, "a b": "'a b'", "": "''"} {
-		if got := ShellQuote(in); got != want {
+	bash, _ := exec.LookPath("bash")
+	for in, want := range map[string]string{
+		"/dev/shm/nccl-a1": "/dev/shm/nccl-a1", "it's": `'it'\''s'`, "a b": "'a b'", "": "''",
+		"$(reboot)": "'$(reboot)'", "`x`": "'`x`'", `\`: `'\'`, "*": "'*'", "~": "'~'", "a;b": "'a;b'",
+	} {
+		got := ShellQuote(in)
+		if got != want {
 			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)
+		}
+		if bash != "" {
+			out, err := exec.Command(bash, "-c", "printf %s "+got).Output()
+			if err != nil || string(out) != in {
+				t.Errorf("bash round trip of %q: %q %v", in, out, err)
+			}
+		}
+	}
+}
+
+func shellcheck(t *testing.T, script string) {
+	t.Helper()
+	sc, err := exec.LookPath("shellcheck")
+	if err != nil {
+		t.Log("shellcheck not installed (CI installs it); lint skipped")
+		return
+	}
+	cmd := exec.Command(sc, "-s", "bash", "-")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("shellcheck: %v\n%s", err, out)
+	}
+}
+
+// Every kind of fix, exported from a fixture host: shellcheck-clean, valid
+// bash, no name patterns, no globs in rm, dry run by default.
+func TestExportedScriptEveryFix(t *testing.T) {
+	h := fixtureHost(t)
+	fs := []checks.Finding{
+		{Check: "shm.segments", Severity: checks.Warn, Title: "1 orphaned NCCL segment \x1b[31mred\x1b[0m\nsecond line", Fixes: []string{"shm.cleanup"}},
+		{Check: "x", Severity: checks.Warn, Fixes: []string{"env.export"}, Evidence: map[string]any{"recommended_env": map[string]string{"NCCL_DEBUG": "INFO"}}},
+	}
+	plan := PlanFor(context.Background(), h, fs, IDs())
+	var buf bytes.Buffer
+	if err := ExportScript(context.Background(), &buf, h, plan, fs, "test"); err != nil {
+		t.Fatal(err)
+	}
+	s := buf.String()
+	shellcheck(t, s)
+	if out, err := exec.Command("bash", "-n", "-c", s).CombinedOutput(); err != nil {
+		t.Errorf("bash -n: %v %s", err, out)
+	}
+	for _, want := range []string{"set -euo pipefail", "APPLY=0", "== %s", "section 'steps that need root'", "remove_unused", "stop_rank 777 424242",
+		"remount_shm /dev/shm 32g", "fstab_set \"$ETC/fstab\" /dev/shm 32g rw,nosuid,nodev", "RemoveIPC=no", "memlock",
+		"#   [warn] shm.segments: 1 orphaned NCCL segment \\x1b[31mred\\x1b[0m second line"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("script lacks %q", want)
+		}
+	}
+	checkScriptSafety(t, s)
+}
+
+// checkScriptSafety: no pkill/killall, no rm of a glob or recursive rm, no
+// SIGKILL, no raw control bytes.
+func checkScriptSafety(t *testing.T, s string) {
+	t.Helper()
+	for i, line := range strings.Split(s, "\n") {
+		code, _, _ := strings.Cut(line, "#")
+		if strings.Contains(code, "pkill") || strings.Contains(code, "killall") {
+			t.Errorf("line %d ends processes by name: %s", i+1, line)
+		}
+		if f := strings.Fields(code); len(f) > 0 {
+			for j, w := range f {
+				if (w == "rm" || strings.HasSuffix(w, "rm")) && j+1 < len(f) {
+					rest := strings.Join(f[j+1:], " ")
+					if strings.Contains(rest, "*") || strings.Contains(rest, " -r") || strings.HasPrefix(rest, "-r") || strings.HasPrefix(rest, "-rf") {
+						t.Errorf("line %d removes a glob or recursively: %s", i+1, line)
+					}
+				}
+			}
+		}
+		if strings.Contains(code, "kill -KILL") || strings.Contains(code, "kill -9") {
+			if !strings.Contains(line, "say ") {
+				t.Errorf("line %d sends SIGKILL: %s", i+1, line)
+			}
+		}
+	}
+	for _, r := range s {
+		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f {
+			t.Fatalf("raw control byte %q in the script", r)
 		}
 	}
 }

@@ -226,24 +226,30 @@ func Render(format string, vs []Var) (string, error) {
 		}
 		b.WriteString(text + "\n")
 	}
+	// why writes the reason as a comment line, if there is one.
+	why := func(prefix string, v Var) {
+		if r := reason(v); r != "" {
+			b.WriteString(prefix + r + "\n")
+		}
+	}
 	switch f {
 	case "bash", "zsh":
 		b.WriteString(head + "# Source this file (or paste the lines) in the shell or job script that launches training.\n")
 		for _, v := range vs {
-			b.WriteString("# " + reason(v) + "\n")
+			why("# ", v)
 			line(v, fmt.Sprintf("export %s=%s", v.Name, ShellQuote(v.Value)))
 		}
 	case "fish":
 		b.WriteString(head + "# Source this file in the fish session that launches training.\n")
 		for _, v := range vs {
-			b.WriteString("# " + reason(v) + "\n")
+			why("# ", v)
 			line(v, fmt.Sprintf("set -gx %s %s", v.Name, fishQuote(v.Value)))
 		}
 	case "python":
 		b.WriteString(head + "# Put this at the very top of the training entry point, before torch is imported:\n" +
 			"# NCCL and PyTorch read these when the process group is created.\nimport os\n\n")
 		for _, v := range vs {
-			b.WriteString("# " + reason(v) + "\n")
+			why("# ", v)
 			line(v, fmt.Sprintf("os.environ[%s] = %s", pyQuote(v.Name), pyQuote(v.Value)))
 		}
 	case "dotenv":
@@ -253,7 +259,7 @@ func Render(format string, vs []Var) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			b.WriteString("# " + reason(v) + "\n")
+			why("# ", v)
 			line(v, v.Name+"="+q)
 		}
 	case "slurm":
@@ -270,7 +276,7 @@ func Render(format string, vs []Var) (string, error) {
 		}
 		b.WriteString(head + "# In the batch script; ALL keeps the rest of the submitting environment.\n")
 		for _, v := range vs {
-			b.WriteString("#   " + v.Name + ": " + reason(v) + "\n")
+			why("#   "+v.Name+": ", v)
 		}
 		if len(parts) > 0 {
 			var kv []string
@@ -293,7 +299,7 @@ func Render(format string, vs []Var) (string, error) {
 	case "docker":
 		b.WriteString(head + "# Add these options to docker run (or podman run), before the image name:\n")
 		for _, v := range vs {
-			b.WriteString("#   " + v.Name + ": " + reason(v) + "\n")
+			why("#   "+v.Name+": ", v)
 		}
 		var opts []string
 		for _, v := range vs {
@@ -312,7 +318,7 @@ func Render(format string, vs []Var) (string, error) {
 	case "k8s":
 		b.WriteString(head + "# Under the training container of the pod spec:\nenv:\n")
 		for _, v := range vs {
-			b.WriteString("  # " + reason(v) + "\n")
+			why("  # ", v)
 			item := fmt.Sprintf("  - name: %s\n    value: %s", v.Name, yamlQuote(v.Value))
 			if v.LastResort {
 				item = "  # - name: " + v.Name + "\n  #   value: " + yamlQuote(v.Value)

@@ -1,0 +1,96 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ncclwiz/ncclwiz/checks/sysinfo"
+	"github.com/ncclwiz/ncclwiz/host"
+)
+
+// containerShmGiB is the /dev/shm size the container snippets ask for:
+// NCCL's segments for 8 GPUs need about 150 MiB, and PyTorch DataLoader
+// workers pass every batch through /dev/shm as well. A tmpfs only uses RAM
+// for what is stored, but those pages count against the container's memory
+// limit, which must stay above it.
+const containerShmGiB = 8
+
+// ContainerSnippets returns how to give a container a bigger /dev/shm, for
+// the detected runtime first and then the others.
+func ContainerSnippets(runtime string) []Step {
+	g := containerShmGiB
+	docker := Step{Comment: "docker: start the container with a bigger /dev/shm (--ipc=host shares the host's instead, with less isolation)",
+		Lines: []string{
+			fmt.Sprintf("docker run --gpus all --shm-size=%dg --ulimit memlock=-1 IMAGE COMMAND", g),
+			"docker run --gpus all --ipc=host --ulimit memlock=-1 IMAGE COMMAND",
+		}}
+	compose := Step{Comment: "docker compose: in the service's definition",
+		Lines: []string{fmt.Sprintf("shm_size: \"%dgb\"", g), "# or: ipc: host"}}
+	podman := Step{Comment: "podman",
+		Lines: []string{fmt.Sprintf("podman run --device nvidia.com/gpu=all --shm-size=%dg IMAGE COMMAND", g), "podman run --device nvidia.com/gpu=all --ipc=host IMAGE COMMAND"}}
+	nerdctl := Step{Comment: "containerd (nerdctl)",
+		Lines: []string{fmt.Sprintf("nerdctl run --gpus all --shm-size=%dg IMAGE COMMAND", g)}}
+	k8s := Step{Comment: "Kubernetes: pods get 64 MiB at /dev/shm unless a memory-backed emptyDir is mounted there; in the pod spec",
+		Lines: []string{
+			"spec:",
+			"  volumes:",
+			"    - name: dshm",
+			fmt.Sprintf("      emptyDir: {medium: Memory, sizeLimit: %dGi}", g),
+			"  containers:",
+			"    - name: trainer",
+			"      volumeMounts:",
+			"        - {name: dshm, mountPath: /dev/shm}",
+			"# emptyDir memory counts against the container's memory limit: keep resources.limits.memory above it",
+		}}
+	apptainer := Step{Comment: "Apptainer/Singularity: containers share the host's /dev/shm unless started with --contain/--containall; resize it on the host (shm.remount) and leave those flags out",
+		Lines: []string{"apptainer exec --nv IMAGE.sif torchrun --nproc_per_node=8 train.py"}}
+	system := Step{Comment: "LXC/Incus and systemd-nspawn system containers mount their own /dev/shm from the container's init: as the container's root, remount it (shm.remount) and persist it in the container's /etc/fstab",
+		Lines: []string{fmt.Sprintf("mount -o remount,size=%dg /dev/shm", g)}}
+	byRuntime := map[string]Step{
+		sysinfo.RuntimeDocker: docker, sysinfo.RuntimePodman: podman, sysinfo.RuntimeKubernetes: k8s,
+		sysinfo.RuntimeApptainer: apptainer, sysinfo.RuntimeContainerd: nerdctl, sysinfo.RuntimeLXC: system, sysinfo.RuntimeNspawn: system,
+	}
+	var out []Step
+	first, ok := byRuntime[runtime]
+	if ok {
+		out = append(out, first)
+		if runtime == sysinfo.RuntimeDocker {
+			out = append(out, compose)
+		}
+	}
+	for _, s := range []Step{docker, compose, k8s, podman, nerdctl, apptainer} {
+		dup := false
+		for _, o := range out {
+			dup = dup || o.Comment == s.Comment
+		}
+		if !dup {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func planContainer(ctx context.Context, h *host.Host, r *request) *Fix {
+	c := sysinfo.DetectContainer(ctx, h)
+	where := "Below are the settings for docker, compose, Kubernetes, podman, containerd and Apptainer."
+	if c.InContainer() {
+		where = fmt.Sprintf("ncclwiz runs in a %s container (%s); its setting comes first.", c.Runtime, firstOr(c.Evidence, "detected"))
+	}
+	return &Fix{
+		ID:    "container.shm",
+		Title: fmt.Sprintf("Start the container with a bigger /dev/shm (%d GiB)", containerShmGiB),
+		Summary: fmt.Sprintf("A container's /dev/shm is fixed when it starts — 64 MiB by default in Docker and Kubernetes, which holds about six of NCCL's "+
+			"~9.2 MiB segments — and cannot be resized from inside. Restart it with %d GiB (room for NCCL's segments and DataLoader workers; "+
+			"a tmpfs only uses RAM for what it holds, but that counts against the container's memory limit) or share the host's with --ipc=host. %s",
+			containerShmGiB, where),
+		Guide: "container-shm", Risk: RiskNone, Manual: true,
+		Steps: ContainerSnippets(c.Runtime),
+	}
+}
+
+func firstOr(xs []string, def string) string {
+	if len(xs) > 0 {
+		return xs[0]
+	}
+	return def
+}

@@ -1,0 +1,156 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/steps/envsnippet"
+)
+
+// lastResort are settings that work around a failure at a real cost and
+// are therefore only offered commented out: NCCL_SHM_DISABLE=1 sends all
+// traffic between local ranks over the network transport.
+var lastResort = map[string]string{
+	"NCCL_SHM_DISABLE": "moves all traffic between ranks on this node to the network transport, which is much slower",
+}
+
+// EnvRequest is the environment the findings call for, before merging.
+type EnvRequest struct {
+	Vars []envsnippet.Var
+	// Invalid lists recommendations dropped because ncclwiz may not
+	// suggest them (a check asked for an unknown or deprecated name).
+	Invalid []string
+}
+
+// envFrom collects Evidence["recommended_env"] (with
+// Evidence["recommended_env_reason"]) from the findings. Errors outrank
+// warnings outrank information when two findings disagree.
+func envFrom(findings []checks.Finding) EnvRequest {
+	var req EnvRequest
+	for _, f := range findings {
+		rec := toStringMap(f.Evidence["recommended_env"])
+		why := toStringMap(f.Evidence["recommended_env_reason"])
+		names := make([]string, 0, len(rec))
+		for k := range rec {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			v := envsnippet.Var{Name: k, Value: rec[k], Reason: why[k], Priority: severityPriority(f.Severity), From: f.Check}
+			if cost, ok := lastResort[k]; ok {
+				v.LastResort = true
+				v.Reason = strings.TrimPrefix(v.Reason+"; "+cost, "; ")
+			}
+			if err := envsnippet.Validate([]envsnippet.Var{v}); err != nil {
+				req.Invalid = append(req.Invalid, fmt.Sprintf("%s (from %s): %v", k, f.Check, err))
+				continue
+			}
+			req.Vars = append(req.Vars, v)
+		}
+	}
+	return req
+}
+
+func severityPriority(s checks.Severity) int {
+	switch s {
+	case checks.Error:
+		return 3
+	case checks.Warn:
+		return 2
+	case checks.Info:
+		return 1
+	}
+	return 0
+}
+
+// EnvFrom returns the environment the findings call for, merged (a
+// variable two findings disagree on at equal weight is left out; use
+// EnvPlan to report it).
+func EnvFrom(findings []checks.Finding) []envsnippet.Var {
+	vs, _ := envsnippet.Merge(envFrom(findings).Vars)
+	return vs
+}
+
+// EnvPlan merges the findings' recommendations with the user's own
+// settings (which win) and reports conflicts and dropped names.
+func EnvPlan(findings []checks.Finding, user []envsnippet.Var) (vars []envsnippet.Var, conflicts []envsnippet.Conflict, invalid []string) {
+	req := envFrom(findings)
+	for _, u := range user {
+		u.Priority, u.From = 100, "user"
+		req.Vars = append(req.Vars, u)
+	}
+	vars, conflicts = envsnippet.Merge(req.Vars)
+	return vars, conflicts, req.Invalid
+}
+
+func toStringMap(v any) map[string]string {
+	switch m := v.(type) {
+	case map[string]string:
+		return m
+	case map[string]any:
+		out := map[string]string{}
+		for k, x := range m {
+			if s, ok := x.(string); ok {
+				out[k] = s
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func planEnv(_ context.Context, h *host.Host, r *request) *Fix {
+	vars, conflicts, invalid := EnvPlan(r.findings["env.export"], nil)
+	var already []string
+	var todo []envsnippet.Var
+	for _, v := range vars {
+		if cur, ok := h.LookupEnv(v.Name); ok && cur == v.Value {
+			already = append(already, v.Name+"="+v.Value)
+			continue
+		}
+		todo = append(todo, v)
+	}
+	if len(todo) == 0 {
+		why := "the findings recommend no environment change"
+		if len(already) > 0 {
+			why = "already set here: " + strings.Join(already, ", ")
+		}
+		return r.note("env.export", why)
+	}
+	snippet, err := envsnippet.Render("bash", todo)
+	if err != nil {
+		return r.note("env.export", err.Error())
+	}
+	var names []string
+	for _, v := range todo {
+		if !v.LastResort {
+			names = append(names, v.Name+"="+v.Value)
+		}
+	}
+	title := "Set " + strings.Join(names, " ") + " for the next run"
+	if len(names) == 0 {
+		title = "Last-resort environment settings (commented out)"
+	}
+	var warnings []string
+	for _, c := range conflicts {
+		warnings = append(warnings, "findings disagree, so it is left out: "+c.String())
+	}
+	warnings = append(warnings, invalid...)
+	if len(already) > 0 {
+		warnings = append(warnings, "already set in this environment: "+strings.Join(already, ", "))
+	}
+	lines := strings.Split(strings.TrimRight(snippet, "\n"), "\n")
+	return &Fix{
+		ID: "env.export", Title: title,
+		Summary: "The environment the findings call for, each setting with its reason. ncclwiz cannot change the environment of your shell or of a job " +
+			"that is already running: put these in the job script before launching. `ncclwiz env --shell bash|zsh|fish|python|dotenv|slurm|docker|k8s` " +
+			"prints them for other places. A setting marked last resort is commented out: use it only if the real fix cannot be made.",
+		Guide: "env-reference", Risk: RiskNone, Manual: true,
+		Steps:    []Step{{Comment: "in the job script (or: ncclwiz env --shell bash > nccl.env; source nccl.env)", Lines: lines}},
+		Warnings: warnings,
+	}
+}

@@ -1,0 +1,247 @@
+package steps
+
+// The bash text of exported scripts. It uses bash, coreutils (stat, date,
+// mktemp, cp, mv, chmod, chown, cat, id, sleep), grep, find and awk (for
+// fstab only); nothing else.
+
+// scriptPrelude parses the arguments and defines the output helpers.
+const scriptPrelude = `
+APPLY=0
+case "${1:-}" in
+  --apply) APPLY=1 ;;
+  ''|--dry-run) ;;
+  -h|--help) grep '^#' "$0" | head -n 12; exit 0 ;;
+  *) printf 'usage: %s [--dry-run|--apply]\n' "$0" >&2; exit 2 ;;
+esac
+CHANGED=0 FAILED=0 SKIPPED=0
+
+say() { printf '%s\n' "$*"; }
+section() { printf '\n== %s\n' "$1"; }
+step() { printf '\n[%s] %s\n' "$1" "$2"; }
+is_root() { [ "$(id -u)" = 0 ]; }
+
+# show ARGS: the command line, quoted so that it could be pasted.
+show() {
+  local a out=
+  for a in "$@"; do
+    if [[ $a =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then out+=" $a"; else out+=" '${a//\'/\'\\\'\'}'"; fi
+  done
+  printf '%s\n' "${out# }"
+}
+
+# act CMD ARGS: run the command with --apply, only show it otherwise.
+act() {
+  if [ "$APPLY" = 1 ]; then
+    say "  + $(show "$@")"
+    if "$@"; then
+      CHANGED=$((CHANGED + 1))
+    else
+      say "  failed (exit $?): $(show "$@")"
+      FAILED=$((FAILED + 1))
+    fi
+  else
+    say "  would run: $(show "$@")"
+  fi
+}
+`
+
+// scriptFooter reports and sets the exit status.
+const scriptFooter = `
+echo
+if [ "$APPLY" = 1 ]; then
+  say "done: $CHANGED change(s), $FAILED failure(s), $SKIPPED step(s) skipped. Re-check with: ncclwiz check"
+else
+  say "dry run: nothing was changed. Run with --apply to act."
+fi
+[ "$FAILED" = 0 ]
+`
+
+// helperOrder is the order helpers appear in a script.
+var helperOrder = []string{"shm_unused", "remove_unused", "same_proc", "stop_rank", "remount_shm", "fstab_set", "put_file"}
+
+var helperDeps = map[string][]string{
+	"remove_unused": {"shm_unused"},
+	"stop_rank":     {"same_proc"},
+}
+
+var helperText = map[string]string{
+	"shm_unused": `# shm_unused PATH INODE: succeeds only if PATH is still the regular,
+# single-link file with that inode, unmodified for two minutes, and no
+# running process has it open (/proc/*/fd) or mapped (/proc/*/maps).
+# A process that cannot be inspected counts as a holder when it could have
+# opened the file (same uid, or the file is readable by others). Else WHY
+# says why not.
+shm_unused() {
+  local p=$1 want=$2 ino dev nlink owner perm mtime now majmin d base pat key a b c e uids fd id m
+  WHY=
+  if [ -L "$p" ] || [ ! -f "$p" ]; then WHY="not a regular file (any more)"; return 1; fi
+  read -r ino dev nlink owner perm mtime < <(stat -c '%i %d %h %u %a %Y' -- "$p") || { WHY="cannot stat it"; return 1; }
+  if [ "$ino" != "$want" ]; then WHY="a different file now (inode $ino, planned $want)"; return 1; fi
+  if [ "$nlink" != 1 ]; then WHY="it has $nlink hard links"; return 1; fi
+  now=$(date +%s)
+  if [ $((now - mtime)) -lt 120 ]; then WHY="modified $((now - mtime)) s ago; a job may be starting"; return 1; fi
+  for d in /proc/[0-9]*; do
+    if { : <"$d/maps"; } 2>/dev/null && [ -r "$d/fd" ] && [ -x "$d/fd" ]; then continue; fi
+    [ -d "$d" ] || continue
+    uids=
+    while read -r key a b c e; do
+      if [ "$key" = Uid: ]; then uids=" $a $b $c $e "; fi
+    done 2>/dev/null <"$d/status" || true
+    [ -d "$d" ] || continue
+    case $uids in
+      '') WHY="process ${d#/proc/} cannot be inspected"; return 1 ;;
+      *" $owner "*) WHY="process ${d#/proc/} of uid $owner cannot be inspected (run as root to prove it unused)"; return 1 ;;
+    esac
+    if (( (8#$perm) & 8#066 )); then WHY="process ${d#/proc/} cannot be inspected and the file is open to others"; return 1; fi
+  done
+  base=${p##*/}
+  pat=${base//\\/\\\\}; pat=${pat//\*/\\*}; pat=${pat//\?/\\?}; pat=${pat//\[/\\[}; pat=${pat//\]/\\]}
+  while IFS= read -r fd; do
+    id=$(stat -L -c '%d:%i' -- "$fd" 2>/dev/null) || id=gone
+    if [ "$id" = "$dev:$ino" ] || { [ "$id" = gone ] && [ -d "${fd%/fd/*}" ]; }; then
+      fd=${fd#/proc/}; WHY="open in process ${fd%%/*}"; return 1
+    fi
+  done < <(find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 \( -lname "*/$pat" -o -lname "*/$pat (deleted)" \) 2>/dev/null || true)
+  majmin=$(printf '%02x:%02x' "$(( ((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfff) ))" "$(( (dev & 0xff) | ((dev >> 12) & ~0xff) ))")
+  m=$(grep -lsE "^[^ ]+ [^ ]+ [^ ]+ $majmin $ino( |\$)" /proc/[0-9]*/maps 2>/dev/null | head -n 1 || true)
+  if [ -n "$m" ]; then m=${m#/proc/}; WHY="mapped by process ${m%%/*}"; return 1; fi
+  return 0
+}
+`,
+	"remove_unused": `# remove_unused PATH INODE: removes PATH only if shm_unused proves, right
+# now, that it is still the planned file and nobody holds it. With --apply
+# it first moves the file aside (so nothing can open it by its name any
+# more), proves that again under the new name, then removes it; on any
+# doubt it is put back.
+remove_unused() {
+  local q
+  if [ ! -e "$1" ] && [ ! -L "$1" ]; then say "  already gone: $1"; return 0; fi
+  if ! shm_unused "$1" "$2"; then say "  kept $1: $WHY"; return 0; fi
+  if [ "$APPLY" != 1 ]; then say "  would run: $(show rm -- "$1")   (unused now)"; return 0; fi
+  q="${1%/*}/nccl-ncclwiz-rm-$2-$$"
+  if [ -e "$q" ] || [ -L "$q" ] || ! mv -n -T -- "$1" "$q" 2>/dev/null || [ ! -e "$q" ]; then
+    say "  kept $1: it could not be moved aside"; return 0
+  fi
+  if shm_unused "$q" "$2"; then
+    say "  + $(show rm -- "$1")"
+    if rm -- "$q"; then CHANGED=$((CHANGED + 1)); else FAILED=$((FAILED + 1)); fi
+    return 0
+  fi
+  mv -n -T -- "$q" "$1" 2>/dev/null || true
+  if [ -e "$q" ]; then say "  kept it, but could not put it back: $1 is now $q ($WHY)"; FAILED=$((FAILED + 1)); return 0; fi
+  say "  kept $1: $WHY"
+}
+`,
+	"same_proc": `# same_proc PID START: PID is still the running process that started at
+# START (field 22 of /proc/PID/stat), not a new one that reused the PID.
+same_proc() {
+  local s fields
+  { s=$(<"/proc/$1/stat"); } 2>/dev/null || return 1
+  s=${s##*) }
+  read -r -a fields <<<"$s"
+  [ "${fields[0]:-}" != Z ] && [ "${fields[0]:-}" != X ] && [ "${fields[19]:-}" = "$2" ]
+}
+`,
+	"stop_rank": `# stop_rank PID START DESCRIPTION: SIGTERM to that very process, then wait
+# up to 10 s. It never sends SIGKILL: that is left to you, with the command.
+stop_rank() {
+  local i
+  if ! same_proc "$1" "$2"; then say "  pid $1 has already ended"; return 0; fi
+  act kill -TERM "$1"
+  [ "$APPLY" = 1 ] || return 0
+  for ((i = 0; i < 100; i++)); do
+    if ! same_proc "$1" "$2"; then say "  pid $1 ended"; return 0; fi
+    sleep 0.1
+  done
+  say "  pid $1 ($3) is still running after SIGTERM; it was not killed."
+  say "  To force it: kill -KILL $1   (first check it is the same process: ps -o pid,lstart,args -p $1)"
+}
+`,
+	"remount_shm": `# remount_shm DIR SIZE BYTES: grows the tmpfs at DIR to SIZE, unless it is
+# no longer a tmpfs or is already at least that big.
+remount_shm() {
+  local fs blocks bsize
+  fs=$(stat -f -c %T -- "$1" 2>/dev/null) || fs=missing
+  if [ "$fs" != tmpfs ]; then say "  $1 is not a tmpfs ($fs); not remounted"; return 0; fi
+  read -r blocks bsize < <(stat -f -c '%b %S' -- "$1")
+  if [ "$blocks" = 0 ]; then say "  $1 has no size limit; not remounted"; return 0; fi
+  if [ $((blocks * bsize)) -ge "$3" ]; then say "  $1 is already $((blocks * bsize >> 20)) MiB"; return 0; fi
+  act mount -o "remount,size=$2" "$1"
+}
+`,
+	"fstab_set": `# fstab_set FILE MOUNTPOINT SIZE OPTIONS: sets size=SIZE on the tmpfs entry
+# of MOUNTPOINT in FILE, or appends "tmpfs MOUNTPOINT tmpfs OPTIONS,size=SIZE 0 0".
+# It refuses a file it cannot parse (or a symlink), writes a backup first,
+# replaces the file in one rename, and changes nothing if it already says so.
+fstab_set() {
+  local file=$1 mp=$2 size=$3 opts=$4 tmp new err src=$1
+  if [ -L "$file" ]; then say "  $file is a symlink (managed elsewhere); not edited"; FAILED=$((FAILED + 1)); return 0; fi
+  [ -e "$file" ] || src=/dev/null
+  tmp=$(mktemp "${TMPDIR:-/tmp}/ncclwiz-fstab.XXXXXX")
+  if ! err=$(awk -v mp="$mp" -v size="$size" -v opts="$opts" '
+    function clean(p) { while (length(p) > 1 && substr(p, length(p), 1) == "/") p = substr(p, 1, length(p) - 1); return p }
+    /^[ \t]*(#|$)/ { print; next }
+    {
+      if (NF < 4 || NF > 6) { bad = "line " NR " has " NF " fields"; print; next }
+      if ($2 !~ /^\// && $2 != "none" && $2 != "swap") { bad = "line " NR ": the mount point is not a path"; print; next }
+      if ((NF >= 5 && $5 !~ /^[0-9]+$/) || (NF == 6 && $6 !~ /^[0-9]+$/)) { bad = "line " NR ": freq or passno is not a number"; print; next }
+      if (clean($2) != mp) { print; next }
+      n++
+      if ($3 != "tmpfs") { bad = mp " is a " $3 " entry, not tmpfs"; print; next }
+      k = split($4, o, ","); s = ""; set = 0
+      for (i = 1; i <= k; i++) {
+        if (o[i] ~ /^size=/) { if (set) continue; o[i] = "size=" size; set = 1 }
+        s = s (s == "" ? "" : ",") o[i]
+      }
+      if (!set) s = s ",size=" size
+      if (s != $4) $4 = s
+      print
+    }
+    END {
+      if (bad != "") { print bad > "/dev/stderr"; exit 3 }
+      if (n > 1) { print mp " is listed " n " times" > "/dev/stderr"; exit 3 }
+      if (n == 0) { print "# added by ncclwiz: room for NCCL'"'"'s shared-memory segments"; print "tmpfs " mp " tmpfs " opts ",size=" size " 0 0" }
+    }' "$src" 2>&1 >"$tmp"); then
+    say "  $file was not edited, ncclwiz cannot parse it: $err"
+    rm -f -- "$tmp"; FAILED=$((FAILED + 1)); return 0
+  fi
+  if [ -e "$file" ] && [ "$(cat -- "$file"; printf x)" = "$(cat -- "$tmp"; printf x)" ]; then
+    say "  $file already sets size=$size for $mp"; rm -f -- "$tmp"; return 0
+  fi
+  if [ "$APPLY" != 1 ]; then
+    say "  would change $file so that it reads:"
+    grep -F -- " $mp " "$tmp" | while IFS= read -r l; do say "    $l"; done
+    rm -f -- "$tmp"; return 0
+  fi
+  if [ -e "$file" ]; then act cp -p -- "$file" "$file.ncclwiz-$(date -u +%Y%m%dT%H%M%SZ).bak"; fi
+  new=$(mktemp "${file%/*}/.fstab.ncclwiz.XXXXXX")
+  cat -- "$tmp" >"$new"; rm -f -- "$tmp"
+  if [ -e "$file" ]; then
+    act chmod --reference="$file" -- "$new"
+    act chown --reference="$file" -- "$new"
+  else
+    act chmod 0644 -- "$new"
+  fi
+  act mv -f -- "$new" "$file"
+}
+`,
+	"put_file": `# put_file PATH CONTENT: writes CONTENT to PATH (mode 0644) unless it holds
+# exactly that already; a different file of that name is backed up first.
+# Succeeds when it wrote (or, in a dry run, would write).
+put_file() {
+  local p=$1 want=$2 tmp
+  if [ -f "$p" ] && [ ! -L "$p" ] && [ "$(cat -- "$p"; printf x)" = "${want}x" ]; then say "  $p is already in place"; return 1; fi
+  if [ "$APPLY" != 1 ]; then
+    say "  would write $p:"
+    printf '%s' "$want" | while IFS= read -r l; do say "    $l"; done
+    return 0
+  fi
+  act mkdir -p -- "${p%/*}"
+  if [ -e "$p" ] || [ -L "$p" ]; then act cp -P -p -- "$p" "$p.ncclwiz-$(date -u +%Y%m%dT%H%M%SZ).bak"; fi
+  tmp=$(mktemp "${p%/*}/.ncclwiz.XXXXXX")
+  printf '%s' "$want" >"$tmp"
+  act chmod 0644 -- "$tmp"
+  act mv -f -- "$tmp" "$p"
+}
+`,
+}
