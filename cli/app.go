@@ -29,6 +29,8 @@ type App struct {
 	Lang     string
 	// FixtureDir points the checks at a fixture tree (hidden; for tests and demos).
 	FixtureDir string
+	// Peer is HOST:PORT for net.rendezvous to test (check --peer).
+	Peer string
 
 	// hostCache lets several phases of one command share a host.
 	hostCache *host.Host
@@ -95,6 +97,12 @@ func (a *App) Host() (*host.Host, error) {
 	}
 	if a.ShmPath != "" && a.Scenario == "" {
 		h.ShmDir = a.ShmPath
+	}
+	if a.Peer != "" {
+		if _, _, err := host.SplitPeer(a.Peer); err != nil {
+			return nil, usageError{err}
+		}
+		h.Peer = a.Peer
 	}
 	a.hostCache = h
 	return h, nil

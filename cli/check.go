@@ -43,6 +43,7 @@ Exit codes: 0 no warnings or errors, 1 problems found, 2 usage or internal error
 	fl.BoolVar(&f.list, "list-checks", false, "list the checks and exit")
 	fl.StringSliceVar(&f.only, "only", nil, "run only these checks (IDs or categories, comma-separated)")
 	fl.BoolVar(&f.deep, "deep", false, "include slow (deep-tier) checks")
+	fl.StringVar(&a.Peer, "peer", "", "HOST:PORT of your rank-0 host (or any peer) for net.rendezvous to test: route, DNS, TCP connect")
 	return cmd
 }
 

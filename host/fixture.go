@@ -30,6 +30,13 @@ type FixtureSpec struct {
 	Commands map[string]FixtureCommand `yaml:"commands"`
 	// Now pins the clock (RFC 3339), so ages of files are stable.
 	Now string `yaml:"now"`
+	// Interfaces is the network interface list (`ip -d addr` as data);
+	// absent means the fixture says nothing about interfaces.
+	Interfaces []NetInterface `yaml:"interfaces"`
+	// Hosts maps names to addresses for Resolve (looked up before the tree's /etc/hosts).
+	Hosts map[string][]string `yaml:"hosts"`
+	// Connect maps "host:port" to ok, refused, timeout or unreachable.
+	Connect map[string]string `yaml:"connect"`
 }
 
 // FixtureCommand is a canned command result.
@@ -95,6 +102,7 @@ func FromSpec(root string, spec FixtureSpec) (*Host, error) {
 		return StatFS{}, fmt.Errorf("no statfs data for %s in fixture", rel)
 	}
 	h.Runner = fixtureRunner(spec.Commands)
+	h.Net = fixtureNet(root, spec)
 	if spec.Now != "" {
 		t, err := time.Parse(time.RFC3339, spec.Now)
 		if err != nil {

@@ -90,6 +90,11 @@ type Host struct {
 	Simulated bool
 	// Act changes the machine on behalf of a consented fix.
 	Act Actions
+	// Net answers what checks cannot read from files: interfaces with
+	// addresses, name resolution, bounded TCP connects (net.go).
+	Net Net
+	// Peer is a HOST:PORT the user asked net.rendezvous to test (--peer).
+	Peer string
 }
 
 // Path maps an absolute path on the host (e.g. /proc/self/mountinfo) to the

@@ -40,6 +40,7 @@ func Local(opts LocalOptions) *Host {
 		StatfsFunc: RealStatfs,
 		Runner:     ExecRunner{},
 		Act:        RealActions(),
+		Net:        RealNet(),
 	}
 	if !opts.NoNVML {
 		h.NVML = RealNVML()

@@ -4,6 +4,7 @@ package all
 import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/envcheck"
+	"github.com/ncclwiz/ncclwiz/checks/netcheck"
 	"github.com/ncclwiz/ncclwiz/checks/procs"
 	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/checks/sysinfo"
@@ -18,6 +19,7 @@ func Registry() (*checks.Registry, error) {
 		sysinfo.Checks(),
 		envcheck.Checks(),
 		procs.Checks(),
+		netcheck.Checks(),
 	} {
 		cs = append(cs, domain...)
 	}
