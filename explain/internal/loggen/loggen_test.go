@@ -1,0 +1,90 @@
+package loggen
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/ncclwiz/ncclwiz/guides"
+)
+
+// The grep -E rewrite of each signature matches the same sample lines as
+// the Go pattern, so the benchmark compares like with like.
+func TestEREAgreesWithGo(t *testing.T) {
+	if _, err := exec.LookPath("grep"); err != nil {
+		t.Skip("grep not installed")
+	}
+	lib, err := guides.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, s := range lib.Signatures() {
+		ere, err := ERE(s.Pattern)
+		if err != nil {
+			t.Fatalf("%s: %v", s.ID, err)
+		}
+		lines := samples(t, s.ID)
+		if len(lines) == 0 {
+			continue
+		}
+		in := filepath.Join(dir, s.ID+".txt")
+		os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+		pat := filepath.Join(dir, s.ID+".pat")
+		os.WriteFile(pat, []byte(ere+"\n"), 0o644)
+		out, _ := exec.Command("grep", "-E", "-n", "-f", pat, in).Output()
+		got := map[int]bool{}
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if n, _, ok := strings.Cut(l, ":"); ok {
+				got[atoi(n)] = true
+			}
+		}
+		re := regexp.MustCompile(s.Pattern)
+		for i, l := range lines {
+			if re.MatchString(l) != got[i+1] {
+				t.Errorf("%s: Go %v, grep %v on %q (ERE %s)", s.ID, re.MatchString(l), got[i+1], l, ere)
+			}
+		}
+	}
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func samples(t *testing.T, id string) []string {
+	f, err := os.Open(filepath.Join("..", "..", "..", "guides", "testdata", "signatures", id+".txt"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		l := strings.TrimPrefix(sc.Text(), "!")
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func TestGenerateSize(t *testing.T) {
+	var buf bytes.Buffer
+	n, err := Generate(&buf, Options{Size: 1 << 20, Seed: 3})
+	if err != nil || n != int64(buf.Len()) || n < 1<<20 || n > 1<<20+64<<10 {
+		t.Fatalf("n=%d len=%d err=%v", n, buf.Len(), err)
+	}
+	if !bytes.Contains(buf.Bytes(), []byte("Watchdog caught collective operation timeout")) || !bytes.Contains(buf.Bytes(), []byte("NCCL version 2.21.5+cuda12.4")) {
+		t.Fatal("missing expected lines")
+	}
+}
