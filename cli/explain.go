@@ -83,8 +83,7 @@ func runExplain(cmd *cobra.Command, a *App, f explainFlags, args []string) error
 		}
 	}
 	if msg := badInput(rep); msg != "" {
-		fmt.Fprintln(a.Stderr, "ncclwiz explain: "+msg)
-		return ExitError{Code: 2}
+		return errors.New("explain: " + msg) // printed by Execute; exit 2
 	}
 	if len(rep.Diagnoses) == 0 {
 		return ExitError{Code: 1}

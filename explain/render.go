@@ -78,7 +78,11 @@ func WritePlain(w io.Writer, r *Report, o PlainOptions) error {
 	p("%s\n\n", st.title.Render(head))
 
 	// Diagnoses.
-	if len(r.Diagnoses) == 0 {
+	allEmpty := len(r.Inputs) > 0
+	for _, in := range r.Inputs {
+		allEmpty = allEmpty && in.Empty
+	}
+	if len(r.Diagnoses) == 0 && !allEmpty {
 		p("%s %s\n", st.ok.Render(mk("✓", "OK")), "No NCCL failure found.")
 	}
 	shownOthers := false
@@ -210,7 +214,7 @@ func WritePlain(w io.Writer, r *Report, o PlainOptions) error {
 		}
 	}
 	p("\n%s %s\n", st.title.Render("Summary:"), wrap(r.Summary, o.Width-9, "  "))
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, strings.ReplaceAll(b.String(), "\n\n\n", "\n\n"))
 	return err
 }
 
