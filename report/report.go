@@ -130,6 +130,8 @@ func SanitizeFinding(f checks.Finding) checks.Finding {
 
 func sanitizeValue(v any) any {
 	switch x := v.(type) {
+	case nil:
+		return nil
 	case string:
 		return textsafe.Clean(x)
 	case []string:
@@ -170,7 +172,7 @@ func sanitizeValue(v any) any {
 		if _, isNum := generic.(float64); isNum {
 			return x
 		}
-		if _, isBool := generic.(bool); isBool {
+		if _, isBool := generic.(bool); isBool || generic == nil {
 			return x
 		}
 		return sanitizeValue(generic)

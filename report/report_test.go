@@ -1,0 +1,86 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/termio"
+)
+
+type holder struct {
+	PID  int    `json:"pid"`
+	Comm string `json:"comm"`
+}
+
+func TestSanitizeFindingHandlesEveryEvidenceShape(t *testing.T) {
+	var nilMap map[string]string
+	f := checks.Finding{Check: "x.y", Severity: checks.Warn, Title: "bad \x1b[31mname",
+		Detail: "line one\nline \x1b]0;title\x07two",
+		Evidence: map[string]any{
+			"nil":      nil,
+			"nil_map":  nilMap,
+			"str":      "nccl-\x1b[2J",
+			"strs":     []string{"ok", "\x00zero"},
+			"structs":  []holder{{PID: 7, Comm: "py\x1bthon"}},
+			"map":      map[string]string{"NCCL_DEBUG": "INFO", "HF_TOKEN_X": "hf_abcdefghijklmnopqrstuvwxyz"},
+			"nested":   map[string]any{"inner": []any{"a\x1b", 1, nil, true}},
+			"number":   uint64(1) << 60,
+			"bool":     true,
+			"time":     time.Unix(0, 0).UTC(),
+			"severity": checks.Error,
+		},
+	}
+	got := SanitizeFinding(f)
+	b, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte(`\u001b`)) || bytes.Contains(b, []byte(`\u0000`)) || bytes.Contains(b, []byte("hf_abc")) {
+		t.Errorf("unsanitised output: %s", b)
+	}
+	if !strings.Contains(got.Detail, "\n") {
+		t.Error("detail lost its line break")
+	}
+	if got.Evidence["number"] != uint64(1)<<60 || got.Evidence["bool"] != true {
+		t.Errorf("scalars changed: %v %v", got.Evidence["number"], got.Evidence["bool"])
+	}
+}
+
+func TestPlainAndJSON(t *testing.T) {
+	h := &host.Host{Kind: "fixture", Name: "node\x1b[1m", Clock: func() time.Time { return time.Unix(0, 0) }}
+	rs := checks.Run(context.Background(), h, []checks.Check{
+		{ID: "a.ok", Title: "fine", Run: func(context.Context, *host.Host) ([]checks.Finding, error) { return nil, nil }},
+		{ID: "b.bad", Title: "broken", Run: func(context.Context, *host.Host) ([]checks.Finding, error) {
+			return []checks.Finding{{Severity: checks.Error, Title: "it broke", Guide: "shm-no-space", Fixes: []string{"shm.cleanup"}}}, nil
+		}},
+	}, checks.Options{})
+	var out bytes.Buffer
+	if err := WritePlain(termio.New(&out, []string{"LANG=C.UTF-8"}, false), h, rs, PlainOptions{Verbose: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"a.ok", "✗ b.bad", "it broke", "fix: ncclwiz fix --apply shm.cleanup", "1 problem found (1 error, 0 warnings)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("plain report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "\x1b") {
+		t.Error("escape bytes in a non-terminal report")
+	}
+	var js bytes.Buffer
+	if err := WriteJSON(&js, h, rs, "test"); err != nil {
+		t.Fatal(err)
+	}
+	var doc JSONReport
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Summary.Errors != 1 || doc.Summary.ExitCode != 1 || doc.Host.Name != `node\x1b[1m` || len(doc.Checks) != 2 {
+		t.Errorf("json = %+v", doc)
+	}
+}
