@@ -10,9 +10,11 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/charmbracelet/colorprofile"
 	"github.com/spf13/cobra"
 
 	"github.com/ncclwiz/ncclwiz/explain"
+	"github.com/ncclwiz/ncclwiz/termio"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 	"github.com/ncclwiz/ncclwiz/tui"
 )
@@ -78,7 +80,12 @@ func runExplain(cmd *cobra.Command, a *App, f explainFlags, args []string) error
 		}
 	} else {
 		out := a.Out()
-		if err := explain.WritePlain(out.Writer(), rep, explain.PlainOptions{Unicode: out.Unicode, Verbose: f.verbose, Width: out.Width, CutLines: out.TTY && !f.verbose}); err != nil {
+		w := out.Writer()
+		if termio.NoColor(a.Env, a.NoColor) {
+			// No styling at all, bold included.
+			w = &colorprofile.Writer{Forward: a.Stdout, Profile: colorprofile.NoTTY}
+		}
+		if err := explain.WritePlain(w, rep, explain.PlainOptions{Unicode: out.Unicode, Verbose: f.verbose, Width: out.Width, CutLines: out.TTY && !f.verbose}); err != nil {
 			return err
 		}
 	}

@@ -156,3 +156,20 @@ func TestExplainTTYWithoutArgs(t *testing.T) {
 		t.Fatalf("screen:\n%s", scr)
 	}
 }
+
+// On a terminal the report is styled; NO_COLOR (any value) removes every
+// escape sequence.
+func TestExplainColourOnTerminal(t *testing.T) {
+	bin := tmuxtest.Build(t, "..")
+	log, _ := filepath.Abs(filepath.Join(corpusDir, "fd-exhaustion.log"))
+	s := tmuxtest.Start(t, 120, 40, "", []string{"TERM=xterm-256color", "LANG=C.UTF-8"}, bin+" explain "+log)
+	s.WaitFor(20*time.Second, "NCCLWIZ-EXIT=0", "Root cause")
+	if !strings.Contains(s.ScreenEscapes(), "\x1b[") {
+		t.Error("no styling on a terminal")
+	}
+	s = tmuxtest.Start(t, 120, 40, "", []string{"TERM=xterm-256color", "LANG=C.UTF-8", "NO_COLOR=1"}, bin+" explain "+log)
+	s.WaitFor(20*time.Second, "NCCLWIZ-EXIT=0", "Root cause")
+	if scr := s.ScreenEscapes(); strings.Contains(scr, "\x1b[1m") || strings.Contains(scr, "\x1b[3") {
+		t.Errorf("styling despite NO_COLOR:\n%q", scr)
+	}
+}
