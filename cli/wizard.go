@@ -15,6 +15,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks/all"
 	"github.com/ncclwiz/ncclwiz/guides"
 	"github.com/ncclwiz/ncclwiz/guides/render"
+	"github.com/ncclwiz/ncclwiz/guideui"
 	hostpkg "github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/steps"
 	"github.com/ncclwiz/ncclwiz/steps/envsnippet"
@@ -110,6 +111,9 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		}
 		d.Render = func(md string, width int) (string, error) {
 			return render.Markdown(md, render.Options{Width: width, Style: style})
+		}
+		d.Browser = func(learn bool) guideui.Model {
+			return guideui.New(lib, guideui.Options{Lang: lang, Style: style, Dark: true, Learn: learn})
 		}
 	}
 	// Fixes are planned against the current findings each time, so the

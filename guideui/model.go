@@ -390,3 +390,10 @@ func (m Model) helpHeight() int {
 }
 
 func truncate(s string, w int) string { return ansi.Truncate(s, max(w, 1), "…") }
+
+// Typing reports whether a text prompt (the list filter or the in-guide
+// search) has the keyboard, so a parent must not treat letters as
+// shortcuts.
+func (m Model) Typing() bool {
+	return m.list.FilterState() == list.Filtering || m.v.searching
+}

@@ -8,6 +8,8 @@ package tui
 import (
 	"context"
 
+	"github.com/ncclwiz/ncclwiz/guideui"
+
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
 )
@@ -78,6 +80,9 @@ type Deps struct {
 	Guide     func(id string) (GuideDoc, bool)
 	Learn     func() []GuideDoc
 	AllGuides func() []GuideDoc
+	// Browser builds the guide browser for the Learn (learn=true) and
+	// Guides stages; nil falls back to the simple viewer.
+	Browser func(learn bool) guideui.Model
 	// GuidesError says why guides are unavailable, when they are.
 	GuidesError string
 	// Render turns markdown into styled text wrapped at width.

@@ -9,6 +9,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/guideui"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
@@ -53,6 +54,10 @@ type Model struct {
 	logx     logModel
 	learn    guidesModel
 	browse   guidesModel
+	// browser is the full guide browser (Learn and Guides stages) when the
+	// guides library is available.
+	browser    guideui.Model
+	hasBrowser bool
 }
 
 // New builds the wizard. ctx bounds every command the wizard starts.
@@ -155,10 +160,17 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.summary, cmd = m.summary.update(msg)
 	case flow.Log:
 		m.logx, cmd = m.logx.update(msg)
-	case flow.Learn:
-		m.learn, cmd = m.learn.update(msg)
-	case flow.Guides:
-		m.browse, cmd = m.browse.update(msg)
+	case flow.Learn, flow.Guides:
+		if m.hasBrowser {
+			if _, ok := msg.(guideui.ExitMsg); ok {
+				return m.enter(flow.Start)
+			}
+			m.browser, cmd = m.browser.Update(msg)
+		} else if m.stage == flow.Learn {
+			m.learn, cmd = m.learn.update(msg)
+		} else {
+			m.browse, cmd = m.browse.update(msg)
+		}
 	}
 	// Spinner ticks must keep flowing whatever the stage.
 	if _, ok := msg.(spinTick); ok && m.stage != flow.Detect {
@@ -179,9 +191,13 @@ func (m Model) typing() bool {
 		return m.summary.exporting
 	case flow.Explain:
 		return m.explain.searching
-	case flow.Learn:
-		return m.learn.searching
-	case flow.Guides:
+	case flow.Learn, flow.Guides:
+		if m.hasBrowser {
+			return m.browser.Typing()
+		}
+		if m.stage == flow.Learn {
+			return m.learn.searching
+		}
 		return m.browse.searching || m.browse.filtering
 	}
 	return false
@@ -245,12 +261,17 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 		return m, m.validate.prepare()
 	case flow.Summary:
 		m.summary.load(m.state, m.detect.before, m.apply.results, m.validate.result, m.fix.chosenIDs())
-	case flow.Learn:
-		if m.c.deps.Learn != nil {
-			m.learn.loadDocs(m.c.deps.Learn())
+	case flow.Learn, flow.Guides:
+		if m.c.deps.Browser != nil {
+			m.browser, m.hasBrowser = m.c.deps.Browser(s == flow.Learn), true
+			return m, m.browser.SetSize(m.c.width, m.c.height-2)
 		}
-		return m, m.learn.open(0)
-	case flow.Guides:
+		if s == flow.Learn {
+			if m.c.deps.Learn != nil {
+				m.learn.loadDocs(m.c.deps.Learn())
+			}
+			return m, m.learn.open(0)
+		}
 		if m.c.deps.AllGuides != nil {
 			m.browse.loadDocs(m.c.deps.AllGuides())
 		}
@@ -311,6 +332,9 @@ func (m Model) resize() (tea.Model, tea.Cmd) {
 	m.browse, c = m.browse.resize()
 	cmds = append(cmds, c)
 	m.detect.resize()
+	if m.hasBrowser {
+		cmds = append(cmds, m.browser.SetSize(m.c.width, m.c.height-2))
+	}
 	return m, tea.Batch(cmds...)
 }
 
@@ -349,6 +373,13 @@ func (m Model) current() screen {
 
 // View implements tea.Model; only the root returns a tea.View.
 func (m Model) View() tea.View {
+	if m.hasBrowser && (m.stage == flow.Learn || m.stage == flow.Guides) {
+		// The browser draws its own help bar; it gets the whole body.
+		v := tea.NewView(m.header() + "\n" + fitHeight(m.browser.View(), m.c.height-2))
+		v.AltScreen = true
+		v.WindowTitle = "ncclwiz"
+		return v
+	}
 	body := m.current().view()
 	body = fitHeight(body, m.c.bodyHeight())
 	out := m.header() + "\n" + body + "\n" + m.helpBar()
