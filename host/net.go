@@ -371,7 +371,7 @@ const (
 
 type timeoutError struct{ addr string }
 
-func (e timeoutError) Error() string   { return "dial tcp " + e.addr + ": i/o timeout" }
+func (e timeoutError) Error() string   { return "i/o timeout" }
 func (e timeoutError) Timeout() bool   { return true }
 func (e timeoutError) Temporary() bool { return true }
 func (e timeoutError) Unwrap() error   { return os.ErrDeadlineExceeded }

@@ -38,7 +38,10 @@ func interfaceSummary(st *netState, p pick) checks.Finding {
 			addrs = append(addrs, a.String())
 		}
 		e := map[string]any{"name": f.Name, "class": f.Class, "state": f.State(), "operstate": f.OperState,
-			"mtu": f.MTU, "addrs": addrs, "default_route": f.DefaultRoute}
+			"addrs": addrs, "default_route": f.DefaultRoute}
+		if f.MTU > 0 {
+			e["mtu"] = f.MTU
+		}
 		if f.Kind != "" {
 			e["kind"] = f.Kind
 		}

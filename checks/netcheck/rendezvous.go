@@ -59,6 +59,10 @@ func rendezvous(ctx context.Context, h *host.Host, st *netState, dialTimeout tim
 	}
 	ev := map[string]any{"source": t.Source, "host": t.Host, "port": t.PortRaw}
 
+	if t.Source == "--peer" && t.Port == 0 {
+		return []checks.Finding{{Severity: checks.Error, Title: fmt.Sprintf("--peer %q is not HOST:PORT", t.Host),
+			Detail: t.ResolveErr.Error(), Guide: "multi-node-basics", Evidence: ev}}
+	}
 	// The port itself.
 	if t.Source == "MASTER_ADDR" {
 		switch {
@@ -128,12 +132,12 @@ func routeFindings(h *host.Host, st *netState, label string, ev map[string]any) 
 	if t.Local {
 		e := cp()
 		e["interface"] = t.RouteIf
-		return []checks.Finding{{Severity: checks.OK, Title: fmt.Sprintf("%s is this machine (%s on %s): rank 0 runs here", label, ip, t.RouteIf),
+		return []checks.Finding{{Severity: checks.OK, Title: fmt.Sprintf("%s is this machine (%s): rank 0 runs here", labelIP(label, t.Host, ip), t.RouteIf),
 			Guide: "multi-node-basics", Evidence: e}}
 	}
 	if t.NoRoute {
 		e := cp()
-		return []checks.Finding{{Severity: checks.Error, Title: fmt.Sprintf("No route to %s (%s) from this machine", label, ip),
+		return []checks.Finding{{Severity: checks.Error, Title: fmt.Sprintf("No route to %s from this machine", labelIP(label, t.Host, ip)),
 			Detail: "The routing table has neither a matching network nor a default route, so connections fail at once with 'Network is unreachable'. " +
 				"Check the address, or the interface that should reach the other nodes (is it up, does it have an address?).",
 			Guide: "socket-connect", Evidence: e}}
@@ -152,7 +156,7 @@ func routeFindings(h *host.Host, st *netState, label string, ev map[string]any) 
 		via = " via gateway " + t.Gateway.String()
 	}
 	f := checks.Finding{Severity: checks.OK, Guide: "socket-connect", Evidence: e,
-		Title: fmt.Sprintf("%s (%s) is reached through %s%s", label, ip, t.RouteIf, via)}
+		Title: fmt.Sprintf("%s is reached through %s%s", labelIP(label, t.Host, ip), t.RouteIf, via)}
 	rif := st.byName(t.RouteIf)
 	if rif != nil && (rank(rif.Class) == 2) {
 		f.Severity = checks.Info
@@ -208,6 +212,14 @@ func routeFindings(h *host.Host, st *netState, label string, ev map[string]any) 
 		out = append(out, gf)
 	}
 	return out
+}
+
+// labelIP names the target with its address unless the name is the address.
+func labelIP(label, name string, ip netip.Addr) string {
+	if name == ip.String() {
+		return label
+	}
+	return label + " (" + ip.String() + ")"
 }
 
 func contains(xs []string, s string) bool {
