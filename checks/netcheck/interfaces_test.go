@@ -33,9 +33,9 @@ func dockerHost(t *testing.T, env map[string]string, extra map[string]any) *host
 		{Name: "virbr0", Index: 5, Type: 1, MTU: 1500, Kind: "bridge", Flags: noCarr, OperState: "down", Addrs: []string{"192.168.122.1/24"}},
 	}
 	files := map[string]any{
-		"/proc/net/route":          route10,
+		"/proc/net/route":           route10,
 		"/proc/sys/kernel/hostname": "gpu01\n",
-		"/etc/hosts":               "127.0.0.1 localhost\n10.0.0.5 gpu01\n10.0.0.9 gpu02\n",
+		"/etc/hosts":                "127.0.0.1 localhost\n10.0.0.5 gpu01\n10.0.0.9 gpu02\n",
 		"/sys/class/net/eth0/speed": "100000\n",
 	}
 	for k, v := range extra {
