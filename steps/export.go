@@ -55,6 +55,15 @@ func (s *script) comment(text string) {
 	}
 }
 
+// literal precedes a line that single-quotes text holding $ or a
+// backtick: shellcheck would ask whether an expansion was meant, and here
+// it is not (a file name, a command line shown as text).
+func (s *script) literal(text string) {
+	if strings.ContainsAny(text, "$`") {
+		s.b.WriteString("# shellcheck disable=SC2016 # a literal name, not an expansion\n")
+	}
+}
+
 // say writes a line that prints msg (sanitised, quoted) when the script runs.
 func (s *script) say(msg string) { s.b.WriteString("say " + ShellQuote(oneLine(msg)) + "\n") }
 
@@ -263,6 +272,7 @@ func scriptCleanup(s *script, cands []shm.Segment, skipped []string) {
 			s.comment("skipped (name has control bytes): " + textsafe.Sanitize(c.Path))
 			continue
 		}
+		s.literal(c.Path)
 		s.printf("remove_unused %s %d   # %s\n", ShellQuote(c.Path), c.Ino, shm.Human(uint64(c.Allocated)))
 	}
 }
@@ -270,7 +280,9 @@ func scriptCleanup(s *script, cands []shm.Segment, skipped []string) {
 func scriptStale(s *script, targets []rank) {
 	s.use("stop_rank")
 	for _, t := range targets {
-		s.printf("stop_rank %d %d %s\n", t.PID, t.Start, ShellQuote(clipText(t.Command, 60)))
+		desc := clipText(t.Command, 60)
+		s.literal(desc)
+		s.printf("stop_rank %d %d %s\n", t.PID, t.Start, ShellQuote(desc))
 	}
 }
 

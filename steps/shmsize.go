@@ -221,6 +221,13 @@ func planPersist(ctx context.Context, h *host.Host, r *request) *Fix {
 	if perr == nil && !ch.Changed {
 		return r.note("shm.persist", "/etc/fstab already sets size="+opt+" for "+m.Path)
 	}
+	return persistFix(m, size, t.why, ch, perr)
+}
+
+// persistFix builds shm.persist for the mount m at size; ch is what the
+// edit of /etc/fstab would change, perr why it cannot be edited.
+func persistFix(m shm.Mount, size uint64, why string, ch fstab.Change, perr error) *Fix {
+	opt := sizeOption(size)
 	f := &Fix{
 		ID:    "shm.persist",
 		Title: fmt.Sprintf("Keep %s at %s after reboot (/etc/fstab)", m.Path, shm.Human(size)),
@@ -241,7 +248,7 @@ func planPersist(ctx context.Context, h *host.Host, r *request) *Fix {
 	f.Steps = []Step{{Lines: lines, Root: true}}
 	f.Summary = fmt.Sprintf("Sets size=%s on the %s entry of /etc/fstab (adding one if there is none; %s). Only that entry's options change; "+
 		"a backup is written first, the file is replaced atomically with its mode and owner, and nothing happens if it already says so. "+
-		"It applies at the next boot; `sudo mount -o remount %s` applies the fstab options now.", opt, m.Path, orWhy(t.why), m.Path)
+		"It applies at the next boot; `sudo mount -o remount %s` applies the fstab options now.", opt, m.Path, orWhy(why), m.Path)
 	newOpts := keptOptions(m)
 	f.apply = func(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, error) {
 		p := h.Path("/etc/fstab")

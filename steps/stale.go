@@ -112,6 +112,11 @@ func planStale(ctx context.Context, h *host.Host, r *request) *Fix {
 		}
 		return r.note("proc.stale", why)
 	}
+	return staleFix(h, targets, skipped)
+}
+
+// staleFix builds proc.stale for these targets.
+func staleFix(h *host.Host, targets []rank, skipped []string) *Fix {
 	var lines, pids []string
 	needsRoot := false
 	for _, t := range targets {
