@@ -133,7 +133,7 @@ func New(opts Options) (*Explainer, error) {
 			continue // parsed by hand from the channel trigger
 		}
 		l, ok := requiredLiterals(s.Re.String())
-		if ok && minLen(l) < 4 {
+		if ok && minLen(l) < minLiteral {
 			ok = false // too short to anchor the prefilter
 		}
 		if !ok {
@@ -157,7 +157,9 @@ func New(opts Options) (*Explainer, error) {
 		}
 		return t
 	}
-	e.tagChannel = addAux(" -> ")
+	// Transport lines ("0[0] -> 1[1]") and NCCL backtraces
+	// ("shm.cc:114 -> 2") both carry " -> " and a digit.
+	e.tagChannel = addAux("] -> ", " -> 1", " -> 2", " -> 3", " -> 4", " -> 5", " -> 6", " -> 7", " -> 8")
 	e.tagInfo = addAux("nccl version", "localranks", "init complete", "bootstrap", "net/socket : using", "net/ib : using", "net/ib: using",
 		"using network", "set by environment", "cudadriverversion")
 	e.tagLastError = addAux("last error:")

@@ -6,18 +6,20 @@ import (
 	"sort"
 )
 
-// gramScanner finds which of many literals occur in a line in one pass. For
-// each literal it picks its rarest 4-byte window (the anchor); a line is
-// scanned 4 bytes at a time against a 64-Kibit bitmap of anchor hashes that
-// stays in the L1 cache, and only a bitmap hit is verified against the
-// literals of that hash. Unlike an automaton there is no dependency from one
-// byte to the next, so the loop runs at a few cycles per byte.
+// gramScanner finds which of many literals occur in a line in one pass.
+// Each literal gets two anchors: the 4-byte windows at offsets o and o+1,
+// chosen where its bytes are rarest. Text is examined only at even
+// positions: wherever a literal starts, one of its two anchors lands on an
+// even position. Each examined window is hashed into a 64-Kibit bitmap
+// that stays in the L1 cache; only a bitmap hit is verified against the
+// literals of that hash. There is no dependency from one position to the
+// next (unlike an automaton), so the loop runs at about a cycle per byte.
 //
 // Matching is ASCII-case-insensitive (literals are lower case). Bytes are
 // folded with |0x20, which maps upper to lower case letters and also
 // conflates a few punctuation pairs ([ and {); that only adds candidates,
 // which the verification rejects. The scanner never misses a literal (tests
-// and fuzzing check this).
+// and fuzzing check this). Literals must be at least minLiteral bytes.
 type gramScanner struct {
 	bitmap  [1 << 10]uint64 // 65536 bits
 	buckets map[uint32][]anchor
@@ -25,6 +27,9 @@ type gramScanner struct {
 	tags    []int
 	words   int
 }
+
+// minLiteral is the shortest literal the stride-2 scan can anchor.
+const minLiteral = 5
 
 // anchor is one literal's window.
 type anchor struct {
@@ -40,14 +45,16 @@ func gramHash(g uint32) uint32 { return (g * 0x9E3779B1) >> 16 }
 func newGramScanner(lits []string, tags []int, ntags int) *gramScanner {
 	s := &gramScanner{buckets: map[uint32][]anchor{}, lits: lits, tags: tags, words: (ntags + 63) / 64}
 	for i, l := range lits {
-		if len(l) < 4 {
-			panic("explain: prefilter literal shorter than 4 bytes: " + l)
+		if len(l) < minLiteral {
+			panic("explain: prefilter literal shorter than 5 bytes: " + l)
 		}
-		off := rarestWindow(l)
-		g := binary.LittleEndian.Uint32([]byte(l[off:off+4])) | gramFold
-		h := gramHash(g)
-		s.bitmap[h>>6] |= 1 << (h & 63)
-		s.buckets[h] = append(s.buckets[h], anchor{lit: i, off: off})
+		o := rarestWindow(l)
+		for _, off := range []int{o, o + 1} {
+			g := binary.LittleEndian.Uint32([]byte(l[off:off+4])) | gramFold
+			h := gramHash(g)
+			s.bitmap[h>>6] |= 1 << (h & 63)
+			s.buckets[h] = append(s.buckets[h], anchor{lit: i, off: off})
+		}
 	}
 	return s
 }
@@ -82,16 +89,19 @@ var commonGrams = map[string]bool{
 	"erro": true, "rror": true, "ror ": true, "ror:": true, " err": true, "fail": true, "aile": true, "iled": true,
 }
 
-// rarestWindow picks the 4-byte window of l with the rarest bytes.
+// rarestWindow picks the offset o whose windows o and o+1 (five bytes
+// l[o:o+5]) are rarest.
 func rarestWindow(l string) int {
 	best, bestScore := 0, -1000
-	for i := 0; i+4 <= len(l); i++ {
+	for i := 0; i+5 <= len(l); i++ {
 		score := 0
-		for j := i; j < i+4; j++ {
+		for j := i; j < i+5; j++ {
 			score += byteRarity(l[j])
 		}
-		if commonGrams[l[i:i+4]] {
-			score -= 20
+		for _, w := range []string{l[i : i+4], l[i+1 : i+5]} {
+			if commonGrams[w] {
+				score -= 20
+			}
 		}
 		if score > bestScore {
 			best, bestScore = i, score
@@ -104,89 +114,50 @@ func rarestWindow(l string) int {
 // and reports whether any was found.
 func (s *gramScanner) scan(text []byte, set []uint64) bool {
 	hit := false
-	bm := &s.bitmap
-	n := len(text)
-	p := 0
-	// Eight bytes at a time give the windows at p..p+4.
-	for ; p+8 <= n; p += 5 {
-		w := binary.LittleEndian.Uint64(text[p:]) | gramFold<<32 | gramFold
-		h0 := gramHash(uint32(w))
-		h1 := gramHash(uint32(w >> 8))
-		h2 := gramHash(uint32(w >> 16))
-		h3 := gramHash(uint32(w >> 24))
-		h4 := gramHash(uint32(w >> 32))
-		if bm[h0>>6]&(1<<(h0&63))|bm[h1>>6]&(1<<(h1&63))|bm[h2>>6]&(1<<(h2&63))|bm[h3>>6]&(1<<(h3&63))|bm[h4>>6]&(1<<(h4&63)) != 0 {
-			for k, h := range [5]uint32{h0, h1, h2, h3, h4} {
-				if bm[h>>6]&(1<<(h&63)) != 0 && s.verify(text, p+k, h, set) {
-					hit = true
-				}
-			}
-		}
-	}
-	for ; p+4 <= n; p++ {
-		h := gramHash(binary.LittleEndian.Uint32(text[p:]) | gramFold)
-		if bm[h>>6]&(1<<(h&63)) != 0 && s.verify(text, p, h, set) {
-			hit = true
-		}
-	}
+	s.scanAll(text, func(_, t int) {
+		set[t/64] |= 1 << (uint(t) % 64)
+		hit = true
+	})
 	return hit
 }
 
-// scanAll reports every literal occurrence in text (a chunk of many lines)
-// as fn(position, tag), in increasing position order. Literals shorter than
-// four bytes are not reported (New keeps them out of the scanner).
+// scanAll reports every literal occurrence in text (a line or a chunk of
+// many lines) as fn(anchor position, tag), in increasing position order.
 func (s *gramScanner) scanAll(text []byte, fn func(pos, tag int)) {
 	bm := &s.bitmap
 	n := len(text)
 	p := 0
-	report := func(q int, h uint32) {
-		for _, a := range s.buckets[h] {
-			l := s.lits[a.lit]
-			start := q - a.off
-			if start >= 0 && start+len(l) <= n && equalFoldASCII(text[start:start+len(l)], l) {
-				fn(q, s.tags[a.lit])
-			}
-		}
-	}
-	for ; p+8 <= n; p += 5 {
+	// One 8-byte load gives the windows at p, p+2 and p+4.
+	for ; p+8 <= n; p += 6 {
 		w := binary.LittleEndian.Uint64(text[p:]) | gramFold<<32 | gramFold
 		h0 := gramHash(uint32(w))
-		h1 := gramHash(uint32(w >> 8))
-		h2 := gramHash(uint32(w >> 16))
-		h3 := gramHash(uint32(w >> 24))
-		h4 := gramHash(uint32(w >> 32))
-		if bm[h0>>6]&(1<<(h0&63))|bm[h1>>6]&(1<<(h1&63))|bm[h2>>6]&(1<<(h2&63))|bm[h3>>6]&(1<<(h3&63))|bm[h4>>6]&(1<<(h4&63)) != 0 {
-			for k, h := range [5]uint32{h0, h1, h2, h3, h4} {
+		h1 := gramHash(uint32(w >> 16))
+		h2 := gramHash(uint32(w >> 32))
+		if bm[h0>>6]&(1<<(h0&63))|bm[h1>>6]&(1<<(h1&63))|bm[h2>>6]&(1<<(h2&63)) != 0 {
+			for k, h := range [3]uint32{h0, h1, h2} {
 				if bm[h>>6]&(1<<(h&63)) != 0 {
-					report(p+k, h)
+					s.verify(text, p+2*k, h, fn)
 				}
 			}
 		}
 	}
-	for ; p+4 <= n; p++ {
+	for ; p+4 <= n; p += 2 {
 		h := gramHash(binary.LittleEndian.Uint32(text[p:]) | gramFold)
 		if bm[h>>6]&(1<<(h&63)) != 0 {
-			report(p, h)
+			s.verify(text, p, h, fn)
 		}
 	}
 }
 
 // verify checks the literals anchored at hash h against text at p.
-func (s *gramScanner) verify(text []byte, p int, h uint32, set []uint64) bool {
-	found := false
+func (s *gramScanner) verify(text []byte, p int, h uint32, fn func(pos, tag int)) {
 	for _, a := range s.buckets[h] {
 		l := s.lits[a.lit]
 		start := p - a.off
-		if start < 0 || start+len(l) > len(text) {
-			continue
-		}
-		if equalFoldASCII(text[start:start+len(l)], l) {
-			t := s.tags[a.lit]
-			set[t/64] |= 1 << (uint(t) % 64)
-			found = true
+		if start >= 0 && start+len(l) <= len(text) && equalFoldASCII(text[start:start+len(l)], l) {
+			fn(p, s.tags[a.lit])
 		}
 	}
-	return found
 }
 
 // equalFoldASCII compares b with the lower-case literal l, folding ASCII
