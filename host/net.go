@@ -415,7 +415,6 @@ func fixtureNet(root string, spec FixtureSpec) Net {
 		ifs := make([]NetInterface, len(spec.Interfaces))
 		for k, i := range spec.Interfaces {
 			i.Flags = append([]string(nil), i.Flags...)
-			i.Addrs = append([]string(nil), i.Addrs...)
 			if i.Index == 0 {
 				i.Index = k + 1
 			}
@@ -429,7 +428,11 @@ func fixtureNet(root string, spec FixtureSpec) Net {
 		}
 		n.Interfaces = func() ([]NetInterface, error) {
 			out := make([]NetInterface, len(ifs))
-			copy(out, ifs)
+			for k, i := range ifs {
+				i.Flags = append([]string(nil), i.Flags...)
+				i.Addrs = append([]string(nil), i.Addrs...)
+				out[k] = i
+			}
 			return out, nil
 		}
 	}

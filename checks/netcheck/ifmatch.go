@@ -153,6 +153,11 @@ func (l IfList) Canonical() string {
 	if l.Exact {
 		b.WriteByte('=')
 	}
+	// An entry that itself starts with ^ or = would be read as a flag;
+	// NCCL skips empty entries, so a leading comma keeps it an entry.
+	if len(l.Entries) > 0 && strings.ContainsAny(l.Entries[0].Prefix[:1], "^=") {
+		b.WriteByte(',')
+	}
 	for i, e := range l.Entries {
 		if i > 0 {
 			b.WriteByte(',')
