@@ -154,8 +154,9 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 			fmt.Fprintln(out, "  skipped.")
 			continue
 		}
+		progressed := 0
 		opts := steps.ApplyOptions{Yes: true, DryRun: f.dryRun, Kill: f.kill,
-			Progress: func(s string) { fmt.Fprintln(out, "  "+textsafe.Clean(s)) }}
+			Progress: func(s string) { progressed++; fmt.Fprintln(out, "  "+textsafe.Clean(s)) }}
 		if interactive {
 			opts.Confirm = prompt
 		}
@@ -164,6 +165,9 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 			fmt.Fprintf(out, "  failed: %s\n", textsafe.Clean(err.Error()))
 			failed = true
 			continue
+		}
+		if progressed > 0 {
+			res.Changed = nil // already shown as they happened
 		}
 		if !printOutcome(out, res, f.dryRun) {
 			failed = true
@@ -270,10 +274,12 @@ func printOutcome(out io.Writer, res steps.Outcome, dryRun bool) bool {
 	for _, r := range res.Recheck {
 		fmt.Fprintf(out, "  re-check %s: %s\n", r.ID, worstText(r))
 	}
-	switch res.Verdict {
-	case steps.VerdictPassed:
+	switch {
+	case res.Proof != "":
+		fmt.Fprintf(out, "  proof: %s.\n", textsafe.Clean(res.Proof))
+	case res.Verdict == steps.VerdictPassed:
 		fmt.Fprintln(out, "  proof: the re-check no longer reports the problem.")
-	case steps.VerdictFailed:
+	case res.Verdict == steps.VerdictFailed:
 		for _, f := range res.Remaining {
 			fmt.Fprintf(out, "  still reported: [%s] %s\n", f.Severity, textsafe.Clean(f.Title))
 		}

@@ -72,13 +72,15 @@ func ContainerSnippets(runtime string) []Step {
 
 func planContainer(ctx context.Context, h *host.Host, r *request) *Fix {
 	c := sysinfo.DetectContainer(ctx, h)
-	where := "Below are the settings for docker, compose, Kubernetes, podman, containerd and Apptainer."
+	where := "ncclwiz runs outside any container here; if the training itself runs in one, these are the settings for docker, compose, Kubernetes, podman, containerd and Apptainer."
+	title := fmt.Sprintf("If training runs in a container: start it with a bigger /dev/shm (%d GiB)", containerShmGiB)
 	if c.InContainer() {
 		where = fmt.Sprintf("ncclwiz runs in a %s container (%s); its setting comes first.", c.Runtime, firstOr(c.Evidence, "detected"))
+		title = fmt.Sprintf("Start the container with a bigger /dev/shm (%d GiB)", containerShmGiB)
 	}
 	return &Fix{
 		ID:    "container.shm",
-		Title: fmt.Sprintf("Start the container with a bigger /dev/shm (%d GiB)", containerShmGiB),
+		Title: title,
 		Summary: fmt.Sprintf("A container's /dev/shm is fixed when it starts — 64 MiB by default in Docker and Kubernetes, which holds about six of NCCL's "+
 			"~9.2 MiB segments — and cannot be resized from inside. Restart it with %d GiB (room for NCCL's segments and DataLoader workers; "+
 			"a tmpfs only uses RAM for what it holds, but that counts against the container's memory limit) or share the host's with --ipc=host. %s",

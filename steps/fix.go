@@ -125,6 +125,9 @@ type Outcome struct {
 	Remaining []checks.Finding
 	// Verdict is one of the Verdict constants.
 	Verdict string
+	// Proof says how the fix verified itself when no check can (fstab is
+	// read back and parsed).
+	Proof string
 }
 
 // Passed reports whether the re-check proved the fix.
@@ -391,7 +394,15 @@ func PlanWith(ctx context.Context, h *host.Host, findings []checks.Finding, opts
 		if f := p.plan(ctx, h, r); f != nil {
 			f.asRoot = h.IsRoot()
 			if len(f.Answers) == 0 {
-				f.Answers, f.Findings = r.answers(p.id)
+				for _, id := range append([]string{p.id}, p.with...) {
+					a, t := r.answers(id)
+					for _, x := range a {
+						if !slices.Contains(f.Answers, x) {
+							f.Answers = append(f.Answers, x)
+						}
+					}
+					f.Findings = append(f.Findings, t...)
+				}
 			}
 			out = append(out, *f)
 		} else if _, ok := r.notes[p.id]; !ok && r.wanted(p.id) {

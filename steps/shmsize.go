@@ -282,12 +282,17 @@ func persistFix(m shm.Mount, size uint64, why string, ch fstab.Change, perr erro
 		if bak != "" {
 			out.Changed = append(out.Changed, "backup: "+bak)
 		}
-		o.progress("updated /etc/fstab (backup %s)", bak)
+		if bak != "" {
+			o.progress("updated /etc/fstab (backup %s)", bak)
+		} else {
+			o.progress("created /etc/fstab")
+		}
 		// Proof: the file parses and says what was written.
 		b, err := os.ReadFile(p)
 		if err == nil {
 			if _, again, err2 := fstab.SetOption(b, m.Path, "size", opt, newOpts); err2 == nil && !again.Changed {
 				out.Verdict = VerdictPassed
+				out.Proof = "/etc/fstab was read back: it parses and sets size=" + opt + " for " + m.Path
 			}
 		}
 		out.Summary = "/etc/fstab now sets size=" + opt + " for " + m.Path + "; it applies at boot (or now: sudo mount -o remount " + m.Path + ")"
