@@ -81,13 +81,10 @@ func New(w io.Writer, env []string, noColorFlag bool) Output {
 	if !o.TTY {
 		o.Profile = colorprofile.NoTTY
 	}
+	// With colour off, plain output carries no escape sequences at all:
+	// bold alone is not worth surprising a script or a screen reader.
 	if NoColor(env, noColorFlag) {
-		if o.Profile > colorprofile.Ascii {
-			o.Profile = colorprofile.Ascii
-		}
-		if Getenv(env, "TERM") == "dumb" {
-			o.Profile = colorprofile.NoTTY
-		}
+		o.Profile = colorprofile.NoTTY
 	}
 	return o
 }
