@@ -27,7 +27,7 @@ const staleStat = "777 (python) S 1 777 777 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 
 // fixtureHost is a small machine: a 64 MiB /dev/shm with one orphan, one
 // segment held by a live process, a symlink and another user's orphan; a
 // leftover rank (pid 777, launcher gone); fstab and logind.conf.
-func fixtureHost(t *testing.T) *host.Host {
+func fixtureHost(t testing.TB) *host.Host {
 	t.Helper()
 	uid := os.Geteuid()
 	h := ft.Tree(t, map[string]any{

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,11 +41,14 @@ func Parse(b []byte) ([]Entry, error) {
 	}
 	var out []Entry
 	for i, line := range strings.Split(string(b), "\n") {
-		t := strings.TrimSpace(line)
+		t := strings.Trim(line, " \t")
 		if t == "" || strings.HasPrefix(t, "#") {
 			continue
 		}
-		f := strings.Fields(t)
+		if strings.IndexFunc(t, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }) >= 0 {
+			return nil, fmt.Errorf("%w: line %d holds control characters", ErrMalformed, i+1)
+		}
+		f := fields(t)
 		if len(f) < 4 || len(f) > 6 {
 			return nil, fmt.Errorf("%w: line %d has %d fields (want 4 to 6): %q", ErrMalformed, i+1, len(f), clip(t))
 		}
@@ -67,6 +71,11 @@ func Parse(b []byte) ([]Entry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// fields splits an fstab line on blanks (spaces and tabs), as mount does.
+func fields(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '\t' })
 }
 
 func clip(s string) string {
@@ -95,6 +104,10 @@ func unescape(s string) string {
 	return b.String()
 }
 
+// optionSafe is what an option name or value written by SetOption may
+// hold: no blanks, commas, comment signs or control bytes.
+var optionSafe = regexp.MustCompile(`^[A-Za-z0-9._%+:/@-]+$`)
+
 // Change says what SetOption did (or would do).
 type Change struct {
 	Changed bool
@@ -111,6 +124,11 @@ type Change struct {
 // no entry, one is appended: "tmpfs <mountpoint> tmpfs <newOpts>,key=value 0 0".
 func SetOption(content []byte, mountpoint, key, value string, newOpts []string) ([]byte, Change, error) {
 	var ch Change
+	for _, v := range append([]string{key, value}, newOpts...) {
+		if !optionSafe.MatchString(v) {
+			return nil, ch, fmt.Errorf("option text %q is not a plain mount option", v)
+		}
+	}
 	entries, err := Parse(content)
 	if err != nil {
 		return nil, ch, err
@@ -164,7 +182,7 @@ func SetOption(content []byte, mountpoint, key, value string, newOpts []string) 
 		return content, Change{OldLine: orig, NewLine: orig}, nil
 	}
 	lines[e.Line-1] = updated
-	return []byte(strings.Join(lines, "\n")), Change{Changed: true, OldLine: strings.TrimSpace(orig), NewLine: strings.TrimSpace(updated)}, nil
+	return []byte(strings.Join(lines, "\n")), Change{Changed: true, OldLine: strings.Trim(orig, " \t"), NewLine: strings.Trim(updated, " \t")}, nil
 }
 
 // fieldSpan returns the byte range of the n-th (0-based) field of line.

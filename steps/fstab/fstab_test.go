@@ -171,3 +171,50 @@ func TestEscapedMountPoint(t *testing.T) {
 		t.Errorf("%q %+v %v", out, ch, err)
 	}
 }
+
+// FuzzSetOption: whatever the file holds, SetOption never panics; when it
+// edits, the result parses, says what was asked, keeps every other line,
+// and a second edit changes nothing.
+func FuzzSetOption(f *testing.F) {
+	f.Add(base, "1g")
+	f.Add(base+"tmpfs /dev/shm tmpfs rw,nosuid,size=8g 0 0\n", "32g")
+	f.Add("none\t/dev/shm/\ttmpfs\tdefaults\n", "512m")
+	f.Add("a b c d e f g\n", "1g")
+	f.Fuzz(func(t *testing.T, content, size string) {
+		if strings.ContainsAny(size, " \t\n,#") || size == "" {
+			return
+		}
+		out, ch, err := SetOption([]byte(content), "/dev/shm", "size", size, shmOpts)
+		if err != nil {
+			return
+		}
+		if _, err := Parse(out); err != nil {
+			t.Fatalf("result does not parse: %v\n%q", err, out)
+		}
+		again, ch2, err := SetOption(out, "/dev/shm", "size", size, shmOpts)
+		if err != nil || ch2.Changed || string(again) != string(out) {
+			t.Fatalf("not idempotent: %v %+v\n%q\n%q", err, ch2, out, again)
+		}
+		if !ch.Changed && string(out) != content {
+			t.Fatal("unchanged but different")
+		}
+		// Every line of the original survives, except the one entry edited.
+		kept := strings.Split(string(out), "\n")
+		missing := 0
+		for _, l := range strings.Split(content, "\n") {
+			found := false
+			for _, k := range kept {
+				if k == l {
+					found = true
+					break
+				}
+			}
+			if !found {
+				missing++
+			}
+		}
+		if missing > 1 || (missing == 1 && ch.Added) {
+			t.Fatalf("%d original lines lost (added=%v):\n%q\n%q", missing, ch.Added, content, out)
+		}
+	})
+}
