@@ -65,7 +65,10 @@ func (s *script) literal(text string) {
 }
 
 // say writes a line that prints msg (sanitised, quoted) when the script runs.
-func (s *script) say(msg string) { s.b.WriteString("say " + ShellQuote(oneLine(msg)) + "\n") }
+func (s *script) say(msg string) {
+	ind := msg[:len(msg)-len(strings.TrimLeft(msg, " "))]
+	s.b.WriteString("say " + ShellQuote(ind+oneLine(msg)) + "\n")
+}
 
 func oneLine(s string) string { return textsafe.Clean(strings.Join(strings.Fields(s), " ")) }
 
