@@ -53,6 +53,7 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 		newFallbackCmd(a),
 		newGuidesCmd(a),
 		newExplainCmd(a),
+		newTestCmd(a),
 	)
 	return root
 }

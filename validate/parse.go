@@ -298,10 +298,16 @@ func (p *parser) script(sl scriptLine) []Event {
 		r.BusBW = math.Min(r.BusBW, sl.BusBW)
 		r.AlgBW = math.Min(r.AlgBW, sl.AlgBW)
 		r.TimeUS = math.Max(r.TimeUS, sl.TimeUS)
+		var evs []Event
+		if sl.OK == nil || !*sl.OK || sl.Wrong > 0 {
+			// Said at once: the other ranks may never report this size.
+			evs = append(evs, Event{Kind: EventLog, Text: fmt.Sprintf("rank %d: %d WRONG values in %s at %s", sl.Rank, sl.Wrong, sl.Op, FormatBytes(sl.Bytes))})
+		}
 		if r.Ranks == p.ranks {
 			c := *r
-			return []Event{{Kind: EventMeasure, Size: &c}}
+			evs = append(evs, Event{Kind: EventMeasure, Size: &c})
 		}
+		return evs
 	case "done":
 		p.dones[sl.Rank] = true
 		if sl.OK == nil || !*sl.OK {

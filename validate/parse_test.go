@@ -203,7 +203,8 @@ func TestScriptAggregation(t *testing.T) {
 	}
 	p.line(mk(0, 1, true, 0)) // a duplicate of rank 0 counts once
 	evs := p.line(mk(1, 380, false, 5))
-	if len(evs) != 1 || evs[0].Kind != EventMeasure || evs[0].Size.BusBW != 380 || evs[0].Size.Wrong != 5 || evs[0].Size.OK {
+	if len(evs) != 2 || evs[0].Kind != EventLog || evs[0].Text != "rank 1: 5 WRONG values in all_reduce at 256 MiB" ||
+		evs[1].Kind != EventMeasure || evs[1].Size.BusBW != 380 || evs[1].Size.Wrong != 5 || evs[1].Size.OK {
 		t.Fatalf("%+v", evs)
 	}
 	p.line(`NCCLWIZ_RESULT {"kind": "error", "rank": 1, "stage": "init_process_group", "type": "DistBackendError", "error": "NCCL error\nsecond line", "v": 1}`)

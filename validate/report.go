@@ -62,7 +62,7 @@ func WriteReport(w io.Writer, res *Result) error {
 		ranks, bw, env := "-", "-", "-"
 		if r.Status != Skipped {
 			ranks = fmt.Sprint(r.Rung.Ranks)
-			if r.HasLarge {
+			if r.HasLarge && r.Rung.Ranks > 1 {
 				bw = fmt.Sprintf("%s @ %s", formatBW(r.LargeBusBW, true), FormatBytes(r.LargeBytes))
 			}
 		}
@@ -83,8 +83,26 @@ func WriteReport(w io.Writer, res *Result) error {
 		return err
 	}
 
+	// A reason shared by every unjudged rung is said once.
+	shared, n := "", 0
 	for _, r := range res.Rungs {
-		if len(r.Reasons) == 0 && len(r.Notes) == 0 && r.Diagnosis == nil && r.Bandwidth.State != BWNotJudged {
+		if r.Bandwidth.State == BWNotJudged {
+			if n > 0 && r.Bandwidth.Detail != shared {
+				shared = ""
+				break
+			}
+			shared, n = r.Bandwidth.Detail, n+1
+		}
+	}
+	if n < 2 {
+		shared = ""
+	}
+	if shared != "" {
+		fmt.Fprintf(&b, "\nBandwidth not judged: %s.\n", clean(shared))
+	}
+	for _, r := range res.Rungs {
+		ownBW := r.Bandwidth.State == BWLow || (r.Bandwidth.State == BWNotJudged && shared == "")
+		if len(r.Reasons) == 0 && len(r.Notes) == 0 && r.Diagnosis == nil && !ownBW {
 			continue
 		}
 		fmt.Fprintf(&b, "\n%s (%s): %s\n", r.Rung.ID, clean(r.Rung.Title), statusColumn(r.Status))
@@ -94,8 +112,8 @@ func WriteReport(w io.Writer, res *Result) error {
 		if r.Diagnosis != nil {
 			fmt.Fprintf(&b, "  cause: %s — read `ncclwiz guides %s`\n", clean(r.Diagnosis.Title), clean(r.Diagnosis.Guide))
 		}
-		if r.Bandwidth.State == BWNotJudged || r.Bandwidth.State == BWLow {
-			fmt.Fprintf(&b, "  bandwidth: %s\n", clean(r.Bandwidth.Detail))
+		if ownBW && r.Bandwidth.State != BWLow { // a low bandwidth is already a reason
+			fmt.Fprintf(&b, "  bandwidth not judged: %s\n", clean(r.Bandwidth.Detail))
 		}
 		for _, s := range r.Notes {
 			fmt.Fprintf(&b, "  note: %s\n", clean(s))

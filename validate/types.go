@@ -279,7 +279,13 @@ func (r *RungResult) Summary() string {
 		return string(r.Status)
 	}
 	if r.Rung.Ranks < 2 {
-		return fmt.Sprintf("%d sizes correct on 1 GPU", len(r.Sizes))
+		n := 0
+		for _, s := range r.Sizes {
+			if s.Op == "all_reduce" || s.Op == "" {
+				n++
+			}
+		}
+		return fmt.Sprintf("all values correct at %d sizes on 1 GPU", n)
 	}
 	return fmt.Sprintf("correct; %s; busbw %s at %s", transportList(r.Transports), formatBW(r.LargeBusBW, r.HasLarge), FormatBytes(r.LargeBytes))
 }

@@ -106,9 +106,15 @@ func judge(rr *RungResult, in judgeInput) {
 	switch {
 	case rr.Rung.Ranks < 2:
 		rr.Bandwidth = BandwidthVerdict{State: BWNA, Detail: "one rank: bus bandwidth is 0 by definition (busbw = algbw x 2(n-1)/n)"}
+	case rr.HasLarge && in.maxBytes < largeMin:
+		// The user asked for small messages only; latency dominates them.
+		rr.Bandwidth = BandwidthVerdict{State: BWNotJudged, Detail: fmt.Sprintf("the sizes stop at %s; bandwidth is judged on messages of %s or more only",
+			FormatBytes(in.maxBytes), FormatBytes(largeMin))}
 	case !rr.HasLarge:
 		rr.Bandwidth = BandwidthVerdict{State: BWMissing, Detail: fmt.Sprintf("no all_reduce measurement at %s or more", FormatBytes(judgeMin))}
-		fail("bandwidth unproven: %s", rr.Bandwidth.Detail)
+		if len(missing) == 0 { // otherwise already said as missing measurements
+			fail("bandwidth unproven: %s", rr.Bandwidth.Detail)
+		}
 	default:
 		exp, why := expectationFor(in.sys, effectiveTransport(rr.Transports))
 		rr.Expected = exp
