@@ -130,7 +130,14 @@ func applyCleanup(ctx context.Context, h *host.Host, cands []shm.Segment, o Appl
 	if beforeErr == nil {
 		out.Before["used_bytes"] = before.Used()
 	}
-	dirfd, err := unix.Open(h.ShmReal(), unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	// The directory itself may be a symlink (old Debian: /dev/shm ->
+	// /run/shm): open what it resolves to inside the host's root, and never
+	// follow a link from there on.
+	real := h.ShmReal()
+	if m, err := shm.ReadMount(ctx, h); err == nil && m.LinkTarget != "" {
+		real = h.Path(m.LinkTarget)
+	}
+	dirfd, err := unix.Open(real, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return out, fmt.Errorf("open %s: %w", dir, err)
 	}

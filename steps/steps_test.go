@@ -528,3 +528,30 @@ func checkScriptSafety(t *testing.T, s string) {
 		}
 	}
 }
+
+// /dev/shm as a symlink to /run/shm (old Debian): cleanup works through it,
+// inside the fixture's root.
+func TestCleanupThroughSymlinkedShmDir(t *testing.T) {
+	uid := os.Geteuid()
+	h := ft.Tree(t, map[string]any{
+		"/proc/self/mountinfo": "25 22 0:23 / /run/shm rw,nosuid,nodev - tmpfs tmpfs rw,size=65536k\n",
+		"/proc/self/status":    "NSpid:\t42\n",
+		"/run/shm/nccl-old001": "x",
+		"/dev/shm":             ft.Symlink("../run/shm"), // relative: an absolute link would leave the fixture root
+	}, host.FixtureSpec{UID: uid, Statfs: map[string]host.StatFS{"/dev/shm": ft.StatfsTmpfs(64<<20, 1<<20)}})
+	old := time.Now().Add(-time.Hour)
+	_ = os.Chtimes(filepath.Join(h.Root, "run/shm/nccl-old001"), old, old)
+	ctx := context.Background()
+	fs, notes := PlanWith(ctx, h, nil, PlanOptions{Want: []string{"shm.cleanup"}})
+	fx, ok := ByID(fs, "shm.cleanup")
+	if !ok {
+		t.Fatalf("not planned: %s", notes["shm.cleanup"])
+	}
+	out, err := fx.Apply(ctx, h, ApplyOptions{Yes: true})
+	if err != nil || len(out.Changed) != 1 || exists(filepath.Join(h.Root, "run/shm/nccl-old001")) {
+		t.Errorf("%+v %v", out, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(h.Root, "dev/shm")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Error("the directory symlink was touched")
+	}
+}
