@@ -185,8 +185,8 @@ func routeFindings(h *host.Host, st *netState, label string, ev map[string]any) 
 	if len(st.Ifaces) > 0 && len(sel) > 0 && rif != nil && sel[0].Name != t.RouteIf {
 		mf := checks.Finding{Severity: checks.Warn, Guide: "socket-connect",
 			Title: fmt.Sprintf("NCCL would bootstrap over %s, but %s is reached through %s", sel[0].Name, label, t.RouteIf),
-			Detail: fmt.Sprintf("With %s, NCCL listens and connects on %s (%s). The other nodes reach this one through %s's network, "+
-				"so if %s's network does not connect the nodes, bootstrap connections hang until NCCL's retries run out.", what, sel[0].Name, st.summary(sel[0]), t.RouteIf, sel[0].Name),
+			Detail: fmt.Sprintf("With %s, NCCL listens and connects on %s. The other nodes reach this one through %s's network, "+
+				"so if %s's network does not connect the nodes, bootstrap connections hang until NCCL's retries run out.", what, st.summary(sel[0]), t.RouteIf, sel[0].Name),
 			Evidence: map[string]any{"nccl_interfaces": namesOf(sel), "route_interface": t.RouteIf, "target": ip.String()}}
 		if contains(namesOf(sel), t.RouteIf) {
 			mf.Severity = checks.Info
