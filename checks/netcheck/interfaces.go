@@ -108,7 +108,10 @@ func socketIfname(h *host.Host, st *netState, p pick) []checks.Finding {
 		where = " (from " + src + ")"
 	}
 	var fs []checks.Finding
-	if set && len(val) <= 1 {
+	if set && val == "" {
+		set = false // an empty assignment is the same as unset, to NCCL and to people
+	}
+	if set && len(val) == 1 {
 		fs = append(fs, checks.Finding{Severity: checks.Warn, Title: fmt.Sprintf("NCCL_SOCKET_IFNAME=%q%s is ignored", val, where),
 			Detail: "NCCL only reads NCCL_SOCKET_IFNAME when it is longer than one character, so it selects interfaces automatically. " + srcIfname + ".",
 			Guide:  "socket-interface", Evidence: map[string]any{"value": val, "source": src}})
@@ -211,6 +214,12 @@ func userSelection(st *netState, p pick, val, src, where string) checks.Finding 
 		f.Title = name + " also selects " + riskList(st, risky)
 		f.Detail = "NCCL may use every interface that matches for its socket transport, and bootstraps over the first (" + selOld[0].Name + "). " +
 			"Connections over an unsuitable interface hang or fail between machines (NCCL networking troubleshooting: 'interfaces UP but not able to communicate between nodes … fail during the init functions or even hang')."
+		for _, x := range risky {
+			if !x.Running {
+				f.Detail += " NCCL 2.28 and later skip interfaces that are down; older releases use them."
+				break
+			}
+		}
 		f = withRecommendation(f, st, p)
 	default:
 		f.Severity = checks.OK

@@ -108,6 +108,7 @@ func TestSocketIfname(t *testing.T) {
 		{"loopback, multi-node", with(multi, "NCCL_SOCKET_IFNAME", "lo"), nil, "selects loopback, but the job spans machines", checks.Error, true},
 		{"loopback, rendezvous elsewhere", with(nil, "NCCL_SOCKET_IFNAME", "lo", "MASTER_ADDR", "10.0.0.9", "MASTER_PORT", "29500"), nil, "selects loopback, but the job spans machines", checks.Error, true},
 		{"one character", with(nil, "NCCL_SOCKET_IFNAME", "e"), nil, `NCCL_SOCKET_IFNAME="e" is ignored`, checks.Warn, false},
+		{"empty is unset", with(nil, "NCCL_SOCKET_IFNAME", ""), nil, "NCCL_SOCKET_IFNAME is unset; NCCL's automatic choice includes", checks.Info, true},
 		{"space in list", with(nil, "NCCL_SOCKET_IFNAME", "eth0, docker0"), nil, `contains spaces`, checks.Warn, false},
 		{"=^ order", with(nil, "NCCL_SOCKET_IFNAME", "=^docker"), nil, "NCCL_SOCKET_IFNAME==^docker matches no interface", checks.Error, true},
 		{"IPv6 forced", with(nil, "NCCL_SOCKET_IFNAME", "=docker0", "NCCL_SOCKET_FAMILY", "AF_INET6"), nil, "matches no interface with an address here", checks.Error, false},
