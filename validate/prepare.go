@@ -50,6 +50,7 @@ type probeInfo struct {
 	Distributed   bool   `json:"distributed"`
 	NCCLAvailable bool   `json:"nccl_available"`
 	NCCL          string `json:"nccl"`
+	RunModule     *bool  `json:"run_module"`
 }
 
 // Plan is what Run will do; Prepare builds it without starting any GPU work.
@@ -125,6 +126,7 @@ func Prepare(ctx context.Context, h *host.Host, opts Options) (plan *Plan, err e
 	}
 	p.baseEnv, p.Notes = baseEnv(h.Env)
 	p.pathEnv = envGet(p.baseEnv, "PATH")
+	p.Notes = append(p.Notes, ncclConfNotes(h, envGet(p.baseEnv, "HOME"))...)
 
 	if opts.GPUs != nil {
 		s := *opts.GPUs
@@ -374,6 +376,8 @@ func (p *Plan) findTorch(ctx context.Context) string {
 		return fmt.Sprintf("torch %s in %s was built without NCCL support (torch.distributed.is_nccl_available() is False)", pr.Torch, py)
 	case !pr.CUDAAvailable || pr.DeviceCount == 0:
 		return fmt.Sprintf("torch %s sees no CUDA device (torch.cuda.is_available() is False)", pr.Torch)
+	case pr.RunModule != nil && !*pr.RunModule:
+		return fmt.Sprintf("torch %s in %s has no torch.distributed.run module, which torchrun needs: upgrade torch", pr.Torch, py)
 	case p.opts.NGPUs > pr.DeviceCount:
 		return fmt.Sprintf("--gpus %d but torch sees only %d CUDA devices", p.opts.NGPUs, pr.DeviceCount)
 	}
@@ -611,6 +615,38 @@ func (p *Plan) candidate() ([]string, string) {
 		label = strings.Join(out, " ")
 	}
 	return out, label
+}
+
+// ncclConfNotes reports NCCL configuration files: NCCL reads
+// $HOME/.nccl.conf (or $NCCL_CONF_FILE, which the test leaves out) and
+// /etc/nccl.conf, and applies every variable the environment does not set
+// (src/misc/param.cc initEnvFunc, setenv without overwrite; env.rst). Their
+// settings therefore reach every rung, the defaults rung included.
+func ncclConfNotes(h *host.Host, home string) []string {
+	var files []string
+	if home != "" {
+		files = append(files, filepath.Join(home, ".nccl.conf"))
+	}
+	files = append(files, "/etc/nccl.conf")
+	var notes []string
+	for _, f := range files {
+		b, err := h.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var vars []string
+		for _, line := range strings.Split(string(b), "\n") {
+			line = strings.TrimSpace(line)
+			if k, _, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") && reEnvKey.MatchString(k) {
+				vars = append(vars, k)
+			}
+		}
+		if len(vars) > 0 {
+			notes = append(notes, fmt.Sprintf("%s sets %s; NCCL applies it to every rung (the defaults rung included) wherever the environment does not set the variable",
+				f, strings.Join(vars, ", ")))
+		}
+	}
+	return notes
 }
 
 // baseEnv is the user's environment without NCCL_* (the defaults rung must

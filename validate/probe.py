@@ -24,6 +24,11 @@ def main():
     except Exception as exc:  # noqa: BLE001
         out["cuda_error"] = "%s: %s" % (type(exc).__name__, exc)
     try:
+        import importlib.util
+        out["run_module"] = importlib.util.find_spec("torch.distributed.run") is not None
+    except Exception:  # noqa: BLE001 - find_spec imports the parent package
+        out["run_module"] = False
+    try:
         import torch.distributed as dist
         out["distributed"] = bool(dist.is_available())
         out["nccl_available"] = bool(dist.is_available() and dist.is_nccl_available())

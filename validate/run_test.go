@@ -536,6 +536,14 @@ func TestCannotRun(t *testing.T) {
 			t.Fatalf("%v", err)
 		}
 	})
+	t.Run("torch without torch.distributed.run", func(t *testing.T) {
+		f := newFakeMachine(t, "FAKE_TORCH=old")
+		_, err := Run(context.Background(), f.h, Options{GPUs: h100(2), Backend: BackendTorchrun})
+		var cr *CannotRunError
+		if !errors.As(err, &cr) || !strings.Contains(cr.Reasons[0], "has no torch.distributed.run module") {
+			t.Fatalf("%v", err)
+		}
+	})
 	t.Run("simulated", func(t *testing.T) {
 		f := newFakeMachine(t)
 		f.h.Simulated = true
@@ -595,5 +603,22 @@ func TestVisibleDevicesCount(t *testing.T) {
 	defer p.Close()
 	if p.Backend != BackendNCCLTests || p.GPUs != 2 {
 		t.Errorf("backend %s gpus %d", p.Backend, p.GPUs)
+	}
+}
+
+// NCCL applies ~/.nccl.conf and /etc/nccl.conf to every rung; the run says so.
+func TestNCCLConfNote(t *testing.T) {
+	f := newFakeMachine(t)
+	home := envGet(f.h.Env, "HOME")
+	if err := os.WriteFile(filepath.Join(home, ".nccl.conf"), []byte("# site settings\nNCCL_P2P_DISABLE=1\nNCCL_IB_HCA=mlx5_0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Prepare(context.Background(), f.h, Options{GPUs: h100(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if !hasNote(p.Notes, ".nccl.conf sets NCCL_P2P_DISABLE, NCCL_IB_HCA; NCCL applies it to every rung") {
+		t.Errorf("notes: %q", p.Notes)
 	}
 }

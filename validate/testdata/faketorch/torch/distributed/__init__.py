@@ -8,6 +8,7 @@ NCCL does with NCCL_DEBUG=INFO. Knobs:
 
   FAKE_TORCH_CORRUPT="rank:bytes"   that rank adds 1 to element 0 of every
                                     all_reduce of that many bytes
+  FAKE_TORCH=old                    no torch.distributed.run submodule
 """
 
 import json
@@ -28,6 +29,9 @@ class DistBackendError(RuntimeError):
 
 
 _state = {"rank": 0, "world": 1, "seq": 0, "store": None}
+
+if os.environ.get("FAKE_TORCH") == "old":
+    __path__ = []  # noqa: F811 - an old torch without torch.distributed.run
 
 
 def is_available():
