@@ -53,7 +53,7 @@ func rendezvous(ctx context.Context, h *host.Host, st *netState, dialTimeout tim
 		return out
 	}
 	var fs []checks.Finding
-	label := t.Source
+	label := "--peer " + t.Host
 	if t.Source == "MASTER_ADDR" {
 		label = "MASTER_ADDR=" + t.Host
 	}
@@ -110,7 +110,9 @@ func rendezvous(ctx context.Context, h *host.Host, st *netState, dialTimeout tim
 	// Can we connect?
 	if t.Port > 0 {
 		fs = append(fs, connectFinding(ctx, h, st, label, ev, dialTimeout))
-		if t.Local {
+		// A listener on rank 0's own port is the "Address already in use"
+		// of the next launch; with --peer the user tests a running peer.
+		if t.Local && t.Source == "MASTER_ADDR" {
 			if lf := portInUse(ctx, h, t.Port, "MASTER_PORT"); lf != nil {
 				fs = append(fs, *lf)
 			}

@@ -138,7 +138,7 @@ func TestRendezvousTimeoutIsBounded(t *testing.T) {
 	h := localHost()
 	h.Peer = "127.0.0.1:" + strconv.Itoa(port)
 	fs := runRdv(t, h, 400*time.Millisecond)
-	f := findTitle(fs, fmt.Sprintf("No answer from 127.0.0.1:%d (--peer) within 400ms", port))
+	f := findTitle(fs, fmt.Sprintf("No answer from 127.0.0.1:%d (--peer 127.0.0.1) within 400ms", port))
 	if f == nil || f.Severity != checks.Error || !strings.Contains(f.Detail, "firewall") {
 		t.Fatalf("dropped SYNs not reported as a timeout:%s", titles(fs))
 	}
@@ -271,7 +271,7 @@ func TestPeerOverridesMaster(t *testing.T) {
 	h := fixtureRdv(t, map[string]string{"MASTER_ADDR": "10.0.0.9", "MASTER_PORT": "29500"}, map[string]string{"10.50.0.1:6000": "ok"}, "")
 	h.Peer = "node0:6000"
 	fs := runRdv(t, h, DialTimeout)
-	if f := findTitle(fs, "TCP connect to 10.50.0.1:6000 (--peer) succeeded"); f == nil {
+	if f := findTitle(fs, "TCP connect to 10.50.0.1:6000 (--peer node0) succeeded"); f == nil {
 		t.Fatalf("--peer not used:%s", titles(fs))
 	}
 	h.Peer = "node0"
