@@ -622,3 +622,28 @@ func TestNCCLConfNote(t *testing.T) {
 		t.Errorf("notes: %q", p.Notes)
 	}
 }
+
+// The candidate environment is checked against ncclwiz's table of
+// variables; the variables the test itself needs are not overridable.
+func TestCandidateNotes(t *testing.T) {
+	f := newFakeMachine(t)
+	p, err := Prepare(context.Background(), f.h, Options{GPUs: h100(2), Env: []string{
+		"NCCL_DEBUG=WARN", "NCCL_TIMEOUT=5", "NCCL_ASYNC_ERROR_HANDLING=1", "NCCL_P2P_LEVL=NVL", "NCCL_SHM_DISABLE=1", "NCCL_SHM_DISABLE=0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, want := range []string{
+		"NCCL_DEBUG is set by the test itself",
+		"NCCL_TIMEOUT is nonexistent",
+		"NCCL_ASYNC_ERROR_HANDLING is deprecated; use TORCH_NCCL_ASYNC_ERROR_HANDLING",
+		"NCCL_P2P_LEVL is not a variable ncclwiz knows; NCCL ignores unknown names (did you mean NCCL_P2P_LEVEL?)",
+	} {
+		if !hasNote(p.Notes, want) {
+			t.Errorf("notes lack %q: %q", want, p.Notes)
+		}
+	}
+	if strings.Join(p.Candidate, " ") != "NCCL_ASYNC_ERROR_HANDLING=1 NCCL_P2P_LEVL=NVL NCCL_SHM_DISABLE=0 NCCL_TIMEOUT=5" {
+		t.Errorf("candidate (sorted, last value wins, NCCL_DEBUG left out): %q", p.Candidate)
+	}
+}
