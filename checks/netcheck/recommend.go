@@ -30,8 +30,12 @@ func (s *netState) risk(f *Iface) string {
 	switch {
 	case f.Class == ClassLoopback:
 		return "loopback: other machines cannot reach it"
+	case !f.HasFlag("UP"):
+		why = append(why, "down")
+	case !f.HasFlag("LOWER_UP"):
+		why = append(why, "no carrier")
 	case !f.Running:
-		why = append(why, "down ("+f.State()+")")
+		why = append(why, "not running ("+orDash(f.OperState)+")")
 	}
 	if f.Master != "" {
 		why = append(why, "a port of "+f.Master+" (its address belongs on "+f.Master+")")
