@@ -144,12 +144,19 @@ func planEnv(_ context.Context, h *host.Host, r *request) *Fix {
 		warnings = append(warnings, "already set in this environment: "+strings.Join(already, ", "))
 	}
 	lines := strings.Split(strings.TrimRight(snippet, "\n"), "\n")
+	// The guide of the most severe finding asking for it explains best.
+	guide, best := "env-reference", -1
+	for _, f := range r.findings["env.export"] {
+		if p := severityPriority(f.Severity); f.Guide != "" && p > best {
+			guide, best = f.Guide, p
+		}
+	}
 	return &Fix{
 		ID: "env.export", Title: title,
 		Summary: "The environment the findings call for, each setting with its reason. ncclwiz cannot change the environment of your shell or of a job " +
 			"that is already running: put these in the job script before launching. `ncclwiz env --shell bash|zsh|fish|python|dotenv|slurm|docker|k8s` " +
 			"prints them for other places. A setting marked last resort is commented out: use it only if the real fix cannot be made.",
-		Guide: "env-reference", Risk: RiskNone, Manual: true,
+		Guide: guide, Risk: RiskNone, Manual: true,
 		Steps:    []Step{{Comment: "in the job script (or: ncclwiz env --shell bash > nccl.env; source nccl.env)", Lines: lines}},
 		Warnings: warnings,
 	}
