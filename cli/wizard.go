@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	tea "charm.land/bubbletea/v2"
@@ -21,6 +23,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/steps/envsnippet"
 	"github.com/ncclwiz/ncclwiz/termio"
 	"github.com/ncclwiz/ncclwiz/tui"
+	"github.com/ncclwiz/ncclwiz/validate"
 )
 
 // runWizard starts the interactive wizard on the terminal.
@@ -148,6 +151,45 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 	}
 	d.ExplainLog = func(ctx context.Context, path string) (tui.LogResult, error) {
 		return ExplainForWizard(ctx, wizardLang(a), path)
+	}
+	d.CanValidate = func(ctx context.Context) (bool, string) {
+		h, err := a.Host()
+		if err != nil {
+			return false, err.Error()
+		}
+		plan, err := validate.Prepare(ctx, h, validate.Options{})
+		if err != nil {
+			var cr *validate.CannotRunError
+			if errors.As(err, &cr) {
+				why := strings.Join(cr.Reasons, "; ")
+				if len(cr.Hints) > 0 {
+					why += ". " + strings.Join(cr.Hints, "; ")
+				}
+				return false, why
+			}
+			return false, err.Error()
+		}
+		plan.Close()
+		return true, ""
+	}
+	d.Validate = func(ctx context.Context, event func(string)) (tui.ValidationResult, error) {
+		h, err := a.Host()
+		if err != nil {
+			return tui.ValidationResult{}, err
+		}
+		res, err := validate.Run(ctx, h, validate.Options{OnEvent: func(e validate.Event) {
+			if e.Kind != validate.EventLog {
+				event(e.String())
+			}
+		}})
+		if res == nil {
+			return tui.ValidationResult{}, err
+		}
+		out := tui.ValidationResult{Pass: res.Pass, Verdict: res.Verdict}
+		for _, r := range res.Rungs {
+			out.Lines = append(out.Lines, fmt.Sprintf("%s: %s — %s", r.Rung, r.Status, r.Summary()))
+		}
+		return out, err
 	}
 	d.ExportScript = func(path string, ids []string, fs []checks.Finding) error {
 		h, err := a.Host()
