@@ -57,7 +57,7 @@ type jsonDoc struct {
 
 // validate checks doc against docs/report.schema.json and the invariants
 // between its parts: summary counts, per-check status, exit code.
-func validate(t *testing.T, sch *jsonschema.Schema, doc string, code int) jsonDoc {
+func validateReport(t *testing.T, sch *jsonschema.Schema, doc string, code int) jsonDoc {
 	t.Helper()
 	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
 	if err != nil {
@@ -118,14 +118,14 @@ func TestCheckJSONMatchesSchema(t *testing.T) {
 	for _, sc := range list {
 		t.Run(sc.Name, func(t *testing.T) {
 			out, _, code := runCLI(t, nil, "check", "--json", "--deep", "--scenario", sc.Name)
-			r := validate(t, sch, out, code)
+			r := validateReport(t, sch, out, code)
 			if len(r.Checks) == 0 {
 				t.Error("no checks ran")
 			}
 		})
 	}
 	out, _, code := runCLI(t, nil, "check", "--json", "--scenario", "shm-orphans", "--only", "shm")
-	r := validate(t, sch, out, code)
+	r := validateReport(t, sch, out, code)
 	if code != 1 || !r.finding("shm.segments", "12 orphaned NCCL segments and 1 other hold 110.3 MiB in /dev/shm") {
 		t.Errorf("shm-orphans: exit %d\n%s", code, out)
 	}
@@ -246,7 +246,7 @@ func TestCheckJSONOnRealTmpfs(t *testing.T) {
 	sch := compileSchema(t)
 	dir := shmtest.MountTmpfs(t, "256M")
 	out, _, code := runCLI(t, nil, "check", "--json", "--shm-path", dir, "--only", "shm")
-	r := validate(t, sch, out, code)
+	r := validateReport(t, sch, out, code)
 	if code != 0 || r.Host.ShmDir != dir || !r.finding("shm.segments", "No NCCL or PyTorch segments in "+dir) {
 		t.Fatalf("empty tmpfs: exit %d\n%s", code, out)
 	}
@@ -257,7 +257,7 @@ func TestCheckJSONOnRealTmpfs(t *testing.T) {
 	held := shmtest.MakeSegment(t, dir, "nccl-hhhhhh", 100<<10, time.Hour)
 	pid := holdOpen(t, held)
 	out, _, code = runCLI(t, nil, "check", "--json", "--shm-path", dir, "--only", "shm")
-	r = validate(t, sch, out, code)
+	r = validateReport(t, sch, out, code)
 	if code != 1 || !r.finding("shm.segments", "2 orphaned NCCL segments hold 200 KiB in "+dir) ||
 		!r.finding("shm.segments", "1 segment in use by 1 running process") {
 		t.Errorf("orphans: exit %d\n%s", code, out)
@@ -284,14 +284,14 @@ func TestCheckJSONOnRealTmpfs(t *testing.T) {
 	}
 	f.Close()
 	out, _, code = runCLI(t, nil, "check", "--json", "--shm-path", dir, "--only", "shm.mount")
-	r = validate(t, sch, out, code)
+	r = validateReport(t, sch, out, code)
 	if code != 1 || !r.finding("shm.mount", dir+" is full: 0 B free") {
 		t.Errorf("full: exit %d\n%s", code, out)
 	}
 
 	missing := filepath.Join(t.TempDir(), "no-such-shm")
 	out, _, code = runCLI(t, nil, "check", "--json", "--shm-path", missing, "--only", "shm")
-	r = validate(t, sch, out, code)
+	r = validateReport(t, sch, out, code)
 	if code != 1 || !r.finding("shm.mount", missing+" does not exist") {
 		t.Errorf("missing: exit %d\n%s", code, out)
 	}

@@ -187,7 +187,7 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		}
 		out := tui.ValidationResult{Pass: res.Pass, Verdict: res.Verdict}
 		for _, r := range res.Rungs {
-			out.Lines = append(out.Lines, fmt.Sprintf("%s: %s — %s", r.Rung, r.Status, r.Summary()))
+			out.Lines = append(out.Lines, fmt.Sprintf("%s: %s — %s", r.Rung.ID, r.Status, r.Summary()))
 		}
 		return out, err
 	}
