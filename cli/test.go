@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ncclwiz/ncclwiz/textsafe"
-	"github.com/ncclwiz/ncclwiz/tui"
-	validation "github.com/ncclwiz/ncclwiz/validate"
+	"github.com/ncclwiz/ncclwiz/validate"
 )
 
 type testFlags struct {
@@ -68,15 +66,15 @@ interrupted), 2 the test cannot run here (no GPU, no backend) or usage error.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTest(cmd, a, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.backend, "backend", validation.BackendAuto, "auto, torchrun or nccl-tests")
+	fl.StringVar(&f.backend, "backend", validate.BackendAuto, "auto, torchrun or nccl-tests")
 	fl.StringVar(&f.python, "python", "", "the Python interpreter your training uses (default: active venv/conda, else python3)")
 	fl.StringVar(&f.ncclTests, "nccl-tests", "", "directory holding all_reduce_perf (DIR or DIR/build)")
 	fl.StringSliceVar(&f.rungs, "rungs", nil, "rungs to run (single,all,shm,net,fix; default all of them)")
 	fl.StringArrayVar(&f.env, "env", nil, "candidate fix variable KEY=VALUE (repeat for several)")
-	fl.DurationVar(&f.timeout, "timeout", validation.DefaultTimeout, "time limit for each rung")
+	fl.DurationVar(&f.timeout, "timeout", validate.DefaultTimeout, "time limit for each rung")
 	fl.BoolVar(&f.json, "json", false, "print the versioned JSON result")
 	fl.IntVar(&f.gpus, "gpus", 0, "number of GPUs to use (default: all visible)")
-	fl.Float64Var(&f.tolerance, "tolerance", validation.DefaultTolerance, "fraction of the expected range's low end a rung must reach")
+	fl.Float64Var(&f.tolerance, "tolerance", validate.DefaultTolerance, "fraction of the expected range's low end a rung must reach")
 	fl.StringVar(&f.logDir, "log-dir", "", "keep each rung's full output in DIR/<rung>.log")
 	fl.StringVar(&f.maxSize, "max-size", "256M", "largest message size (bandwidth is judged at 64M and above)")
 	return cmd
@@ -101,21 +99,21 @@ func parseSize(arg string) (int64, error) {
 	return n * mult, nil
 }
 
-func (f testFlags) options() (validation.Options, error) {
+func (f testFlags) options() (validate.Options, error) {
 	maxBytes, err := parseSize(f.maxSize)
 	if err != nil {
-		return validation.Options{}, err
+		return validate.Options{}, err
 	}
 	if f.timeout <= 0 {
-		return validation.Options{}, errors.New("--timeout must be positive")
+		return validate.Options{}, errors.New("--timeout must be positive")
 	}
 	if f.gpus < 0 {
-		return validation.Options{}, errors.New("--gpus must not be negative")
+		return validate.Options{}, errors.New("--gpus must not be negative")
 	}
 	if f.tolerance <= 0 || f.tolerance > 1 {
-		return validation.Options{}, errors.New("--tolerance must be in (0, 1]")
+		return validate.Options{}, errors.New("--tolerance must be in (0, 1]")
 	}
-	return validation.Options{
+	return validate.Options{
 		Backend: f.backend, Python: f.python, NCCLTestsDir: f.ncclTests, Rungs: f.rungs, Env: f.env,
 		Timeout: f.timeout, Tolerance: f.tolerance, MaxBytes: maxBytes, NGPUs: f.gpus, LogDir: f.logDir,
 	}, nil
@@ -136,15 +134,15 @@ func runTest(cmd *cobra.Command, a *App, f testFlags) error {
 		p := &progress{w: a.Stdout}
 		opts.OnEvent = p.event
 	}
-	res, err := validation.Run(ctx, h, opts)
-	var cr *validation.CannotRunError
+	res, err := validate.Run(ctx, h, opts)
+	var cr *validate.CannotRunError
 	switch {
 	case errors.As(err, &cr):
 		if f.json {
-			if err := writeJSON(a, map[string]any{"schema": validation.ResultSchema, "can_run": false, "reasons": cr.Reasons, "hints": cr.Hints}); err != nil {
+			if err := writeJSON(a, map[string]any{"schema": validate.ResultSchema, "can_run": false, "reasons": cr.Reasons, "hints": cr.Hints}); err != nil {
 				return err
 			}
-		} else if err := validation.WriteCannotRun(a.Stdout, cr); err != nil {
+		} else if err := validate.WriteCannotRun(a.Stdout, cr); err != nil {
 			return err
 		}
 		return cr // Execute prints its first reason on stderr; exit 2
@@ -157,7 +155,7 @@ func runTest(cmd *cobra.Command, a *App, f testFlags) error {
 		}
 	} else {
 		fmt.Fprintln(a.Stdout)
-		if err := validation.WriteReport(a.Stdout, res); err != nil {
+		if err := validate.WriteReport(a.Stdout, res); err != nil {
 			return err
 		}
 	}
@@ -174,31 +172,33 @@ type progress struct {
 	w  io.Writer
 }
 
-func (p *progress) event(e validation.Event) {
+func (p *progress) event(e validate.Event) {
 	line := progressLine(e)
 	if line == "" {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e.Kind == validation.EventRungStart {
+	if e.Kind == validate.EventRungStart {
 		fmt.Fprintln(p.w)
 	}
 	fmt.Fprintln(p.w, textsafe.Sanitize(line))
+	if e.Kind == validate.EventRungStart && len(e.Command) > 0 {
+		fmt.Fprintln(p.w, textsafe.Sanitize("  $ "+strings.Join(append(append([]string{}, e.Env...), e.Command...), " ")))
+	}
 }
 
-func progressLine(e validation.Event) string {
+func progressLine(e validate.Event) string {
 	switch e.Kind {
-	case validation.EventPlan:
+	case validate.EventPlan:
 		return "ncclwiz test: " + e.Text
-	case validation.EventNote:
+	case validate.EventNote:
 		return "  note: " + e.Text
-	case validation.EventRungStart:
-		title, _, _ := strings.Cut(e.Text, ": /")
-		return fmt.Sprintf("[%s] %s", e.Rung, title)
-	case validation.EventTransport:
+	case validate.EventRungStart:
+		return fmt.Sprintf("[%s] %s", e.Rung, e.Text)
+	case validate.EventTransport:
 		return "  " + e.Text
-	case validation.EventMeasure:
+	case validate.EventMeasure:
 		if e.Size == nil || e.Size.Op != "all_reduce" {
 			return ""
 		}
@@ -207,64 +207,18 @@ func progressLine(e validation.Event) string {
 		if !s.OK {
 			mark = fmt.Sprintf("%d WRONG", s.Wrong)
 		}
-		return fmt.Sprintf("  all_reduce %9s  busbw %8.2f GB/s  %s", validation.FormatBytes(s.Bytes), s.BusBW, mark)
-	case validation.EventLog:
+		return fmt.Sprintf("  all_reduce %9s  busbw %8.2f GB/s  %s", validate.FormatBytes(s.Bytes), s.BusBW, mark)
+	case validate.EventLog:
 		t := e.Text
 		if len(t) > 200 {
 			t = t[:200] + "…"
 		}
 		return "  ! " + t
-	case validation.EventRungDone:
+	case validate.EventRungDone:
 		if e.Result == nil {
 			return ""
 		}
 		return fmt.Sprintf("  => %s: %s", e.Result.Status, e.Result.Summary())
 	}
 	return ""
-}
-
-// CanValidateForWizard tells the wizard whether a collective test can run
-// here (tui.Deps.CanValidate), and if not why, in one paragraph.
-func CanValidateForWizard(ctx context.Context, a *App) (bool, string) {
-	h, err := a.Host()
-	if err != nil {
-		return false, err.Error()
-	}
-	p, err := validation.Prepare(ctx, h, validation.Options{})
-	if err != nil {
-		var cr *validation.CannotRunError
-		if errors.As(err, &cr) {
-			return false, strings.Join(cr.Reasons, "; ") + ". " + strings.Join(cr.Hints, "; ")
-		}
-		return false, err.Error()
-	}
-	p.Close()
-	return true, ""
-}
-
-// ValidateForWizard runs the ladder for the wizard (tui.Deps.Validate),
-// streaming progress lines and returning the report's lines.
-func ValidateForWizard(ctx context.Context, a *App, event func(string)) (tui.ValidationResult, error) {
-	h, err := a.Host()
-	if err != nil {
-		return tui.ValidationResult{}, err
-	}
-	opts := validation.Options{OnEvent: func(e validation.Event) {
-		if l := progressLine(e); l != "" && event != nil {
-			event(textsafe.Sanitize(l))
-		}
-	}}
-	res, err := validation.Run(ctx, h, opts)
-	if err != nil {
-		var cr *validation.CannotRunError
-		if errors.As(err, &cr) {
-			return tui.ValidationResult{Verdict: "cannot run: " + strings.Join(cr.Reasons, "; ")}, nil
-		}
-		return tui.ValidationResult{}, err
-	}
-	var b strings.Builder
-	if err := validation.WriteReport(&b, res); err != nil {
-		return tui.ValidationResult{}, err
-	}
-	return tui.ValidationResult{Pass: res.Pass, Verdict: res.Verdict, Lines: strings.Split(strings.TrimRight(b.String(), "\n"), "\n")}, nil
 }

@@ -2,12 +2,10 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -130,30 +128,5 @@ func TestParseSize(t *testing.T) {
 		if _, err := parseSize(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
-	}
-}
-
-// The wizard's Validate stage: can it run, and the streamed lines.
-func TestValidateForWizard(t *testing.T) {
-	a := &App{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Env: []string{"PATH=" + t.TempDir()}}
-	if ok, why := CanValidateForWizard(context.Background(), a); ok || !strings.Contains(why, "all_reduce_perf is not on PATH") {
-		t.Errorf("%v %q", ok, why)
-	}
-	a = &App{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Env: fakeTestEnv(t)}
-	if ok, why := CanValidateForWizard(context.Background(), a); !ok {
-		t.Fatalf("cannot validate: %s", why)
-	}
-	var mu sync.Mutex
-	var lines []string
-	res, err := ValidateForWizard(context.Background(), a, func(s string) { mu.Lock(); lines = append(lines, s); mu.Unlock() })
-	if err != nil || !res.Pass || !strings.HasPrefix(res.Verdict, "all 4 rungs passed") {
-		t.Fatalf("%v %+v", err, res)
-	}
-	joined := strings.Join(lines, "\n")
-	if !strings.Contains(joined, "[shm] shared memory only (P2P off)") || !strings.Contains(joined, "=> pass") {
-		t.Errorf("streamed lines:\n%s", joined)
-	}
-	if !strings.Contains(strings.Join(res.Lines, "\n"), "Verdict: PASS") {
-		t.Errorf("report lines: %q", res.Lines)
 	}
 }

@@ -130,7 +130,7 @@ func (p *Plan) runRung(ctx context.Context, r Rung, script, logDir string, ex *e
 		_ = os.Remove(jsonPath)
 		path, args := p.command(r, port, script, jsonPath)
 		rr.Command = append([]string{path}, args...)
-		emit(Event{Kind: EventRungStart, Rung: r.ID, Text: r.Title + ": " + strings.Join(rr.Command, " ")})
+		emit(Event{Kind: EventRungStart, Rung: r.ID, Text: r.Title, Command: rr.Command, Env: r.Env})
 
 		lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 		if err != nil {

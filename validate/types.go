@@ -103,7 +103,7 @@ type EventKind string
 // Event kinds.
 const (
 	EventPlan      EventKind = "plan"       // Text: what will run
-	EventRungStart EventKind = "rung-start" // Rung, Text: the command
+	EventRungStart EventKind = "rung-start" // Rung, Text: the rung's title, Command: the argv, Env: what the rung sets
 	EventTransport EventKind = "transport"  // first line of a transport class
 	EventMeasure   EventKind = "measure"    // Size: one message size finished
 	EventLog       EventKind = "log"        // a warning or error line of the run
@@ -113,11 +113,13 @@ const (
 
 // Event is one piece of live progress.
 type Event struct {
-	Kind   EventKind
-	Rung   string
-	Text   string
-	Size   *SizeResult
-	Result *RungResult
+	Kind    EventKind
+	Rung    string
+	Text    string
+	Command []string
+	Env     []string
+	Size    *SizeResult
+	Result  *RungResult
 }
 
 // String renders the event as one plain line (unsanitised: callers that
@@ -125,7 +127,7 @@ type Event struct {
 func (e Event) String() string {
 	switch e.Kind {
 	case EventRungStart:
-		return fmt.Sprintf("[%s] start: %s", e.Rung, e.Text)
+		return fmt.Sprintf("[%s] %s", e.Rung, e.Text)
 	case EventMeasure:
 		if e.Size == nil {
 			return fmt.Sprintf("[%s] measured", e.Rung)
