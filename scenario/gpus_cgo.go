@@ -40,7 +40,7 @@ var boxes = map[string]box{
 }
 
 // simulatedGPUs returns a go-nvml simulated server for the named box.
-func simulatedGPUs(name string) (host.NVML, error) {
+func simulatedGPUs(name string, procs map[int][]GPUProcess) (host.NVML, error) {
 	if name == "" {
 		return nil, nil
 	}
@@ -68,7 +68,13 @@ func simulatedGPUs(name string) (host.NVML, error) {
 			p.Domain, p.Bus, p.PciDeviceId = 0, uint32(0x18+idx*0x10), b.cfg.PciDeviceId
 			return p, nvml.SUCCESS
 		}
-		md.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
+		md.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+			var out []nvml.ProcessInfo
+			for _, p := range procs[idx] {
+				out = append(out, nvml.ProcessInfo{Pid: uint32(p.PID), UsedGpuMemory: p.Memory})
+			}
+			return out, nvml.SUCCESS
+		}
 		md.GetGraphicsRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
 		md.GetPersistenceModeFunc = func() (nvml.EnableState, nvml.Return) { return b.persistence, nvml.SUCCESS }
 		md.GetComputeModeFunc = func() (nvml.ComputeMode, nvml.Return) { return nvml.COMPUTEMODE_DEFAULT, nvml.SUCCESS }

@@ -6,4 +6,4 @@ import "github.com/ncclwiz/ncclwiz/host"
 
 // simulatedGPUs has nothing to simulate with in a CGO_ENABLED=0 build: the
 // scenario runs without GPUs and the GPU checks say why.
-func simulatedGPUs(string) (host.NVML, error) { return nil, nil }
+func simulatedGPUs(string, map[int][]GPUProcess) (host.NVML, error) { return nil, nil }

@@ -46,6 +46,14 @@ type manifest struct {
 	// ShmSize is the simulated tmpfs size; used bytes are measured from the
 	// files in the tree, so a cleanup really frees space in the simulation.
 	ShmSize uint64 `yaml:"shm_size"`
+	// GPUProcesses lists compute processes per simulated GPU index.
+	GPUProcesses map[int][]GPUProcess `yaml:"gpu_processes"`
+}
+
+// GPUProcess is a process the simulated NVML reports on a GPU.
+type GPUProcess struct {
+	PID    int    `yaml:"pid"`
+	Memory uint64 `yaml:"memory"`
 }
 
 // List returns every scenario, sorted by name.
@@ -163,7 +171,7 @@ func Build(name string) (*Scenario, error) {
 			return os.RemoveAll(h.Path(fmt.Sprintf("/proc/%d", pid)))
 		},
 	}
-	h.NVML, err = simulatedGPUs(m.GPUs)
+	h.NVML, err = simulatedGPUs(m.GPUs, m.GPUProcesses)
 	if err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("scenario %s: %w", name, err)

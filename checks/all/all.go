@@ -4,6 +4,7 @@ package all
 import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/envcheck"
+	"github.com/ncclwiz/ncclwiz/checks/gpu"
 	"github.com/ncclwiz/ncclwiz/checks/netcheck"
 	"github.com/ncclwiz/ncclwiz/checks/procs"
 	"github.com/ncclwiz/ncclwiz/checks/shm"
@@ -19,6 +20,7 @@ func Registry() (*checks.Registry, error) {
 		sysinfo.Checks(),
 		envcheck.Checks(),
 		procs.Checks(),
+		gpu.Checks(),
 		netcheck.Checks(),
 	} {
 		cs = append(cs, domain...)

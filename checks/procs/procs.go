@@ -180,6 +180,8 @@ type StaleRank struct {
 	Proc
 	Reason   string
 	Segments []string // shared-memory segments it holds
+	// GPUMemory is what NVML says it holds (filled by gpu.FindStaleRanks).
+	GPUMemory uint64
 }
 
 // FindStaleRanks returns ranks that are zombies or whose launcher is gone

@@ -1,0 +1,300 @@
+package gpu
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/host"
+)
+
+// NCCLBuild is one NCCL library a job could load.
+type NCCLBuild struct {
+	Version string // "2.21.5", "" when the file name does not say
+	Path    string
+	// Source is "system", "wheel", "LD_LIBRARY_PATH" or "LD_PRELOAD".
+	Source string
+}
+
+// Stack is what a job started from this environment would load.
+type Stack struct {
+	Torch, TorchCUDA string // "2.4.0+cu121", "12.1"
+	TorchNeedsNCCL   string // from torch's METADATA Requires-Dist
+	SitePackages     string
+	Builds           []NCCLBuild
+	Wheels           []NCCLBuild // nvidia-nccl-cu* wheels in SitePackages
+}
+
+var (
+	libVersionRe = regexp.MustCompile(`libnccl\.so\.(\d+\.\d+\.\d+)`)
+	wheelRe      = regexp.MustCompile(`^nvidia_nccl_cu\d+-(\d+\.\d+\.\d+)[^/]*\.dist-info$`)
+	torchInfoRe  = regexp.MustCompile(`^torch-([^/]+)\.dist-info$`)
+	requiresRe   = regexp.MustCompile(`(?m)^Requires-Dist: nvidia-nccl-cu\d+\s*==\s*([\d.]+)`)
+	pyVerRe      = regexp.MustCompile(`(?m)^__version__\s*=\s*['"]([^'"]+)['"]`)
+	pyCUDARe     = regexp.MustCompile(`(?m)^cuda\s*(?::\s*\S+\s*)?=\s*['"]([^'"]+)['"]`)
+)
+
+// systemLibDirs are where distributions and the CUDA/NCCL packages put libnccl.
+var systemLibDirs = []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+	"/usr/local/lib", "/usr/local/cuda/lib64", "/usr/local/nccl/lib", "/opt/nccl/lib"}
+
+// ReadStack finds torch and the NCCL builds without running Python.
+func ReadStack(h *host.Host) Stack {
+	var st Stack
+	seen := map[string]bool{}
+	add := func(b NCCLBuild) {
+		if !seen[b.Path] {
+			seen[b.Path] = true
+			st.Builds = append(st.Builds, b)
+		}
+	}
+	scanDir := func(dir, source string) {
+		ents, err := h.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			if m := libVersionRe.FindStringSubmatch(e.Name()); m != nil {
+				add(NCCLBuild{Version: m[1], Path: path.Join(dir, e.Name()), Source: source})
+			}
+		}
+	}
+	for _, d := range splitList(h.Getenv("LD_LIBRARY_PATH")) {
+		scanDir(d, "LD_LIBRARY_PATH")
+	}
+	for _, p := range strings.FieldsFunc(h.Getenv("LD_PRELOAD"), func(r rune) bool { return r == ':' || r == ' ' }) {
+		if strings.Contains(path.Base(p), "libnccl") {
+			v := ""
+			if m := libVersionRe.FindStringSubmatch(p); m != nil {
+				v = m[1]
+			}
+			add(NCCLBuild{Version: v, Path: p, Source: "LD_PRELOAD"})
+		}
+	}
+	for _, d := range systemLibDirs {
+		scanDir(d, "system")
+	}
+	for _, p := range ldCachePaths(h) {
+		if m := libVersionRe.FindStringSubmatch(p); m != nil {
+			add(NCCLBuild{Version: m[1], Path: p, Source: "system"})
+		}
+	}
+	st.SitePackages = findSitePackages(h)
+	if st.SitePackages != "" {
+		readSitePackages(h, &st)
+	}
+	return st
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ":") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ldCachePaths pulls libnccl paths out of /etc/ld.so.cache (NUL-separated
+// strings in a binary table).
+func ldCachePaths(h *host.Host) []string {
+	b, err := h.ReadFile("/etc/ld.so.cache")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, s := range bytes.Split(b, []byte{0}) {
+		if bytes.HasPrefix(s, []byte("/")) && bytes.Contains(s, []byte("libnccl.so")) {
+			out = append(out, string(s))
+		}
+	}
+	return out
+}
+
+// findSitePackages picks the site-packages of the interpreter a job would
+// use: the active venv, then the active conda env, then the system's.
+func findSitePackages(h *host.Host) string {
+	var roots []string
+	for _, k := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
+		if v := h.Getenv(k); v != "" {
+			roots = append(roots, v+"/lib")
+		}
+	}
+	roots = append(roots, "/usr/local/lib", "/usr/lib")
+	if h.Home != "" {
+		roots = append(roots, h.Home+"/.local/lib")
+	}
+	for _, r := range roots {
+		ents, err := h.ReadDir(r)
+		if err != nil {
+			continue
+		}
+		var pys []string
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "python3") {
+				pys = append(pys, e.Name())
+			}
+		}
+		sort.Sort(sort.Reverse(sort.StringSlice(pys)))
+		for _, py := range pys {
+			for _, sub := range []string{"site-packages", "dist-packages"} {
+				dir := path.Join(r, py, sub)
+				if _, err := h.Lstat(dir + "/torch"); err == nil {
+					return dir
+				}
+				if ents, err := h.ReadDir(dir); err == nil {
+					for _, e := range ents {
+						if strings.HasPrefix(e.Name(), "nvidia_nccl_cu") {
+							return dir
+						}
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func readSitePackages(h *host.Host, st *Stack) {
+	dir := st.SitePackages
+	ents, _ := h.ReadDir(dir)
+	for _, e := range ents {
+		if m := wheelRe.FindStringSubmatch(e.Name()); m != nil {
+			lib := path.Join(dir, "nvidia/nccl/lib/libnccl.so.2")
+			b := NCCLBuild{Version: m[1], Path: lib, Source: "wheel"}
+			st.Wheels = append(st.Wheels, b)
+			st.Builds = append(st.Builds, b)
+		}
+		if m := torchInfoRe.FindStringSubmatch(e.Name()); m != nil && st.Torch == "" {
+			st.Torch = m[1]
+			if meta, err := h.ReadFile(path.Join(dir, e.Name(), "METADATA")); err == nil {
+				if r := requiresRe.FindSubmatch(meta); r != nil {
+					st.TorchNeedsNCCL = string(r[1])
+				}
+			}
+		}
+	}
+	if b, err := h.ReadFile(path.Join(dir, "torch/version.py")); err == nil {
+		if m := pyVerRe.FindSubmatch(b); m != nil {
+			st.Torch = string(m[1])
+		}
+		if m := pyCUDARe.FindSubmatch(b); m != nil && string(m[1]) != "None" {
+			st.TorchCUDA = string(m[1])
+		}
+	}
+}
+
+// versionLess compares dotted versions numerically.
+func versionLess(a, b string) bool {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < max(len(pa), len(pb)); i++ {
+		var x, y int
+		if i < len(pa) {
+			x, _ = strconv.Atoi(pa[i])
+		}
+		if i < len(pb) {
+			y, _ = strconv.Atoi(pb[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
+// inRange reports lo <= v < hi.
+func inRange(v, lo, hi string) bool { return !versionLess(v, lo) && versionLess(v, hi) }
+
+func runStack(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
+	st := ReadStack(h)
+	var builds []map[string]any
+	for _, b := range st.Builds {
+		builds = append(builds, map[string]any{"version": b.Version, "path": b.Path, "source": b.Source})
+	}
+	ev := map[string]any{"torch": st.Torch, "torch_cuda": st.TorchCUDA, "site_packages": st.SitePackages, "nccl_builds": builds}
+	// The NCCL a torch job loads: an LD_PRELOAD or LD_LIBRARY_PATH copy
+	// wins over the wheel torch links against; without torch, the system's.
+	var active *NCCLBuild
+	for _, src := range []string{"LD_PRELOAD", "LD_LIBRARY_PATH", "wheel", "system"} {
+		for i := range st.Builds {
+			if st.Builds[i].Source == src && active == nil {
+				active = &st.Builds[i]
+			}
+		}
+	}
+	var fs []checks.Finding
+	head := checks.Finding{Severity: checks.OK, Evidence: ev}
+	switch {
+	case st.Torch == "" && len(st.Builds) == 0:
+		head.Severity = checks.Info
+		head.Title = "No torch and no NCCL library found in the standard places"
+		head.Detail = "Activate the training job's virtualenv or conda env (or set LD_LIBRARY_PATH as the job does) and check again: ncclwiz reads the environment it is started from."
+		return []checks.Finding{head}, nil
+	case active != nil:
+		head.Title = fmt.Sprintf("torch %s (CUDA %s) loads NCCL %s from %s", orDash(st.Torch), orDash(st.TorchCUDA), orDash(active.Version), active.Source)
+		if st.Torch == "" {
+			head.Title = fmt.Sprintf("NCCL %s (%s); no torch in this environment", orDash(active.Version), active.Source)
+		}
+		ev["active_nccl"] = active.Version
+	default:
+		head.Title = fmt.Sprintf("torch %s (CUDA %s); no separate NCCL library found (it may be built into torch)", st.Torch, orDash(st.TorchCUDA))
+	}
+	fs = append(fs, head)
+
+	if active != nil && (active.Source == "LD_PRELOAD" || active.Source == "LD_LIBRARY_PATH") {
+		want := st.TorchNeedsNCCL
+		if want == "" && len(st.Wheels) > 0 {
+			want = st.Wheels[0].Version
+		}
+		if want != "" && active.Version != "" && active.Version != want {
+			fs = append(fs, checks.Finding{Severity: checks.Warn,
+				Title:  fmt.Sprintf("%s puts NCCL %s ahead of the NCCL %s torch was built with", active.Source, active.Version, want),
+				Detail: fmt.Sprintf("%s (%s) shadows the wheel's libnccl. A different NCCL can fail with 'undefined symbol: nccl…' or 'Mismatched NCCL version detected'. Remove it from %s unless you mean to test that build.", active.Path, active.Source, active.Source),
+				Guide:  "nccl-version-mismatch"})
+		}
+	}
+	if len(st.Wheels) > 1 {
+		var vs []string
+		for _, w := range st.Wheels {
+			vs = append(vs, w.Version)
+		}
+		fs = append(fs, checks.Finding{Severity: checks.Warn, Title: "Several NCCL wheels in one environment: " + strings.Join(vs, ", "),
+			Detail: "Two nvidia-nccl-cu* wheels share nvidia/nccl/lib; whichever was installed last wins. Keep the one torch requires (pip list | grep nccl).",
+			Guide:  "nccl-version-mismatch"})
+	}
+	if st.TorchNeedsNCCL != "" && len(st.Wheels) == 1 && st.Wheels[0].Version != st.TorchNeedsNCCL {
+		fs = append(fs, checks.Finding{Severity: checks.Warn,
+			Title:  fmt.Sprintf("torch requires nvidia-nccl %s but %s is installed", st.TorchNeedsNCCL, st.Wheels[0].Version),
+			Detail: "The wheel was replaced after torch was installed. Reinstall the version torch requires.", Guide: "nccl-version-mismatch"})
+	}
+	if st.TorchCUDA != "" {
+		s := Probe(ctx, h)
+		if s.OK() && s.CUDA != "" && versionLess(s.CUDA, st.TorchCUDA) {
+			fs = append(fs, checks.Finding{Severity: checks.Error,
+				Title:  fmt.Sprintf("The driver supports CUDA %s but torch was built for CUDA %s", s.CUDA, st.TorchCUDA),
+				Detail: fmt.Sprintf("CUDA fails to start with 'CUDA driver version is insufficient for CUDA runtime version'. Install a driver for CUDA %s or newer (driver %s is installed), or a torch wheel built for CUDA %s or older.", st.TorchCUDA, s.Driver, s.CUDA),
+				Guide:  "cuda-driver", Evidence: map[string]any{"driver": s.Driver, "driver_cuda": s.CUDA, "torch_cuda": st.TorchCUDA}})
+		}
+	}
+	if active != nil && active.Version != "" && inRange(active.Version, "2.12", "2.19") {
+		fs = append(fs, checks.Finding{Severity: checks.Info,
+			Title:  fmt.Sprintf("NCCL %s turns a full /dev/shm into a Bus error", active.Version),
+			Detail: "NCCL 2.12 to 2.18 size shared-memory segments with ftruncate and then write them, so running out of /dev/shm kills the rank with SIGBUS instead of a clear message; 2.19 and later report 'failed to extend'. Keep /dev/shm roomy or upgrade.",
+			Guide:  "shm-sigbus"})
+	}
+	return fs, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
+}
