@@ -293,8 +293,11 @@ func buildSystem(snap *Snapshot, visible []int, visErr string, ranks int) system
 			} else {
 				allNV = false
 			}
-			if link == "SYS" {
+			switch link {
+			case "SYS":
 				s.CrossSocket = true
+			case "?":
+				return system{Why: fmt.Sprintf("NVML could not tell how GPUs %d and %d connect", snap.Devices[a].Index, snap.Devices[b].Index)}
 			}
 		}
 	}

@@ -3,25 +3,17 @@ package validate
 import (
 	"context"
 
+	"github.com/ncclwiz/ncclwiz/checks/gpu"
 	"github.com/ncclwiz/ncclwiz/host"
 )
 
-// Snapshot and Device mirror checks/gpu's contract until that package lands.
-type Snapshot struct {
-	State, Detail, Driver, CUDA string
-	Devices                     []Device
-	Topology                    [][]string
-}
+// Snapshot is checks/gpu's view of the GPUs: devices (NVLink links and
+// version, PCIe generation and width, compute capability) and the
+// nvidia-smi-style topology matrix, indexed like Devices.
+type Snapshot = gpu.Snapshot
 
-// Device mirrors gpu.Device.
-type Device struct {
-	Index                                                     int
-	Name, UUID, BusID                                         string
-	MemTotal, MemUsed                                         uint64
-	CC                                                        string
-	NVLinkActive, NVLinkVersion, PCIeGen, PCIeWidth, NUMANode int
-}
+// Device is one GPU of a Snapshot.
+type Device = gpu.Device
 
-func probeGPUs(_ context.Context, _ *host.Host) Snapshot {
-	return Snapshot{State: "unavailable-in-build", Detail: "checks/gpu is not built yet"}
-}
+// probeGPUs asks NVML through the host seam (one Init, one Shutdown).
+func probeGPUs(ctx context.Context, h *host.Host) Snapshot { return gpu.Probe(ctx, h) }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncclwiz/ncclwiz/checks/gpu"
 	"github.com/ncclwiz/ncclwiz/envvars"
 	"github.com/ncclwiz/ncclwiz/host"
 )
@@ -280,7 +281,7 @@ func torchSizes(maxBytes int64) []int64 {
 func (p *Plan) gpuProblem(cvd string, cvdSet bool) string {
 	s := p.snap
 	switch s.State {
-	case "ok":
+	case gpu.StateOK:
 		if p.visErr != "" {
 			return p.visErr
 		}
@@ -290,17 +291,32 @@ func (p *Plan) gpuProblem(cvd string, cvdSet bool) string {
 		if len(p.visible) == 0 {
 			return fmt.Sprintf("CUDA_VISIBLE_DEVICES=%q hides every GPU", cvd)
 		}
+		for _, i := range p.visible {
+			d := s.Devices[i]
+			if d.Lost {
+				p.Notes = append(p.Notes, fmt.Sprintf("GPU %d has fallen off the bus (NVML: GPU is lost); rungs that use it will fail. Check the kernel log for Xid errors (`ncclwiz guides gpu-xid`)", d.Index))
+			}
+		}
 		return ""
-	case "no-driver":
-		return "no NVIDIA driver: NVML cannot be loaded, so there is no usable GPU" + detail(s.Detail)
-	case "no-permission":
+	case gpu.StateNoDriver, gpu.StateNoNVML:
+		return "no usable GPU: " + orDefault(s.Detail, "no NVIDIA driver (NVML cannot be loaded)")
+	case gpu.StateUnavailable:
+		return "cannot see the GPUs: " + orDefault(s.Detail, "this build has no NVML (CGO_ENABLED=0)")
+	case gpu.StateNoPermission:
 		return "no permission to open the GPUs (/dev/nvidia*)" + detail(s.Detail)
-	case "driver-mismatch":
+	case gpu.StateMismatch:
 		return "the NVIDIA kernel module and user-space driver versions differ (reboot or reinstall the driver)" + detail(s.Detail)
-	case "gpu-lost":
+	case gpu.StateGPULost:
 		return "a GPU has fallen off the bus or is lost (see dmesg for Xid errors)" + detail(s.Detail)
 	}
 	return "GPU state " + s.State + detail(s.Detail)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func detail(d string) string {
