@@ -55,8 +55,8 @@ func (b box) wire(srv *server.Server) *server.Server {
 			return nvml.FEATURE_ENABLED, nvml.SUCCESS
 		}
 		md.GetNvLinkVersionFunc = func(int) (uint32, nvml.Return) { return 4, nvml.SUCCESS }
-		md.GetCurrPcieLinkGenerationFunc = func() (int, nvml.Return) { return 5, nvml.SUCCESS }
-		md.GetCurrPcieLinkWidthFunc = func() (int, nvml.Return) { return 16, nvml.SUCCESS }
+		md.GetMaxPcieLinkGenerationFunc = func() (int, nvml.Return) { return 5, nvml.SUCCESS }
+		md.GetMaxPcieLinkWidthFunc = func() (int, nvml.Return) { return 16, nvml.SUCCESS }
 		md.GetNumaNodeIdFunc = func() (int, nvml.Return) { return idx / b.perNUMA, nvml.SUCCESS }
 		md.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return b.procs[idx], nvml.SUCCESS }
 		md.GetP2PStatusFunc = func(o nvml.Device, c nvml.GpuP2PCapsIndex) (nvml.GpuP2PStatus, nvml.Return) {

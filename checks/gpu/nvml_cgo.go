@@ -127,10 +127,16 @@ func fillDevice(lib nvml.Interface, d nvml.Device, dev *Device) {
 			}
 		}
 	}
-	if g, ret := d.GetCurrPcieLinkGeneration(); ret == nvml.SUCCESS {
+	// The maximum link, not the current one: idle GPUs train their PCIe
+	// link down, and the probe runs before any GPU work.
+	if g, ret := d.GetMaxPcieLinkGeneration(); ret == nvml.SUCCESS {
+		dev.PCIeGen = g
+	} else if g, ret := d.GetCurrPcieLinkGeneration(); ret == nvml.SUCCESS {
 		dev.PCIeGen = g
 	}
-	if w, ret := d.GetCurrPcieLinkWidth(); ret == nvml.SUCCESS {
+	if w, ret := d.GetMaxPcieLinkWidth(); ret == nvml.SUCCESS {
+		dev.PCIeWidth = w
+	} else if w, ret := d.GetCurrPcieLinkWidth(); ret == nvml.SUCCESS {
 		dev.PCIeWidth = w
 	}
 	if n, ret := d.GetNumaNodeId(); ret == nvml.SUCCESS {
