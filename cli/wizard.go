@@ -177,7 +177,14 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		if err != nil {
 			return tui.ValidationResult{}, err
 		}
-		res, err := validate.Run(ctx, h, validate.Options{OnEvent: func(e validate.Event) {
+		// The candidate fix rung tries what the checks recommend now.
+		var env []string
+		if fs, ferr := findingsNow(ctx, h); ferr == nil {
+			for _, v := range steps.EnvFrom(fs) {
+				env = append(env, v.Name+"="+v.Value)
+			}
+		}
+		res, err := validate.Run(ctx, h, validate.Options{Env: env, OnEvent: func(e validate.Event) {
 			if e.Kind != validate.EventLog {
 				event(e.String())
 			}
