@@ -46,7 +46,9 @@ var ncclResultNames = map[string]string{
 var transportClasses = []string{"P2P/CUMEM", "P2P/IPC", "P2P/direct", "P2P/indirect", "P2P/MNNVL", "P2P",
 	"SHM", "NET/IB", "NET/Socket", "NET", "COLLNET"}
 
-func transportClass(via string) string {
+// TransportClass maps the text after "via" in an NCCL channel line to its
+// transport (P2P/CUMEM, P2P/IPC, SHM, NET/IB, NET/Socket, …).
+func TransportClass(via string) string {
 	switch {
 	case strings.HasPrefix(via, "P2P/CUMEM"):
 		return "P2P/CUMEM"
@@ -259,7 +261,7 @@ func classBit(c string) uint16 {
 
 func (d *digestAcc) channel(cl channelLine) {
 	d.seenINFO = true
-	c := transportClass(string(cl.Via))
+	c := TransportClass(string(cl.Via))
 	bit := classBit(c)
 	key := [2]int{cl.From, cl.To}
 	old, ok := d.peers[key]

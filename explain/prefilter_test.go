@@ -237,8 +237,8 @@ func TestTransportClass(t *testing.T) {
 		"NET/Socket/0": "NET/Socket", "NET/AWS Libfabric/0": "NET", "COLLNET/SHARP/0": "COLLNET", "???": "other",
 	}
 	for in, want := range tests {
-		if got := transportClass(in); got != want {
-			t.Errorf("transportClass(%q) = %q, want %q", in, got, want)
+		if got := TransportClass(in); got != want {
+			t.Errorf("TransportClass(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

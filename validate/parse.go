@@ -3,6 +3,7 @@ package validate
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ncclwiz/ncclwiz/explain"
 	"math"
 	"os"
 	"regexp"
@@ -34,23 +35,14 @@ var (
 	reHostPrefix  = regexp.MustCompile(`^(?:\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\] )?(?:\[(?:rank|default)\d+\]:)?[A-Za-z0-9_.\-]+:\d+:\d+ (?:\[\d+\] )?`)
 )
 
-// TransportClass maps the text after "via" to a transport class.
+// TransportClass maps the text after "via" to a transport class, with all
+// P2P flavours as one (the ladder only asks whether P2P was used).
 func TransportClass(via string) string {
-	switch {
-	case strings.HasPrefix(via, "P2P/"):
+	c := explain.TransportClass(via)
+	if strings.HasPrefix(c, "P2P") {
 		return "P2P"
-	case strings.HasPrefix(via, "SHM/"), strings.Contains(via, "direct shared memory"):
-		return "SHM"
-	case strings.HasPrefix(via, "NET/Socket"):
-		return "NET/Socket"
-	case strings.HasPrefix(via, "NET/IB"):
-		return "NET/IB"
-	case strings.HasPrefix(via, "NET/"):
-		return "NET"
-	case strings.HasPrefix(via, "COLLNET/"):
-		return "COLLNET"
 	}
-	return "other"
+	return c
 }
 
 // scriptLine is one JSON object printed by collective.py.
