@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ncclwiz/ncclwiz/explain"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/termio"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 	"github.com/ncclwiz/ncclwiz/tui"
@@ -220,7 +221,7 @@ func logResult(r *explain.Report) tui.LogResult {
 	}
 	if d := r.Digest; d != nil {
 		if d.NRanks > 0 {
-			out.Digest = append(out.Digest, fmt.Sprintf("%d ranks, %d node(s), %d local", d.NRanks, d.NNodes, d.LocalRanks))
+			out.Digest = append(out.Digest, fmt.Sprintf("%s, %s, %d local", units.Count(d.NRanks, "rank"), units.Count(d.NNodes, "node"), d.LocalRanks))
 		}
 		for k, v := range d.Transports {
 			out.Digest = append(out.Digest, fmt.Sprintf("%s: %d links", k, v))

@@ -16,6 +16,8 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/all"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/steps"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
@@ -239,7 +241,7 @@ func printFix(out io.Writer, fx steps.Fix, applying bool) {
 	if len(fx.Answers) > 0 {
 		fmt.Fprintf(out, "  answers: %s\n", strings.Join(fx.Answers, ", "))
 	}
-	for _, l := range wrapText(textsafe.Clean(fx.Summary), 76) {
+	for _, l := range textwrap.Lines(textsafe.Clean(fx.Summary), 76) {
 		fmt.Fprintln(out, "  "+l)
 	}
 	if fx.Impossible != "" {
@@ -300,25 +302,6 @@ func worstText(r checks.Result) string {
 	return w.String()
 }
 
-func wrapText(s string, width int) []string {
-	var out []string
-	line := ""
-	for _, w := range strings.Fields(s) {
-		if line != "" && len(line)+1+len(w) > width {
-			out = append(out, line)
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += w
-	}
-	if line != "" {
-		out = append(out, line)
-	}
-	return out
-}
-
 func exportFixes(a *App, h *host.Host, plan []steps.Fix, findings []checks.Finding, path string) error {
 	if path == "-" {
 		return steps.ExportScriptWith(a.Stdout, h, plan, findings, steps.ExportOptions{Version: a.VersionString()})
@@ -347,6 +330,6 @@ func exportFixes(a *App, h *host.Host, plan []steps.Fix, findings []checks.Findi
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	fmt.Fprintf(a.Stderr, "wrote %s with %d fix(es). Review it, then: bash %s (dry run), then bash %s --apply\n", path, len(plan), path, path)
+	fmt.Fprintf(a.Stderr, "wrote %s with %s. Review it, then: bash %s (dry run), then bash %s --apply\n", path, units.Count(len(plan), "fix", "fixes"), path, path)
 	return nil
 }

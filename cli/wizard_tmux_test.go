@@ -52,7 +52,7 @@ func TestWizardEndToEndInTmux(t *testing.T) {
 			s.WaitFor(10*time.Second, "Remove 3 orphaned")
 			s.Keys("Space")
 			s.Keys("Enter")
-			s.WaitFor(5*time.Second, "Apply 1 fix(es)?")
+			s.WaitFor(5*time.Second, "Apply 1 fix?")
 			for _, p := range orphans {
 				if _, err := os.Stat(p); err != nil {
 					t.Fatalf("%s removed before consent", p)

@@ -553,7 +553,7 @@ func (d *digestAcc) readings(out *Digest) []string {
 		}
 	}
 	if len(out.RiskyIfs) > 0 {
-		r = append(r, fmt.Sprintf("NCCL picked interface(s) %s, which other nodes usually cannot reach; pin the right one with NCCL_SOCKET_IFNAME.", strings.Join(out.RiskyIfs, ", ")))
+		r = append(r, fmt.Sprintf("NCCL picked %s, which other nodes usually cannot reach; pin the right one with NCCL_SOCKET_IFNAME.", ifList(out.RiskyIfs)))
 	}
 	if len(out.Versions) > 1 {
 		var vs []string
@@ -584,4 +584,12 @@ func distinctBaseVersions(vs []string) int {
 		seen[baseVersion(v)] = true
 	}
 	return len(seen)
+}
+
+// ifList names one interface or several: "interface docker0", "interfaces docker0, lo".
+func ifList(ifs []string) string {
+	if len(ifs) == 1 {
+		return "interface " + ifs[0]
+	}
+	return "interfaces " + strings.Join(ifs, ", ")
 }

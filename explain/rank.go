@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
@@ -21,7 +22,7 @@ func (s *scan) report() *Report {
 	r.FirstSignature = s.firstSig
 	for _, in := range s.inputs {
 		if in.TruncatedLines > 0 {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %d line(s) longer than %d bytes were cut; the start of each was matched", in.Name, in.TruncatedLines, s.maxLine()))
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %s longer than %d bytes were cut; the start of each was matched", in.Name, units.Count(in.TruncatedLines, "line"), s.maxLine()))
 		}
 		if in.Binary {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%s looks like binary data, not a text log (%d NUL bytes); only its readable lines were matched", in.Name, in.NULBytes))
@@ -29,7 +30,7 @@ func (s *scan) report() *Report {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %d NUL bytes skipped (a file written by a crashed process often has NUL-filled holes)", in.Name, in.NULBytes))
 		}
 		if in.BadUTF8Lines > 0 {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %d line(s) are not valid UTF-8; their bytes are shown escaped", in.Name, in.BadUTF8Lines))
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %s not valid UTF-8; their bytes are shown escaped", in.Name, units.Count(in.BadUTF8Lines, "line is", "lines are")))
 		}
 	}
 	if fe := s.firstError(); fe != nil {
@@ -527,7 +528,7 @@ func (s *scan) summary(r *Report) string {
 			}
 		}
 		if n > 0 {
-			fmt.Fprintf(&b, " %d other finding(s) follow from it.", n)
+			fmt.Fprintf(&b, " %s from it.", units.Count(n, "other finding follows", "other findings follow"))
 		}
 	case len(r.Diagnoses) > 0:
 		var ids []string
@@ -539,7 +540,7 @@ func (s *scan) summary(r *Report) string {
 			fmt.Fprintf(&b, " The first other error, likely the cause: %s at %s:%d.", errWords(r.FirstError), r.FirstError.File, r.FirstError.Line)
 		}
 	default:
-		fmt.Fprintf(&b, "No NCCL failure found in %d line(s).", lines)
+		fmt.Fprintf(&b, "No NCCL failure found in %s.", units.Count(lines, "line"))
 		if r.FirstError != nil {
 			fmt.Fprintf(&b, " The job failed elsewhere: the first error is %s at %s:%d.", errWords(r.FirstError), r.FirstError.File, r.FirstError.Line)
 		} else {

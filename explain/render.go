@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"charm.land/lipgloss/v2"
+
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 )
 
 // PlainOptions tune the plain rendering.
@@ -475,27 +477,7 @@ func shorten(s string, n int, full bool) string {
 
 // wrap breaks s at spaces to width, indenting continuation lines.
 func wrap(s string, width int, indent string) string {
-	if width < 30 {
-		width = 30
-	}
-	words := strings.Fields(s)
-	var b strings.Builder
-	col := 0
-	for i, w := range words {
-		l := utf8.RuneCountInString(w)
-		if i > 0 {
-			if col+1+l > width {
-				b.WriteString("\n" + indent)
-				col = 0
-			} else {
-				b.WriteByte(' ')
-				col++
-			}
-		}
-		b.WriteString(w)
-		col += l
-	}
-	return b.String()
+	return textwrap.String(s, max(width, 30), indent)
 }
 
 func plural(n int, one, many string) string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/termio"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
@@ -240,7 +241,7 @@ func WritePlain(out termio.Output, h *host.Host, rs []checks.Result, opts PlainO
 			}
 			if opts.Verbose {
 				if f.Detail != "" {
-					for _, l := range wrap(textsafe.SanitizeMultiline(textsafe.RedactText(f.Detail)), out.Width-len(ind)) {
+					for _, l := range textwrap.Lines(textsafe.SanitizeMultiline(textsafe.RedactText(f.Detail)), max(out.Width-len(ind), 30)) {
 						b.WriteString(ind + st.dim.Render(l) + "\n")
 					}
 				}
@@ -285,7 +286,7 @@ func summaryLine(rs []checks.Result, verbose bool) string {
 	var parts []string
 	switch n := s.Errors + s.Warnings; n {
 	case 0:
-		parts = append(parts, fmt.Sprintf("No problems found in %d checks", len(rs)))
+		parts = append(parts, "No problems found in "+count(len(rs), "check"))
 	default:
 		parts = append(parts, fmt.Sprintf("%d %s found (%s, %s)", n, plural(n, "problem"),
 			count(s.Errors, "error"), count(s.Warnings, "warning")))
@@ -403,26 +404,4 @@ func inline(v any) string {
 	default:
 		return fmt.Sprint(x)
 	}
-}
-
-func wrap(s string, width int) []string {
-	if width < 30 {
-		width = 30
-	}
-	var out []string
-	for _, para := range strings.Split(s, "\n") {
-		line := ""
-		for _, word := range strings.Fields(para) {
-			if line != "" && len(line)+1+len(word) > width {
-				out = append(out, line)
-				line = ""
-			}
-			if line != "" {
-				line += " "
-			}
-			line += word
-		}
-		out = append(out, line)
-	}
-	return out
 }

@@ -39,6 +39,28 @@ var boxes = map[string]box{
 		p2p: nvml.P2P_STATUS_NOT_SUPPORTED, pcieGen: 4, pcieWidth: 16, sameSwitch: nvml.TOPOLOGY_HOSTBRIDGE, crossNode: nvml.TOPOLOGY_HOSTBRIDGE, gpusPerNUMA: 2, persistence: nvml.FEATURE_DISABLED},
 }
 
+// gpuBus is the PCI bus number of simulated GPU i; NVML and sysfs agree.
+func gpuBus(i int) int { return 0x18 + i*0x10 }
+
+// simulatedPCI lists the simulated GPUs as sysfs sees them: their bus
+// address and PCI class (3D controller for datacenter parts, VGA for
+// GeForce), so host.pcie counts the same GPUs NVML reports.
+func simulatedPCI(name string) []pciGPU {
+	b, ok := boxes[name]
+	if !ok {
+		return nil
+	}
+	class := "0x030200"
+	if b.cfg.Brand == nvml.BRAND_GEFORCE {
+		class = "0x030000"
+	}
+	out := make([]pciGPU, b.n)
+	for i := range out {
+		out[i] = pciGPU{BDF: fmt.Sprintf("0000:%02x:00.0", gpuBus(i)), Class: class}
+	}
+	return out
+}
+
 // simulatedGPUs returns a go-nvml simulated server for the named box.
 func simulatedGPUs(name string, procs map[int][]GPUProcess) (host.NVML, error) {
 	if name == "" {
@@ -59,13 +81,13 @@ func simulatedGPUs(name string, procs map[int][]GPUProcess) (host.NVML, error) {
 	numa := func(i int) int { return i / max(b.gpusPerNUMA, 1) }
 	for i, d := range srv.Devices {
 		md, idx := d.(*server.Device), i
-		busID := fmt.Sprintf("00000000:%02X:00.0", 0x18+idx*0x10)
+		busID := fmt.Sprintf("00000000:%02X:00.0", gpuBus(idx))
 		md.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) {
 			var p nvml.PciInfo
 			for j, c := range busID {
 				p.BusId[j] = int8(c)
 			}
-			p.Domain, p.Bus, p.PciDeviceId = 0, uint32(0x18+idx*0x10), b.cfg.PciDeviceId
+			p.Domain, p.Bus, p.PciDeviceId = 0, uint32(gpuBus(idx)), b.cfg.PciDeviceId
 			return p, nvml.SUCCESS
 		}
 		md.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {

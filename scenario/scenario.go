@@ -132,6 +132,10 @@ func Build(name string) (*Scenario, error) {
 			return nil, fmt.Errorf("scenario %s: %w", name, err)
 		}
 	}
+	if err := writePCI(root, simulatedPCI(m.GPUs)); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("scenario %s: %w", name, err)
+	}
 	// Files look as if left an hour ago, so nothing counts as "just created".
 	if err := ageTree(root, time.Hour); err != nil {
 		_ = s.Close()
@@ -288,4 +292,44 @@ func copyTree(src, dst string) error {
 		}
 		return os.WriteFile(target, b, 0o644)
 	})
+}
+
+// pciGPU is a simulated GPU's place on the PCI bus.
+type pciGPU struct{ BDF, Class string }
+
+// writePCI lays the simulated GPUs out in sysfs as the kernel does: the
+// device under its root port in /sys/devices, linked from /sys/bus/pci.
+// Config space is a zeroed 4 KiB (readable, no ACS capability), as on a
+// board whose root ports do not implement ACS.
+func writePCI(root string, gs []pciGPU) error {
+	for i, g := range gs {
+		port := fmt.Sprintf("0000:00:%02x.0", 1+i)
+		dev := filepath.Join(root, "sys/devices/pci0000:00", port, g.BDF)
+		if err := os.MkdirAll(dev, 0o755); err != nil {
+			return fmt.Errorf("simulate PCI: %w", err)
+		}
+		for f, v := range map[string]string{"vendor": "0x10de\n", "class": g.Class + "\n"} {
+			if err := os.WriteFile(filepath.Join(dev, f), []byte(v), 0o644); err != nil {
+				return fmt.Errorf("simulate PCI: %w", err)
+			}
+		}
+		portDir := filepath.Join(root, "sys/devices/pci0000:00", port)
+		if err := os.WriteFile(filepath.Join(portDir, "config"), make([]byte, 4096), 0o644); err != nil {
+			return fmt.Errorf("simulate PCI: %w", err)
+		}
+		links := filepath.Join(root, "sys/bus/pci/devices")
+		if err := os.MkdirAll(links, 0o755); err != nil {
+			return fmt.Errorf("simulate PCI: %w", err)
+		}
+		for _, d := range []string{port, g.BDF} {
+			target := "../../../devices/pci0000:00/" + port
+			if d == g.BDF {
+				target += "/" + g.BDF
+			}
+			if err := os.Symlink(target, filepath.Join(links, d)); err != nil && !os.IsExist(err) {
+				return fmt.Errorf("simulate PCI: %w", err)
+			}
+		}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
@@ -50,7 +51,7 @@ func (s *script) printf(format string, args ...any) { fmt.Fprintf(&s.b, format, 
 // comment writes text as comment lines, sanitised (no control bytes, no
 // newlines from the machine) and wrapped.
 func (s *script) comment(text string) {
-	for _, l := range wrap(text, 76) {
+	for _, l := range textwrap.Lines(oneLine(text), 76) {
 		s.b.WriteString("# " + l + "\n")
 	}
 }
@@ -71,25 +72,6 @@ func (s *script) say(msg string) {
 }
 
 func oneLine(s string) string { return textsafe.Clean(strings.Join(strings.Fields(s), " ")) }
-
-func wrap(s string, width int) []string {
-	var out []string
-	line := ""
-	for _, w := range strings.Fields(oneLine(s)) {
-		if line != "" && len(line)+1+len(w) > width {
-			out = append(out, line)
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += w
-	}
-	if line != "" {
-		out = append(out, line)
-	}
-	return out
-}
 
 // ExportScriptWith writes a bash script that applies the fixes as planned
 // (the same segments, PIDs, sizes and lines the preview showed):

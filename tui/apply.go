@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
@@ -120,7 +121,7 @@ func (m applyModel) view() string {
 	st := m.c.st
 	var b strings.Builder
 	if !m.done {
-		b.WriteString(st.title.Render(fmt.Sprintf("Applying %d fix(es)…", len(m.queue))) + "\n\n")
+		b.WriteString(st.title.Render(fmt.Sprintf("Applying %s…", units.Count(len(m.queue), "fix", "fixes"))) + "\n\n")
 	} else {
 		b.WriteString(st.title.Render("Applied") + "\n\n")
 	}

@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/report"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
 )
@@ -85,10 +86,10 @@ func (m findingsModel) view() string {
 	case e+w == 0:
 		b.WriteString(st.ok.Render(st.m.ok+" No problems found.") + " ")
 	default:
-		b.WriteString(st.title.Render(fmt.Sprintf("%d problem(s): %d error(s), %d warning(s).", e+w, e, w)) + " ")
+		b.WriteString(st.title.Render(fmt.Sprintf("%s: %s, %s.", units.Count(e+w, "problem"), units.Count(e, "error"), units.Count(w, "warning"))) + " ")
 	}
 	if skipped > 0 {
-		b.WriteString(st.dim.Render(fmt.Sprintf("%d check(s) could not run here.", skipped)))
+		b.WriteString(st.dim.Render(fmt.Sprintf("%s not run here.", units.Count(skipped, "check was", "checks were"))))
 	}
 	b.WriteString("\n\n")
 	if len(m.shown) == 0 {
@@ -148,7 +149,7 @@ func evidenceSummary(ev map[string]any, n int) []string {
 	}
 	if len(out) > n {
 		more := len(out) - n
-		out = append(out[:n], fmt.Sprintf("… %d more line(s): ncclwiz check -v shows all", more))
+		out = append(out[:n], fmt.Sprintf("… %s more: ncclwiz check -v shows all", units.Count(more, "line")))
 	}
 	return out
 }

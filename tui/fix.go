@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
@@ -120,7 +121,7 @@ func (m fixModel) view() string {
 		return "No fix applies to what was found."
 	}
 	if m.confirming {
-		b.WriteString(st.title.Render(fmt.Sprintf("Apply %d fix(es)?", m.countChosen())) + "\n\n")
+		b.WriteString(st.title.Render(fmt.Sprintf("Apply %s?", units.Count(m.countChosen(), "fix", "fixes"))) + "\n\n")
 		for _, id := range m.chosenIDs() {
 			for _, f := range m.fixes {
 				if f.ID == id {
@@ -173,7 +174,7 @@ func (m fixModel) view() string {
 			room := max(m.c.bodyHeight()-len(m.fixes)-8, 2)
 			for i, l := range f.Preview {
 				if i == room {
-					b.WriteString(st.dim.Render(fmt.Sprintf("  … %d more line(s); the exported script has all", len(f.Preview)-room)) + "\n")
+					b.WriteString(st.dim.Render(fmt.Sprintf("  … %s more; the exported script has all", units.Count(len(f.Preview)-room, "line"))) + "\n")
 					break
 				}
 				b.WriteString("  " + st.hint.Render(truncate(textsafe.Sanitize(l), m.c.width-2)) + "\n")

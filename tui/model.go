@@ -10,6 +10,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/guideui"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
@@ -493,7 +494,7 @@ func (m Model) ExitSummary() (string, int) {
 	line := "ncclwiz: no problems left."
 	code := 0
 	if n > 0 {
-		line = fmt.Sprintf("ncclwiz: %d problem(s) left; run `ncclwiz check -v` for details.", n)
+		line = fmt.Sprintf("ncclwiz: %s left; run `ncclwiz check -v` for details.", units.Count(n, "problem"))
 		code = 1
 	}
 	if m.summary.exported != "" {

@@ -152,7 +152,7 @@ func TestWizardFullFlow(t *testing.T) {
 		t.Fatalf("stage %s after detect, want findings", m.Stage())
 	}
 	v := view(m)
-	for _, want := range []string{"1 problem(s)", "3 orphaned NCCL segments", "g: guide shm-stale-segments", "fixes: shm.cleanup"} {
+	for _, want := range []string{"1 problem", "3 orphaned NCCL segments", "g: guide shm-stale-segments", "fixes: shm.cleanup"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("findings view lacks %q:\n%s", want, v)
 		}
@@ -175,7 +175,7 @@ func TestWizardFullFlow(t *testing.T) {
 	}
 	m = drive(t, m, key("space"))
 	m = drive(t, m, key("enter"))
-	if !strings.Contains(view(m), "Apply 1 fix(es)?") {
+	if !strings.Contains(view(m), "Apply 1 fix?") {
 		t.Fatalf("confirm:\n%s", view(m))
 	}
 	if len(w.applied) != 0 {
@@ -194,7 +194,7 @@ func TestWizardFullFlow(t *testing.T) {
 	}
 	m = drive(t, m, key("enter")) // → summary
 	v = view(m)
-	for _, want := range []string{"found: 1 problem(s)", "shm.cleanup", "nothing", "no warnings or errors remain"} {
+	for _, want := range []string{"found: 1 problem", "shm.cleanup", "nothing", "no warnings or errors remain"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("summary lacks %q:\n%s", want, v)
 		}

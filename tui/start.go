@@ -5,6 +5,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
@@ -78,25 +79,5 @@ func (m startModel) keys() [][2]string {
 	return [][2]string{{"↑/↓", "move"}, {"enter", "choose"}, {"1-4", "jump"}}
 }
 
-// wrapText wraps plain text at width (word boundaries).
-func wrapText(s string, width int) string {
-	if width < 20 {
-		width = 20
-	}
-	var out []string
-	for _, para := range strings.Split(s, "\n") {
-		line := ""
-		for _, w := range strings.Fields(para) {
-			if line != "" && len([]rune(line))+1+len([]rune(w)) > width {
-				out = append(out, line)
-				line = ""
-			}
-			if line != "" {
-				line += " "
-			}
-			line += w
-		}
-		out = append(out, line)
-	}
-	return strings.Join(out, "\n")
-}
+// wrapText wraps plain text at width (word boundaries, terminal cells).
+func wrapText(s string, width int) string { return strings.Join(textwrap.Lines(s, width), "\n") }

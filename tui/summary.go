@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
@@ -117,7 +118,7 @@ func (m summaryModel) view() string {
 	st := m.c.st
 	var b strings.Builder
 	b.WriteString(st.title.Render("Summary") + "\n\n")
-	fmt.Fprintf(&b, "%s found: %d problem(s) at the start", st.m.bullet, len(m.before))
+	fmt.Fprintf(&b, "%s found: %s at the start", st.m.bullet, units.Count(len(m.before), "problem"))
 	if len(m.before) > 0 {
 		b.WriteString(" — " + textsafe.Clean(m.before[0].Title))
 	}
@@ -144,7 +145,7 @@ func (m summaryModel) view() string {
 	if len(m.now) == 0 {
 		b.WriteString(st.m.bullet + " left: " + st.ok.Render("nothing — no warnings or errors remain") + "\n")
 	} else {
-		fmt.Fprintf(&b, "%s left: %d problem(s)\n", st.m.bullet, len(m.now))
+		fmt.Fprintf(&b, "%s left: %s\n", st.m.bullet, units.Count(len(m.now), "problem"))
 		for i, f := range m.now {
 			if i == 5 {
 				fmt.Fprintf(&b, "    … %d more\n", len(m.now)-5)

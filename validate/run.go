@@ -13,6 +13,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/explain"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // Run prepares and runs the ladder. Before anything starts it returns a
@@ -68,8 +69,8 @@ func (p *Plan) Execute(ctx context.Context) (*Result, error) {
 	for _, r := range p.Rungs {
 		ids = append(ids, r.ID)
 	}
-	emit(Event{Kind: EventPlan, Text: fmt.Sprintf("%s backend (%s); %d GPU(s): %s; rungs: %s",
-		p.Backend, p.Launcher, p.GPUs, res.System, strings.Join(ids, ", "))})
+	emit(Event{Kind: EventPlan, Text: fmt.Sprintf("%s backend (%s); %s: %s; rungs: %s",
+		p.Backend, p.Launcher, units.Count(p.GPUs, "GPU"), res.System, strings.Join(ids, ", "))})
 	for _, n := range res.Notes {
 		emit(Event{Kind: EventNote, Text: n})
 	}

@@ -148,22 +148,22 @@ func judge(rr *RungResult, in judgeInput) {
 		for _, e := range rr.LeftoverShm {
 			names = append(names, fmt.Sprintf("%s (%s)", e.Name, FormatBytes(e.Size)))
 		}
-		note("NCCL left %d segment(s) in %s: %s; `ncclwiz check` classifies them and `ncclwiz fix` removes orphaned ones with your consent",
-			len(rr.LeftoverShm), in.shmDir, strings.Join(names, ", "))
+		note("NCCL left %s in %s: %s; `ncclwiz check` classifies them and `ncclwiz fix` removes orphaned ones with your consent",
+			units.Count(len(rr.LeftoverShm), "segment"), in.shmDir, strings.Join(names, ", "))
 	}
 	if len(run.Survivors) > 0 {
 		var ps []string
 		for _, p := range run.Survivors {
 			ps = append(ps, fmt.Sprintf("%d %s (%s)", p.PID, p.Comm, p.Why))
 		}
-		note("%d process(es) of this rung outlived the launcher and were ended by PID: %s", len(run.Survivors), strings.Join(ps, ", "))
+		note("%s of this rung outlived the launcher and were ended by PID: %s", units.Count(len(run.Survivors), "process", "processes"), strings.Join(ps, ", "))
 	}
 	if len(run.Leftover) > 0 {
 		var ps []string
 		for _, p := range run.Leftover {
 			ps = append(ps, fmt.Sprintf("%d %s", p.PID, p.Comm))
 		}
-		fail("could not end %d process(es) of the run (they may still hold GPUs): %s", len(run.Leftover), strings.Join(ps, ", "))
+		fail("could not end %s of the run (they may still hold GPUs): %s", units.Count(len(run.Leftover), "process", "processes"), strings.Join(ps, ", "))
 	}
 	rr.Reasons = append(rr.Reasons, reasons...)
 	rr.Notes = append(rr.Notes, notes...)

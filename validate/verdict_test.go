@@ -148,7 +148,7 @@ func TestProcessOutcomes(t *testing.T) {
 	}{
 		{procResult{ExitCode: 1}, "the launcher exited with status 1"},
 		{procResult{ExitCode: -9, Signal: "SIGKILL"}, "the launcher was killed by SIGKILL"},
-		{procResult{Leftover: []Proc{{PID: 42, Comm: "python3"}}}, "could not end 1 process(es) of the run (they may still hold GPUs): 42 python3"},
+		{procResult{Leftover: []Proc{{PID: 42, Comm: "python3"}}}, "could not end 1 process of the run (they may still hold GPUs): 42 python3"},
 	}
 	for _, c := range cases {
 		in.run = c.run

@@ -13,6 +13,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/envvars"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
@@ -147,14 +148,14 @@ func run(_ context.Context, h *host.Host) ([]checks.Finding, error) {
 			}})
 	}
 
-	summary := checks.Finding{Severity: checks.OK, Title: fmt.Sprintf("%d NCCL/PyTorch setting(s) found, none suspicious", len(ss)),
+	summary := checks.Finding{Severity: checks.OK, Title: units.Count(len(ss), "NCCL/PyTorch setting") + " found, none suspicious",
 		Evidence: map[string]any{"settings": list}}
 	if len(ss) == 0 {
 		summary.Title = "No NCCL_*, TORCH_NCCL_* or TORCH_DISTRIBUTED_* settings (NCCL defaults apply)"
 	}
 	for _, f := range fs {
 		if f.Severity.IsProblem() {
-			summary.Title = fmt.Sprintf("%d NCCL/PyTorch setting(s) found", len(ss))
+			summary.Title = units.Count(len(ss), "NCCL/PyTorch setting") + " found"
 			summary.Severity = checks.Info
 			break
 		}

@@ -28,7 +28,7 @@ func TestEnvNCCL(t *testing.T) {
 		problems int
 	}{
 		{name: "clean", env: map[string]string{"NCCL_DEBUG": "INFO", "PATH": "/bin"},
-			want: []string{"1 NCCL/PyTorch setting(s) found, none suspicious"}, wantSev: []checks.Severity{checks.OK}},
+			want: []string{"1 NCCL/PyTorch setting found, none suspicious"}, wantSev: []checks.Severity{checks.OK}},
 		{name: "nothing set suggests NCCL_DEBUG", env: map[string]string{},
 			want: []string{"No NCCL_", "NCCL_DEBUG is not set"}, wantSev: []checks.Severity{checks.OK, checks.Info}},
 		{name: "invented NCCL_TIMEOUT", env: map[string]string{"NCCL_DEBUG": "WARN", "NCCL_TIMEOUT": "1800"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 var versionRe = regexp.MustCompile(`\b(\d{3,}\.\d+(?:\.\d+)?)\b`)
@@ -47,7 +48,7 @@ func runFabric(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	res, err := h.Run(ctx, 5*time.Second, "systemctl", "is-active", "nvidia-fabricmanager")
 	state := strings.TrimSpace(string(res.Stdout))
 	if err != nil {
-		return []checks.Finding{{Severity: checks.Skipped, Title: fmt.Sprintf("%d NVSwitch device(s); Fabric Manager state unknown", len(switches)),
+		return []checks.Finding{{Severity: checks.Skipped, Title: units.Count(len(switches), "NVSwitch device") + "; Fabric Manager state unknown",
 			Detail:   "systemctl is not available here (a container?). On the host: systemctl status nvidia-fabricmanager. NVSwitch systems cannot run CUDA work without it.",
 			Evidence: ev, Guide: "fabric-manager"}}, nil
 	}
@@ -68,5 +69,5 @@ func runFabric(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			Detail:   "Fabric Manager must be the same version as the driver; install the matching package and restart it (then reset the GPUs or reboot).",
 			Evidence: ev, Guide: "fabric-manager"}}, nil
 	}
-	return []checks.Finding{{Severity: checks.OK, Title: fmt.Sprintf("%d NVSwitch device(s); nvidia-fabricmanager is active", len(switches)), Evidence: ev}}, nil
+	return []checks.Finding{{Severity: checks.OK, Title: units.Count(len(switches), "NVSwitch device") + "; nvidia-fabricmanager is active", Evidence: ev}}, nil
 }

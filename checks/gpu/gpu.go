@@ -84,7 +84,7 @@ func (s Snapshot) skippedFinding(title string) checks.Finding {
 	f := checks.Finding{Severity: checks.Skipped, Title: title + ": " + s.Detail, Evidence: map[string]any{"nvml_state": s.State}}
 	switch s.State {
 	case StateNoDriver:
-		f.Detail = "Without the NVIDIA driver this machine cannot run CUDA; checks that need a GPU are skipped. If this machine should have GPUs, see the guide."
+		f.Detail = "libnvidia-ml.so.1 could not be loaded or the nvidia kernel module is not loaded. Without the NVIDIA driver this machine cannot run CUDA; checks that need a GPU are skipped. If this machine should have GPUs, see the guide."
 		f.Guide = "cuda-driver"
 	case StateMismatch:
 		f.Severity = checks.Error

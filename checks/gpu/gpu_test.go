@@ -223,7 +223,7 @@ func TestStaleRankHoldingGPUMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, ok := sev(fs, "leftover rank(s) of a dead job hold 30 GiB of GPU memory")
+	s, ok := sev(fs, "leftover rank of a dead job holds 30 GiB of GPU memory")
 	if !ok || s != checks.Warn {
 		t.Fatalf("stale rank not flagged:\n%s", titles(fs))
 	}
@@ -247,7 +247,7 @@ func TestVisibleDevices(t *testing.T) {
 	}{
 		{"0,1,2,3", "", []int{0, 1, 2, 3}},
 		{"4,5", "", []int{4, 5}},
-		{"0,9,1", "index 9 but this machine has 8 GPU(s)", []int{0}},
+		{"0,9,1", "index 9 but this machine has 8 GPUs", []int{0}},
 		{"0,0", "GPU 0 is listed twice", []int{0}},
 		{"abc", "not an index", nil},
 		{devs[2].UUID[:12], "", []int{2}},

@@ -59,7 +59,7 @@ func Probe(_ context.Context, h *host.Host) Snapshot {
 func initFailure(ret nvml.Return) Snapshot {
 	st := stateOf(ret)
 	detail := map[string]string{
-		StateNoDriver:     "no NVIDIA driver found (libnvidia-ml.so.1 could not be loaded or the kernel module is not loaded)",
+		StateNoDriver:     "no NVIDIA driver found",
 		StateNoPermission: "no permission to use the NVIDIA devices",
 		StateMismatch:     "the NVIDIA driver and its library do not match (reboot after the driver upgrade)",
 		StateGPULost:      "a GPU has fallen off the bus",

@@ -89,14 +89,14 @@ func runProcesses(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 		}
 	}
 	ev := map[string]any{"processes": list}
-	head := checks.Finding{Severity: checks.OK, Title: fmt.Sprintf("%d compute process(es) on %d GPU(s)", total, len(s.Devices)), Evidence: ev}
+	head := checks.Finding{Severity: checks.OK, Title: fmt.Sprintf("%s on %s", units.Count(total, "compute process", "compute processes"), units.Count(len(s.Devices), "GPU")), Evidence: ev}
 	if total == 0 {
 		head.Title = "No processes on the GPUs"
 	}
 	fs := []checks.Finding{head}
 	if len(staleHolders) > 0 {
 		fs = append(fs, checks.Finding{Severity: checks.Warn,
-			Title: fmt.Sprintf("%d leftover rank(s) of a dead job hold %s of GPU memory", len(staleHolders), units.Bytes(staleMem)),
+			Title: fmt.Sprintf("%s %s of GPU memory", units.Count(len(staleHolders), "leftover rank of a dead job holds", "leftover ranks of a dead job hold"), units.Bytes(staleMem)),
 			Detail: "Their launcher is gone, but they still hold GPU memory (" + strings.Join(staleHolders, ", ") + "). " +
 				"The next job can fail with out-of-memory during NCCL init. ncclwiz can end them by PID.",
 			Guide: "stale-ranks", Fixes: []string{"proc.stale"}})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // VisibleEntry is one item of CUDA_VISIBLE_DEVICES.
@@ -58,7 +59,7 @@ func ParseVisible(value string, devs []Device) []VisibleEntry {
 			case err != nil || n < 0:
 				e.Problem = "not an index or a GPU-/MIG- UUID"
 			case len(devs) > 0 && n >= len(devs):
-				e.Index, e.Problem = n, fmt.Sprintf("index %d but this machine has %d GPU(s)", n, len(devs))
+				e.Index, e.Problem = n, fmt.Sprintf("index %d but this machine has %s", n, units.Count(len(devs), "GPU"))
 			default:
 				e.Index, e.GPU = n, n
 			}
@@ -82,7 +83,7 @@ func runVisible(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	if !set {
 		f := checks.Finding{Severity: checks.OK, Title: "CUDA_VISIBLE_DEVICES is unset: every GPU is visible"}
 		if s.OK() {
-			f.Title = fmt.Sprintf("CUDA_VISIBLE_DEVICES is unset: all %d GPU(s) are visible", len(devs))
+			f.Title = fmt.Sprintf("CUDA_VISIBLE_DEVICES is unset: all %s visible", units.Count(len(devs), "GPU is", "GPUs are"))
 		}
 		return append([]checks.Finding{f}, orderFinding(order, devs)...), nil
 	}
@@ -114,7 +115,7 @@ func runVisible(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			mapping = append(mapping, fmt.Sprintf("cuda:%d → %s", i, e.Raw))
 		}
 	}
-	head := checks.Finding{Severity: checks.OK, Title: fmt.Sprintf("CUDA_VISIBLE_DEVICES=%s: %d GPU(s) visible", value, usable),
+	head := checks.Finding{Severity: checks.OK, Title: fmt.Sprintf("CUDA_VISIBLE_DEVICES=%s: %s visible", value, units.Count(usable, "GPU")),
 		Evidence: map[string]any{"value": value, "mapping": mapping}}
 	if len(fs) == 0 && usable > 1 && !contiguous(entries) {
 		head.Severity = checks.Info

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 const srcACS = "NCCL docs, GPU troubleshooting › PCI Access Control Services (ACS); NVIDIA/nccl#631"
@@ -231,7 +232,7 @@ func runPCIe(_ context.Context, h *host.Host) ([]checks.Finding, error) {
 		where = "virtual machine"
 	}
 	summary := checks.Finding{Severity: checks.OK, Guide: "p2p-acs-iommu", Evidence: ev,
-		Title: fmt.Sprintf("%s; %d NVIDIA GPU(s) on the PCI bus; %s", iommu, len(s.GPUs), where)}
+		Title: fmt.Sprintf("%s; %s on the PCI bus; %s", iommu, units.Count(len(s.GPUs), "NVIDIA GPU"), where)}
 	if len(s.GPUs) == 0 {
 		summary.Detail = "No NVIDIA GPU is visible on the PCI bus here, so GPU peer-to-peer settings do not apply."
 		return []checks.Finding{summary}, nil
@@ -279,7 +280,7 @@ func runPCIe(_ context.Context, h *host.Host) ([]checks.Finding, error) {
 		}
 		f := checks.Finding{Severity: checks.Warn, Guide: "p2p-acs-iommu",
 			Evidence: map[string]any{"bridges": lines, "commands": cmds},
-			Title:    fmt.Sprintf("ACS redirects peer-to-peer traffic on %d PCIe bridge(s) above the GPUs", len(redirect)),
+			Title:    fmt.Sprintf("ACS redirects peer-to-peer traffic on %s above the GPUs", units.Count(len(redirect), "PCIe bridge")),
 			Detail: "These bridges send GPU-to-GPU requests up to the root complex (ReqRedir/CmpltRedir/EgressCtrl set), the known cause of NCCL P2P hangs on bare metal. " +
 				"Bridges: " + strings.Join(lines, "; ") + ". " + remedies(true)}
 		if workaround {
@@ -290,7 +291,7 @@ func runPCIe(_ context.Context, h *host.Host) ([]checks.Finding, error) {
 	}
 	if s.VM == "" && multi && len(unreadable) > 0 {
 		f := checks.Finding{Severity: checks.Info, Guide: "p2p-acs-iommu", Evidence: map[string]any{"bridges": acsNames(unreadable)},
-			Title:  fmt.Sprintf("ACS state of %d PCIe bridge(s) above the GPUs needs root to read", len(unreadable)),
+			Title:  fmt.Sprintf("ACS state of %s above the GPUs needs root to read", units.Count(len(unreadable), "PCIe bridge")),
 			Detail: "ACS lives in PCI extended configuration space, which only root can read. Run `sudo ncclwiz check --only host.pcie`, or `sudo lspci -vvv | grep ACSCtl` and look for ReqRedir+ / SrcValid+ (" + srcACS + ")."}
 		fs = append(fs, f)
 	}

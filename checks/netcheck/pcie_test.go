@@ -25,7 +25,7 @@ func runPCIeOn(t *testing.T, h *host.Host) []checks.Finding {
 func TestPCIeIOMMUOnWithACS(t *testing.T) {
 	fs := runPCIeOn(t, fixture(t, "iommu-on"))
 	s := fs[0]
-	if !strings.Contains(s.Title, "IOMMU on (7 groups, translating); 2 NVIDIA GPU(s) on the PCI bus; bare metal") {
+	if !strings.Contains(s.Title, "IOMMU on (7 groups, translating); 2 NVIDIA GPUs on the PCI bus; bare metal") {
 		t.Fatalf("summary: %s", s.Title)
 	}
 	gpus := s.Evidence["gpus"].([]GPU)
@@ -36,7 +36,7 @@ func TestPCIeIOMMUOnWithACS(t *testing.T) {
 	if io == nil || io.Severity != checks.Warn || !strings.Contains(io.Detail, "iommu=pt") || !strings.Contains(io.Detail, "NCCL_P2P_DISABLE=1") {
 		t.Fatalf("IOMMU translation risk:%s", titles(fs))
 	}
-	acs := findTitle(fs, "ACS redirects peer-to-peer traffic on 3 PCIe bridge(s)")
+	acs := findTitle(fs, "ACS redirects peer-to-peer traffic on 3 PCIe bridges")
 	if acs == nil || acs.Severity != checks.Warn {
 		t.Fatalf("ACS redirect:%s", titles(fs))
 	}
@@ -98,7 +98,7 @@ func TestPCIePassthroughAndUnprivileged(t *testing.T) {
 func TestPCIeNoGPUAndVM(t *testing.T) {
 	h := fixture(t, "no-rdma")
 	fs := runPCIeOn(t, h)
-	if len(fs) != 1 || !strings.Contains(fs[0].Title, "IOMMU off; 0 NVIDIA GPU(s)") {
+	if len(fs) != 1 || !strings.Contains(fs[0].Title, "IOMMU off; 0 NVIDIA GPUs") {
 		t.Fatalf("no GPU:%s", titles(fs))
 	}
 	dir := t.TempDir()

@@ -13,6 +13,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/sysinfo"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 const (
@@ -201,7 +202,7 @@ func runRDMA(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 		}
 		desc = append(desc, strings.TrimSpace(fmt.Sprintf("%s %s %s %s", p.Name(), kind, p.State, rateShort(p.Rate))))
 	}
-	summary.Title = fmt.Sprintf("%d RDMA port(s), %d ACTIVE: %s", len(ports), len(active), strings.Join(desc, "; "))
+	summary.Title = fmt.Sprintf("%s, %d ACTIVE: %s", units.Count(len(ports), "RDMA port"), len(active), strings.Join(desc, "; "))
 	fs = append(fs, summary)
 
 	disabled := strings.TrimSpace(ibDisable) == "1"
@@ -222,7 +223,7 @@ func runRDMA(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			Title: "No RDMA port is ACTIVE and NCCL_IB_DISABLE=1" + from(disSrc) + ": NCCL uses sockets, consistently"})
 	case len(active) > 0 && disabled:
 		f := checks.Finding{Severity: checks.Warn, Guide: "ib-roce",
-			Title: fmt.Sprintf("NCCL_IB_DISABLE=1%s although %d RDMA port(s) are ACTIVE", from(disSrc), len(active)),
+			Title: fmt.Sprintf("NCCL_IB_DISABLE=1%s although %s ACTIVE", from(disSrc), units.Count(len(active), "RDMA port is", "RDMA ports are")),
 			Detail: "Traffic between machines goes over TCP sockets instead of InfiniBand/RoCE, typically several times slower. " +
 				"If the setting was copied from another machine or a past workaround, enable RDMA again (NCCL_IB_DISABLE=0 or unset it) on every node.",
 			Evidence: map[string]any{"active_ports": portNames(active)}, Fixes: []string{"env.export"}}

@@ -103,7 +103,7 @@ func TestRDMAHealthy(t *testing.T) {
 	if _, w := checks.Problems(fs); w != 0 {
 		t.Fatalf("healthy IB flagged:%s", titles(fs))
 	}
-	s := findTitle(fs, "2 RDMA port(s), 2 ACTIVE")
+	s := findTitle(fs, "2 RDMA ports, 2 ACTIVE")
 	if s == nil || !strings.Contains(s.Title, "mlx5_0:1 InfiniBand ACTIVE 200 Gb/sec") {
 		t.Fatalf("summary missing ports:%s", titles(fs))
 	}
@@ -122,7 +122,7 @@ func TestRDMAHealthyWithBadSettings(t *testing.T) {
 		sev             checks.Severity
 		rec             map[string]string
 	}{
-		{"IB disabled although healthy", "NCCL_IB_DISABLE=1", "NCCL_IB_DISABLE=1 although 2 RDMA port(s) are ACTIVE", checks.Warn, map[string]string{"NCCL_IB_DISABLE": "0"}},
+		{"IB disabled although healthy", "NCCL_IB_DISABLE=1", "NCCL_IB_DISABLE=1 although 2 RDMA ports are ACTIVE", checks.Warn, map[string]string{"NCCL_IB_DISABLE": "0"}},
 		{"HCA from another machine", "NCCL_IB_HCA=mlx5_4", "selects no ACTIVE RDMA port", checks.Error, map[string]string{"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1"}},
 		{"HCA port that does not exist", "NCCL_IB_HCA==mlx5_0:2,mlx5_1:1", "names a port that mlx5_0 does not have", checks.Warn, nil},
 		{"HCA exclusion of everything", "NCCL_IB_HCA=^mlx5", "selects no ACTIVE RDMA port", checks.Error, nil},
@@ -223,7 +223,7 @@ func TestRDMAMemlockAndPeermemWhenActive(t *testing.T) {
 
 func TestRoCE(t *testing.T) {
 	fs := runRDMAOn(t, fixture(t, "roce"))
-	s := findTitle(fs, "2 RDMA port(s), 2 ACTIVE")
+	s := findTitle(fs, "2 RDMA ports, 2 ACTIVE")
 	if s == nil || !strings.Contains(s.Title, "mlx5_0:1 RoCE ACTIVE 100 Gb/sec") {
 		t.Fatalf("RoCE summary:%s", titles(fs))
 	}

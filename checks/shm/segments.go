@@ -22,6 +22,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks/sysinfo"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // Holder is a process that has a segment open (fd) or mapped (map).
@@ -742,8 +743,8 @@ func judge(s *Segment, sc scanResult, private bool, now time.Time) (State, strin
 		if blind[len(blind)-1] == -1 {
 			return Unknown, "/proc is mounted with hidepid=" + sc.hidden + ", which hides other users' processes; run ncclwiz as root to prove it unused"
 		}
-		return Unknown, fmt.Sprintf("%d process(es) that could hold it could not be inspected (pid %s); run ncclwiz as root to prove it unused",
-			len(blind), pidList(blind, 5))
+		return Unknown, fmt.Sprintf("%s that could hold it could not be inspected (pid %s); run ncclwiz as root to prove it unused",
+			units.Count(len(blind), "process", "processes"), pidList(blind, 5))
 	}
 	if age := now.Sub(s.ModTime); age < YoungAge {
 		return Young, fmt.Sprintf("modified %s ago; a job may be starting", age.Round(time.Second))

@@ -155,22 +155,20 @@ func runContainer(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 		}
 		return []checks.Finding{f}, nil
 	}
-	title := fmt.Sprintf("Running inside a %s container", c.Runtime)
-	fs := []checks.Finding{{Severity: checks.Info, Title: title, Evidence: ev, Guide: "container-shm",
+	// shm.mount judges the size; this finding says why it is that size and
+	// where it must be fixed, so the same problem is not counted twice.
+	f := checks.Finding{Severity: checks.Info, Title: fmt.Sprintf("Running inside a %s container", c.Runtime), Evidence: ev, Guide: "container-shm",
 		Detail: "Inside a container, /dev/shm and memory limits are set by whoever started it: " +
-			"resizing them needs a new container (docker --shm-size or --ipc=host, a Kubernetes emptyDir with medium: Memory), not a remount inside it."}}
+			"resizing them needs a new container (docker --shm-size or --ipc=host, a Kubernetes emptyDir with medium: Memory), not a remount inside it."}
 	if shmTotal > 0 && shmTotal <= DockerDefaultShm {
-		fs = append(fs, checks.Finding{
-			Severity: checks.Error,
-			Title:    fmt.Sprintf("/dev/shm is %s, the %s default", human(shmTotal), runtimeDefaultName(c.Runtime)),
-			Detail: "Docker and Kubernetes give containers a 64 MiB /dev/shm unless told otherwise. One NCCL shared-memory " +
-				"receive buffer is about 9.2 MiB with default settings, so a few local ranks fill it and NCCL fails with " +
-				"'failed to extend /dev/shm/nccl-…' (or a Bus error on NCCL 2.12-2.18). Restart the container with a bigger /dev/shm.",
-			Evidence: map[string]any{"shm_size_bytes": shmTotal, "runtime": c.Runtime},
-			Guide:    "container-shm",
-			Fixes:    []string{"container.shm"},
-		})
+		f.Title = fmt.Sprintf("Running inside a %s container with the %s default /dev/shm of %s", c.Runtime, runtimeDefaultName(c.Runtime), human(shmTotal))
+		f.Detail = runtimeDefaultName(c.Runtime) + " gives containers a 64 MiB /dev/shm unless told otherwise. One NCCL shared-memory " +
+			"receive buffer is about 9.2 MiB with default settings, so a few local ranks fill it and NCCL fails with " +
+			"'failed to extend /dev/shm/nccl-…' (or a Bus error on NCCL 2.12-2.18). A remount inside the container is not the fix: " +
+			"restart it with a bigger /dev/shm (--shm-size, --ipc=host, or a memory-backed emptyDir)."
+		f.Fixes = []string{"container.shm"}
 	}
+	fs := []checks.Finding{f}
 	return fs, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // logind.conf locations in systemd's precedence order (later wins).
@@ -334,7 +335,7 @@ func runIPC(_ context.Context, h *host.Host) ([]checks.Finding, error) {
 				odd = append(odd, fmt.Sprintf("node%d has no CPUs", n.ID))
 			}
 		}
-		f := checks.Finding{Severity: checks.OK, Title: fmt.Sprintf("%d NUMA node(s), all with memory and CPUs", len(nodes)),
+		f := checks.Finding{Severity: checks.OK, Title: units.Count(len(nodes), "NUMA node") + ", all with memory and CPUs",
 			Evidence: map[string]any{"numa_nodes": list}}
 		if len(odd) > 0 {
 			f.Severity = checks.Warn

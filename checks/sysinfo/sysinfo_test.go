@@ -67,8 +67,9 @@ func TestContainerCheckCallsOutDockerDefaultShm(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := find(fs, "64 MiB")
-	if f == nil || f.Severity != checks.Error || f.Guide != "container-shm" || len(f.Fixes) == 0 || f.Fixes[0] != "container.shm" {
-		t.Fatalf("want an error about the 64 MiB docker default with the container.shm fix, got %+v", fs)
+	// shm.mount counts the problem; this check explains it without counting it twice.
+	if f == nil || f.Severity != checks.Info || !strings.Contains(f.Title, "Docker default") || f.Guide != "container-shm" || len(f.Fixes) == 0 || f.Fixes[0] != "container.shm" {
+		t.Fatalf("want the 64 MiB docker default called out with the container.shm fix, got %+v", fs)
 	}
 	// A big /dev/shm in a container is fine.
 	spec.Statfs["/dev/shm"] = ft.StatfsTmpfs(16<<30, 0)
@@ -146,7 +147,7 @@ func TestIPCFindings(t *testing.T) {
 		guide    string
 		problems int
 	}{
-		{"healthy root", base, 0, nil, "2 NUMA node(s)", checks.OK, "", 0},
+		{"healthy root", base, 0, nil, "2 NUMA nodes", checks.OK, "", 0},
 		{"regular user sees RemoveIPC note", base, 1000, nil, "RemoveIPC=yes (systemd's default)", checks.Info, "shm-removeipc", 0},
 		{"memoryless numa node", with(map[string]any{"/sys/devices/system/node/node1/meminfo": "Node 1 MemTotal:       0 kB\n"}), 0, nil,
 			"node1 has no memory", checks.Warn, "shm-cumem-host", 1},

@@ -24,3 +24,15 @@ func Bytes(b uint64) string {
 	// 1023.96 KiB rounds to "1024.0"; print it without the ".0".
 	return fmt.Sprintf("%s %ciB", strings.TrimSuffix(fmt.Sprintf("%.1f", v), ".0"), "KMGTPE"[exp])
 }
+
+// Count says "1 GPU" or "8 GPUs": findings read as sentences, not "GPU(s)".
+// The plural is singular+"s" unless one is given.
+func Count[N ~int | ~int64 | ~uint64](n N, singular string, plural ...string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, singular)
+	}
+	if len(plural) > 0 {
+		return fmt.Sprintf("%d %s", n, plural[0])
+	}
+	return fmt.Sprintf("%d %ss", n, singular)
+}

@@ -9,3 +9,21 @@ func TestBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		s, p string
+		want string
+	}{{1, "GPU", "", "1 GPU"}, {0, "GPU", "", "0 GPUs"}, {8, "GPU", "", "8 GPUs"}, {2, "process", "processes", "2 processes"}, {1, "process", "processes", "1 process"}} {
+		var got string
+		if c.p == "" {
+			got = Count(c.n, c.s)
+		} else {
+			got = Count(c.n, c.s, c.p)
+		}
+		if got != c.want {
+			t.Errorf("Count(%d, %q) = %q, want %q", c.n, c.s, got, c.want)
+		}
+	}
+}
