@@ -10,6 +10,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/guides"
 	"github.com/ncclwiz/ncclwiz/guides/render"
+	"github.com/ncclwiz/ncclwiz/internal/keytest"
 )
 
 func lib(t *testing.T) *guides.Library {
@@ -21,23 +22,8 @@ func lib(t *testing.T) *guides.Library {
 	return l
 }
 
-// key builds a key press the way bubbletea v2 reports it.
-func keyMsg(s string) tea.KeyPressMsg {
-	switch s {
-	case "enter":
-		return tea.KeyPressMsg{Code: tea.KeyEnter}
-	case "esc":
-		return tea.KeyPressMsg{Code: tea.KeyEscape}
-	case "tab":
-		return tea.KeyPressMsg{Code: tea.KeyTab}
-	case "pgdown":
-		return tea.KeyPressMsg{Code: tea.KeyPgDown}
-	case "down":
-		return tea.KeyPressMsg{Code: tea.KeyDown}
-	}
-	r := []rune(s)[0]
-	return tea.KeyPressMsg{Code: r, Text: s}
-}
+// keyMsg names a key press as bubbletea v2 reports it.
+func keyMsg(s string) tea.KeyPressMsg { return keytest.Press(s) }
 
 // run executes cmd and feeds its messages back into m, like the program
 // loop, skipping commands that wait (cursor blink, status timers).

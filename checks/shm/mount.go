@@ -118,41 +118,19 @@ func parseMountinfo(b []byte) []mountEntry {
 		}
 		e := mountEntry{
 			majMin:     f[2],
-			root:       unescape(f[3]),
-			mountPoint: unescape(f[4]),
+			root:       host.UnescapeMount(f[3]),
+			mountPoint: host.UnescapeMount(f[4]),
 			opts:       strings.Split(f[5], ","),
-			fsType:     unescape(f[sep+1]),
-			source:     unescape(f[sep+2]),
+			fsType:     host.UnescapeMount(f[sep+1]),
+			source:     host.UnescapeMount(f[sep+2]),
 		}
 		if sep+3 < len(f) {
-			e.superOpts = strings.Split(unescape(f[sep+3]), ",")
+			e.superOpts = strings.Split(host.UnescapeMount(f[sep+3]), ",")
 		}
 		out = append(out, e)
 	}
 	return out
 }
-
-// unescape decodes the octal escapes the kernel writes for space, tab,
-// newline and backslash (\040, \011, \012, \134).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
 // within reports whether p is dir or below it.
 func within(p, dir string) bool {

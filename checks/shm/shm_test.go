@@ -62,11 +62,6 @@ func TestParseMountinfo(t *testing.T) {
 	if es[3].mountPoint != `/no\super` || es[3].superOpts != nil {
 		t.Errorf("entry 3 = %+v", es[3])
 	}
-	for in, want := range map[string]string{`a\040b`: "a b", `tab\011`: "tab\t", `x\9`: `x\9`, `end\04`: `end\04`, `\777`: `\777`, `no`: "no"} {
-		if got := unescape(in); got != want {
-			t.Errorf("unescape(%q) = %q, want %q", in, got, want)
-		}
-	}
 }
 
 func TestFindMountLongestPrefix(t *testing.T) {
@@ -804,7 +799,7 @@ func FuzzParseMountinfo(f *testing.F) {
 			}
 			_, _ = parseUint(ino)
 		}
-		_ = unescape(string(b))
+		_ = host.UnescapeMount(string(b))
 	})
 }
 

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ncclwiz/ncclwiz/host"
 )
 
 // Entry is one fstab line's fields, with octal escapes decoded.
@@ -52,11 +54,11 @@ func Parse(b []byte) ([]Entry, error) {
 		if len(f) < 4 || len(f) > 6 {
 			return nil, fmt.Errorf("%w: line %d has %d fields (want 4 to 6): %q", ErrMalformed, i+1, len(f), clip(t))
 		}
-		mp := unescape(f[1])
+		mp := host.UnescapeMount(f[1])
 		if !(strings.HasPrefix(mp, "/") || mp == "none" || mp == "swap") {
 			return nil, fmt.Errorf("%w: line %d: mount point %q is not a path", ErrMalformed, i+1, clip(f[1]))
 		}
-		e := Entry{Spec: unescape(f[0]), File: mp, VFSType: f[2], Options: f[3], Line: i + 1}
+		e := Entry{Spec: host.UnescapeMount(f[0]), File: mp, VFSType: f[2], Options: f[3], Line: i + 1}
 		for k, n := range f[4:] {
 			v, err := strconv.Atoi(n)
 			if err != nil || v < 0 {
@@ -83,25 +85,6 @@ func clip(s string) string {
 		return s[:57] + "..."
 	}
 	return s
-}
-
-// unescape decodes the octal escapes fstab uses for blanks (\040, \011).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // optionSafe is what an option name or value written by SetOption may
@@ -147,7 +130,7 @@ func SetOption(content []byte, mountpoint, key, value string, newOpts []string) 
 	kv := key + "=" + value
 	if idx < 0 {
 		opts := append(append([]string{}, newOpts...), kv)
-		line := fmt.Sprintf("tmpfs %s tmpfs %s 0 0", escape(want), strings.Join(opts, ","))
+		line := fmt.Sprintf("tmpfs %s tmpfs %s 0 0", host.EscapeMount(want), strings.Join(opts, ","))
 		out := append([]byte{}, content...)
 		if len(out) > 0 && out[len(out)-1] != '\n' {
 			out = append(out, '\n')
@@ -202,11 +185,6 @@ func fieldSpan(line string, n int) (int, int) {
 		}
 	}
 	return len(line), len(line)
-}
-
-// escape writes blanks and backslashes the way fstab needs them.
-func escape(s string) string {
-	return strings.NewReplacer(" ", `\040`, "\t", `\011`, "\n", `\012`, `\`, `\134`).Replace(s)
 }
 
 // Edit applies SetOption to the file at p: it refuses a symlink (a file
