@@ -431,7 +431,7 @@ func addUnique(list []string, s string) []string {
 
 // riskyIfacePrefixes are interfaces NCCL's auto-selection may pick that
 // other nodes usually cannot reach (reference §2 socket-connect-failed:
-// only docker* and lo are skipped before 2.30, virbr also since).
+// only docker* and lo are skipped before 2.28.3, virbr also since).
 var riskyIfacePrefixes = []string{"virbr", "docker", "veth", "br-", "lo", "tun", "tap", "wg", "vpn", "cni", "flannel", "cali", "zt", "tailscale"}
 
 func riskyIface(name string) bool {

@@ -25,8 +25,7 @@
 //
 // The signatures are those the guides declare (guides.Library.Signatures):
 // one failure, one guide, its signatures with roles cause, wrapper,
-// consequence or context. The explainer adds a few it needs that no guide
-// declares yet (extraSignatures), a precedence order for specific over
+// consequence or context. The explainer adds a precedence order for specific over
 // generic, the ranks that only wait (watchdog timeouts), warnings that are
 // notes rather than failures, and the benign lines of the reference
 // (§1.3) that must never become diagnoses.

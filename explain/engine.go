@@ -68,7 +68,6 @@ type sigDef struct {
 	Re                *regexp.Regexp
 	Lits              []string
 	Prec              int
-	Extra             bool
 	tag               int
 }
 
@@ -114,12 +113,6 @@ func New(opts Options) (*Explainer, error) {
 			re = r
 		}
 		e.add(&sigDef{ID: s.ID, Role: s.Role, GuideID: s.GuideID, Fields: s.Fields, Re: re})
-	}
-	for _, x := range extraSignatures {
-		if _, dup := e.byID[x.ID]; dup {
-			continue
-		}
-		e.add(&sigDef{ID: x.ID, Role: x.Role, GuideID: x.GuideID, Fields: x.Fields, Re: regexp.MustCompile(x.Pattern), Extra: true})
 	}
 	e.transportSig = e.byID[idTransport]
 

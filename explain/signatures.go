@@ -23,24 +23,6 @@ const (
 	Low    = "low"
 )
 
-// extraSignature is a signature the explainer needs that no guide declares
-// (yet). When the library declares the same id, the library's wins.
-type extraSignature struct {
-	ID, Pattern, Role, GuideID string
-	Fields                     []string
-}
-
-// extraSignatures cover lines real logs carry beyond the reference
-// catalogue: the other ncclGetErrorString codes PyTorch wraps (src/init.cc),
-// and torchrun's failure summary. They are wrappers or consequences: they
-// never outrank a cause.
-var extraSignatures = []extraSignature{
-	{ID: "nccl-invalid-usage", Pattern: `invalid usage \(run with NCCL_DEBUG=WARN for details\)|ncclInvalidUsage`, Role: RoleWrapper, GuideID: "consequence-errors"},
-	{ID: "nccl-internal-error", Pattern: `internal error - please report this issue to the NCCL developers|ncclInternalError`, Role: RoleWrapper, GuideID: "consequence-errors"},
-	{ID: "nccl-invalid-argument", Pattern: `invalid argument \(run with NCCL_DEBUG=WARN for details\)|ncclInvalidArgument`, Role: RoleWrapper, GuideID: "consequence-errors"},
-	{ID: "torchrun-child-failed", Pattern: `torch\.distributed\.elastic\.multiprocessing\.errors\.ChildFailedError|\bChildFailedError\b`, Role: RoleConsequence, GuideID: "consequence-errors"},
-}
-
 // idUnrecognisedWarn names an NCCL WARN line no signature explains. It is
 // shown only when nothing better was found.
 const idUnrecognisedWarn = "nccl-warn-unrecognised"
