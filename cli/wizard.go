@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
+	"unicode"
+	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
@@ -147,7 +150,12 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		// are not confirmed from here, so they are not taken.
 		res, err := fx.Apply(ctx, h, steps.ApplyOptions{Yes: true, Progress: progress})
 		changed := append(append([]string{}, res.Changed...), prefixAll("left alone: ", res.Skipped)...)
-		return tui.FixResult{ID: id, Summary: res.Summary, Changed: changed, Recheck: res.Recheck, Err: err}
+		var remaining []string
+		for _, f := range res.Remaining {
+			remaining = append(remaining, f.Title)
+		}
+		return tui.FixResult{ID: id, Summary: res.Summary, Changed: changed, Recheck: res.Recheck,
+			Verdict: res.Verdict, Remaining: remaining, Proof: res.Proof, Err: err}
 	}
 	d.ExplainLog = func(ctx context.Context, path string) (tui.LogResult, error) {
 		return ExplainForWizard(ctx, wizardLang(a), path)
@@ -161,11 +169,7 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		if err != nil {
 			var cr *validate.CannotRunError
 			if errors.As(err, &cr) {
-				why := strings.Join(cr.Reasons, "; ")
-				if len(cr.Hints) > 0 {
-					why += ". " + strings.Join(cr.Hints, "; ")
-				}
-				return false, why
+				return false, sentences(append(slices.Clone(cr.Reasons), cr.Hints...))
 			}
 			return false, err.Error()
 		}
@@ -252,4 +256,23 @@ func prefixAll(p string, xs []string) []string {
 		out[i] = p + x
 	}
 	return out
+}
+
+// sentences turns validate's lower-case fragments into prose: each one
+// capitalised and ended with a full stop.
+func sentences(parts []string) string {
+	out := make([]string, 0, len(parts))
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(p)
+		p = string(unicode.ToUpper(r)) + p[n:]
+		if !strings.HasSuffix(p, ".") {
+			p += "."
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, " ")
 }

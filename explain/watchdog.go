@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // hangBandwidth is the bandwidth below which a timeout cannot be slowness:
@@ -209,7 +211,7 @@ func decodeWatchdog(in watchdogInput) *Watchdog {
 		}
 	}
 	if w.OpType == "BARRIER" || (numel >= 0 && numel <= 1) {
-		reason("a %s of %d element(s) cannot take %s unless a rank is missing", strings.ToLower(orDefault(w.OpType, "collective")), max(numel, 0), humanMS(w.TimeoutMS))
+		reason("a %s of %s cannot take %s unless a rank is missing", strings.ToLower(orDefault(w.OpType, "collective")), units.Count(max(numel, 0), "element"), humanMS(w.TimeoutMS))
 	}
 
 	for r := range stragglers {

@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
 	"github.com/ncclwiz/ncclwiz/textsafe"
@@ -93,26 +94,43 @@ func (m applyModel) update(msg tea.Msg) (applyModel, tea.Cmd) {
 	return m, nil
 }
 
-// verdict says whether the re-run checks now pass.
+// verdict says whether the fix did what it answers. Problems the re-run
+// checks still report for other reasons (a small /dev/shm after a cleanup)
+// are named, not held against this fix.
 func verdict(r FixResult) (bool, string) {
 	if r.Err != nil {
 		return false, "failed: " + r.Err.Error()
 	}
-	if len(r.Recheck) == 0 {
-		return true, "done"
-	}
-	var bad []string
-	for _, rc := range r.Recheck {
-		if rc.Worst().IsProblem() {
-			bad = append(bad, rc.ID)
-		}
-	}
-	if len(bad) > 0 {
-		return false, "re-check still reports problems in " + strings.Join(bad, ", ")
-	}
-	ids := make([]string, 0, len(r.Recheck))
+	var ids, others []string
 	for _, rc := range r.Recheck {
 		ids = append(ids, rc.ID)
+		if rc.Worst().IsProblem() {
+			others = append(others, rc.ID)
+		}
+	}
+	also := ""
+	if len(others) > 0 {
+		also = "; other findings remain in " + strings.Join(others, ", ") + " (see their own fixes)"
+	}
+	switch r.Verdict {
+	case "failed":
+		return false, "re-check still reports: " + textsafe.Clean(strings.Join(r.Remaining, "; "))
+	case "passed":
+		if len(ids) == 0 {
+			return true, "verified: " + textsafe.Clean(r.Proof)
+		}
+		return true, "re-check passed (" + strings.Join(ids, ", ") + ")" + also
+	case "unproven":
+		if r.Proof != "" {
+			return true, "done; " + textsafe.Clean(r.Proof)
+		}
+		return true, "done; no check here can prove it — the next run will"
+	}
+	if len(ids) == 0 {
+		return true, "done"
+	}
+	if len(others) > 0 {
+		return false, "re-check still reports problems in " + strings.Join(others, ", ")
 	}
 	return true, "re-check passed (" + strings.Join(ids, ", ") + ")"
 }
@@ -131,7 +149,7 @@ func (m applyModel) view() string {
 		if !ok {
 			mark = st.mark(checks.Error)
 		}
-		b.WriteString(mark + " " + st.title.Render(r.ID) + "  " + textsafe.Clean(r.Summary) + "\n")
+		b.WriteString(mark + " " + st.title.Render(r.ID) + "\n    " + textwrap.String(textsafe.Clean(r.Summary), m.c.width-4, "    ") + "\n")
 		for i, ch := range r.Changed {
 			if i == 6 {
 				b.WriteString(st.dim.Render(fmt.Sprintf("    … and %d more", len(r.Changed)-6)) + "\n")
@@ -139,7 +157,7 @@ func (m applyModel) view() string {
 			}
 			b.WriteString(st.dim.Render(truncate("    "+textsafe.Clean(ch), m.c.width)) + "\n")
 		}
-		b.WriteString("    " + wrapText(v, m.c.width-4) + "\n")
+		b.WriteString("    " + textwrap.String(v, m.c.width-4, "    ") + "\n")
 	}
 	if !m.done && len(m.log) > 0 {
 		b.WriteString("\n" + st.dim.Render(truncate(textsafe.Clean(m.log[len(m.log)-1]), m.c.width)) + "\n")

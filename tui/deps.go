@@ -44,7 +44,15 @@ type FixResult struct {
 	Changed []string
 	// Recheck holds the re-run checks that prove (or disprove) the fix.
 	Recheck []checks.Result
-	Err     error
+	// Verdict is the fixer's judgement of the re-check: "passed" when no
+	// finding naming this fix remains, "failed", "unproven", or "" when the
+	// fixer gave none (then any problem in Recheck counts against it).
+	Verdict string
+	// Remaining are the titles of re-check findings that still name it;
+	// Proof is how a fix no check can judge verified itself.
+	Remaining []string
+	Proof     string
+	Err       error
 }
 
 // LogDiagnosis is one diagnosis of an explained log.

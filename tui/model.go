@@ -7,6 +7,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/guideui"
@@ -481,7 +482,8 @@ func truncate(s string, width int) string {
 	if lipgloss.Width(s) <= width {
 		return s
 	}
-	return lipgloss.NewStyle().MaxWidth(width).Render(s)
+	// An ellipsis says the line goes on (ncclwiz check -v has it all).
+	return ansi.Truncate(s, width, "…")
 }
 
 // ExitSummary is the line printed after the wizard closes (the alternate

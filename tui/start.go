@@ -70,7 +70,9 @@ func (m startModel) view() string {
 			title = st.sel.Render(title)
 		}
 		b.WriteString(cur + string(rune('1'+i)) + ". " + title + "\n")
-		b.WriteString("     " + st.dim.Render(truncate(it.desc, max(m.c.width-5, 10))) + "\n")
+		for _, l := range textwrap.Lines(it.desc, m.c.width-5) {
+			b.WriteString("     " + st.dim.Render(l) + "\n")
+		}
 	}
 	return b.String()
 }

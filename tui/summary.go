@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
 	"github.com/ncclwiz/ncclwiz/textsafe"
@@ -118,11 +119,11 @@ func (m summaryModel) view() string {
 	st := m.c.st
 	var b strings.Builder
 	b.WriteString(st.title.Render("Summary") + "\n\n")
-	fmt.Fprintf(&b, "%s found: %s at the start", st.m.bullet, units.Count(len(m.before), "problem"))
+	found := fmt.Sprintf("%s found: %s at the start", st.m.bullet, units.Count(len(m.before), "problem"))
 	if len(m.before) > 0 {
-		b.WriteString(" — " + textsafe.Clean(m.before[0].Title))
+		found += " — " + textsafe.Clean(m.before[0].Title)
 	}
-	b.WriteString("\n")
+	b.WriteString(truncate(found, m.c.width) + "\n")
 	if len(m.applied) == 0 {
 		b.WriteString(st.m.bullet + " done: no fixes applied\n")
 	}
@@ -132,7 +133,7 @@ func (m summaryModel) view() string {
 		if !ok {
 			mark = st.mark(checks.Error)
 		}
-		b.WriteString(truncate(fmt.Sprintf("%s done: %s %s — %s", st.m.bullet, mark, r.ID, v), m.c.width) + "\n")
+		b.WriteString(fmt.Sprintf("%s done: %s %s\n    %s\n", st.m.bullet, mark, r.ID, textwrap.String(v, m.c.width-4, "    ")))
 	}
 	switch {
 	case m.validated == nil:
@@ -152,6 +153,9 @@ func (m summaryModel) view() string {
 				break
 			}
 			b.WriteString(truncate("    "+st.mark(f.Severity)+" "+textsafe.Clean(f.Title), m.c.width) + "\n")
+			if len(f.Fixes) > 0 {
+				b.WriteString(st.dim.Render(truncate("      → fix: "+strings.Join(f.Fixes, ", ")+" (ncclwiz fix shows each)", m.c.width)) + "\n")
+			}
 		}
 	}
 	b.WriteString("\n")

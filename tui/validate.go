@@ -112,7 +112,7 @@ func (m validateModel) view() string {
 		b.WriteString(st.dim.Render("looking for GPUs and a test backend…"))
 		return b.String()
 	case !m.can:
-		b.WriteString(wrapText("A collective test cannot run here: "+m.why, m.c.width-2) + "\n\n")
+		b.WriteString(st.title.Render("A collective test cannot run here.") + "\n\n" + wrapText(m.why, m.c.width-2) + "\n\n")
 		b.WriteString(st.dim.Render(wrapText("The fixes were verified by re-running the checks. Run `ncclwiz test` on a machine with GPUs and PyTorch (or nccl-tests) to prove NCCL end to end.", m.c.width-2)) + "\n")
 		return b.String()
 	case !m.askedRun:

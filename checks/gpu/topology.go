@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/ncclwiz/ncclwiz/checks"
@@ -106,7 +107,7 @@ func runTopology(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			ns = append(ns, k)
 		}
 		sort.Ints(ns)
-		fs = append(fs, checks.Finding{Severity: checks.Info, Title: fmt.Sprintf("GPUs sit on %d NUMA nodes %v", len(ns), ns),
+		fs = append(fs, checks.Finding{Severity: checks.Info, Title: fmt.Sprintf("GPUs sit on %d NUMA nodes (%s)", len(ns), joinInts(ns)),
 			Detail: "Traffic between GPUs on different sockets crosses the CPU interconnect (SYS in the matrix) unless NVLink joins them; for small jobs prefer GPUs of one NUMA node."})
 	}
 	return append([]checks.Finding{head}, fs...), nil
@@ -117,4 +118,13 @@ func first(xs []string, n int) []string {
 		return append(append([]string{}, xs[:n]...), fmt.Sprintf("+%d more", len(xs)-n))
 	}
 	return xs
+}
+
+// joinInts lists numbers for people: "0, 1".
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }

@@ -361,8 +361,10 @@ func runMount(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 		out = append(out, checks.Finding{Severity: sev, Title: title, Detail: detail, Guide: guide, Fixes: fixes})
 	}
 	// Both remedies are named: whether this is a container is host.container's call.
-	const grow = "On a host, remount it bigger (mount -o remount,size=8g /dev/shm; persist in /etc/fstab). " +
-		"In a container it cannot be resized from inside: start a new one with --shm-size=8g or --ipc=host " +
+	// Sizes are the fixes' business (shm.remount: half of RAM, as distributions
+	// mount it; container.shm: 8 GiB), so the text names none.
+	const grow = "On a host, remount it bigger (fix shm.remount proposes a size; shm.persist keeps it in /etc/fstab). " +
+		"In a container it cannot be resized from inside: start a new one with a bigger --shm-size or --ipc=host " +
 		"(Kubernetes: an emptyDir with medium: Memory and a sizeLimit mounted at /dev/shm)."
 
 	if !m.IsTmpfs {
