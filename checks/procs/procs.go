@@ -15,8 +15,8 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/host"
-	"github.com/ncclwiz/ncclwiz/textsafe"
 	"github.com/ncclwiz/ncclwiz/internal/units"
+	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
 // Checks returns proc.ranks.
@@ -274,7 +274,7 @@ func run(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 		list = append(list, e)
 	}
 	f := checks.Finding{Severity: checks.Warn,
-		Title: units.Count(len(stale), "leftover rank")+" from a job that is no longer running",
+		Title: units.Count(len(stale), "leftover rank") + " from a job that is no longer running",
 		Detail: "These processes were started as ranks of a distributed job (RANK/LOCAL_RANK in their environment) but their launcher is gone or they are zombies. " +
 			"They can keep GPU memory, shared-memory segments and the master port busy, so the next run fails or hangs. " +
 			"ncclwiz can end them by PID (SIGTERM first; SIGKILL only if you agree).",
