@@ -38,7 +38,8 @@ func TestRunProcessExitCodes(t *testing.T) {
 // A child left in the group after the leader exits normally is found and
 // ended; the pipe it holds does not block the runner.
 func TestRunProcessGroupSurvivor(t *testing.T) {
-	res, _, marker := shell(t, "sleep 1000 & echo started", time.Minute)
+	// Wait until the child has exec'd: before that its comm is still "sh".
+	res, _, marker := shell(t, `sleep 1000 & while [ "$(cat /proc/$!/comm)" != sleep ]; do :; done; echo started`, time.Minute)
 	if res.ExitCode != 0 || len(res.Survivors) != 1 || res.Survivors[0].Comm != "sleep" || res.Survivors[0].Why != "process group" {
 		t.Fatalf("%+v", res)
 	}
