@@ -188,7 +188,7 @@ func TestCheckExitCodesAndFlags(t *testing.T) {
 		stderr    string
 	}{
 		{"healthy shm", []string{"check", "--scenario", "healthy-h100", "--only", "shm"}, 0, []string{"shm.mount", "shm.segments", "No problems found"}, nil, ""},
-		{"orphans", []string{"check", "--scenario", "shm-orphans", "--only", "shm.segments"}, 1, []string{"orphaned NCCL segments", "fix: ncclwiz fix --apply shm.cleanup"}, []string{"shm.mount", "env.nccl"}, ""},
+		{"orphans", []string{"check", "--scenario", "shm-orphans", "--only", "shm.segments"}, 1, []string{"orphaned NCCL segments", "→ ncclwiz fix --apply shm.cleanup"}, []string{"shm.mount", "env.nccl"}, ""},
 		{"only shm.mount", []string{"check", "--scenario", "docker-small-shm", "--only", "shm.mount"}, 1, []string{"shm.mount", "64 MiB, the Docker and Kubernetes default"}, []string{"shm.segments"}, ""},
 		{"only shm.mount json", []string{"check", "--json", "--scenario", "healthy-h100", "--only", "shm.mount"}, 0, []string{`"id": "shm.mount"`}, []string{`"shm.segments"`}, ""},
 		{"unknown check", []string{"check", "--only", "nope"}, 2, nil, nil, "unknown check nope"},

@@ -98,7 +98,7 @@ func TestNoTTYPrintsReport(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	bin := tmuxtest.Build(t, "..")
-	s := tmuxtest.Start(t, 100, 30, "", []string{"TERM=xterm-256color"}, bin+" --scenario shm-orphans </dev/null | cat")
+	s := tmuxtest.Start(t, 100, 60, "", []string{"TERM=xterm-256color"}, bin+" --scenario shm-orphans </dev/null | cat")
 	scr := s.WaitFor(30*time.Second, "NCCLWIZ-EXIT=")
 	if !strings.Contains(scr, "ncclwiz check") || !strings.Contains(scr, "orphaned") || strings.Contains(scr, "TTY") {
 		t.Errorf("screen:\n%s", scr)

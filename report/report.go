@@ -16,6 +16,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/termio"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
@@ -222,8 +223,22 @@ func WritePlain(out termio.Output, h *host.Host, rs []checks.Result, opts PlainO
 		sort.SliceStable(fs, func(i, j int) bool { return fs[i].Severity.Rank() < fs[j].Severity.Rank() })
 		head := fs[0]
 		dur := formatDuration(r.Duration)
-		line := fmt.Sprintf("%s %-*s  %s", st.mark(worst, m), idw, r.ID, textsafe.Clean(head.Title))
+		// Titles wrap under themselves, the timing stays on the first line:
+		// an 80-column SSH session must not fold lines mid-word.
+		ind := strings.Repeat(" ", idw+4)
+		room := out.Width - len(ind)
+		if dur != "" {
+			room -= len(dur) + 2
+		}
+		tl := textwrap.Lines(textsafe.Clean(head.Title), room)
+		if len(tl) == 0 {
+			tl = []string{""}
+		}
+		line := fmt.Sprintf("%s %-*s  %s", st.mark(worst, m), idw, r.ID, tl[0])
 		b.WriteString(padRight(line, dur, out.Width) + "\n")
+		for _, l := range tl[1:] {
+			b.WriteString(ind + l + "\n")
+		}
 		shown := fs
 		if !opts.Verbose {
 			// Without -v: the head finding's hints, plus any other problem.
@@ -235,9 +250,14 @@ func WritePlain(out termio.Output, h *host.Host, rs []checks.Result, opts PlainO
 			}
 		}
 		for i, f := range shown {
-			ind := strings.Repeat(" ", idw+4)
 			if i > 0 {
-				b.WriteString(ind[:len(ind)-2] + st.mark(f.Severity, m) + " " + textsafe.Clean(f.Title) + "\n")
+				for j, l := range textwrap.Lines(textsafe.Clean(f.Title), out.Width-len(ind)) {
+					lead := ind
+					if j == 0 {
+						lead = ind[:len(ind)-2] + st.mark(f.Severity, m) + " "
+					}
+					b.WriteString(lead + l + "\n")
+				}
 			}
 			if opts.Verbose {
 				if f.Detail != "" {
@@ -249,8 +269,10 @@ func WritePlain(out termio.Output, h *host.Host, rs []checks.Result, opts PlainO
 					b.WriteString(ind + st.dim.Render(l) + "\n")
 				}
 			}
-			if hint := hints(f, m); hint != "" && (f.Severity.IsProblem() || opts.Verbose) {
-				b.WriteString(ind + st.hint.Render(hint) + "\n")
+			if f.Severity.IsProblem() || opts.Verbose {
+				for _, l := range hints(f, m, out.Width-len(ind)) {
+					b.WriteString(ind + st.hint.Render(l) + "\n")
+				}
 			}
 		}
 	}
@@ -262,18 +284,29 @@ func WritePlain(out termio.Output, h *host.Host, rs []checks.Result, opts PlainO
 	return nil
 }
 
-func hints(f checks.Finding, m marks) string {
+// hints are the fix and guide commands, one "·"-separated line, broken
+// between commands (never inside one) when it would not fit width.
+func hints(f checks.Finding, m marks, width int) []string {
 	var parts []string
 	if len(f.Fixes) > 0 {
-		parts = append(parts, "fix: ncclwiz fix --apply "+strings.Join(f.Fixes, ","))
+		parts = append(parts, "ncclwiz fix --apply "+strings.Join(f.Fixes, ","))
 	}
 	if f.Guide != "" {
-		parts = append(parts, "guide: ncclwiz guides "+f.Guide)
+		parts = append(parts, "ncclwiz guides "+f.Guide)
 	}
 	if len(parts) == 0 {
-		return ""
+		return nil
 	}
-	return m.arrow + " " + strings.Join(parts, " · ")
+	lines := []string{m.arrow + " " + parts[0]}
+	for _, p := range parts[1:] {
+		last := &lines[len(lines)-1]
+		if lipgloss.Width(*last)+3+lipgloss.Width(p) <= width {
+			*last += " · " + p
+		} else {
+			lines = append(lines, strings.Repeat(" ", lipgloss.Width(m.arrow)+1)+p)
+		}
+	}
+	return lines
 }
 
 func summaryLine(rs []checks.Result, verbose bool) string {
@@ -286,27 +319,18 @@ func summaryLine(rs []checks.Result, verbose bool) string {
 	var parts []string
 	switch n := s.Errors + s.Warnings; n {
 	case 0:
-		parts = append(parts, "No problems found in "+count(len(rs), "check"))
+		parts = append(parts, "No problems found in "+units.Count(len(rs), "check"))
 	default:
-		parts = append(parts, fmt.Sprintf("%d %s found (%s, %s)", n, plural(n, "problem"),
-			count(s.Errors, "error"), count(s.Warnings, "warning")))
+		parts = append(parts, fmt.Sprintf("%s found (%s, %s)", units.Count(n, "problem"),
+			units.Count(s.Errors, "error"), units.Count(s.Warnings, "warning")))
 	}
 	if s.Skipped > 0 {
-		parts = append(parts, count(s.Skipped, "check")+" skipped")
+		parts = append(parts, units.Count(s.Skipped, "check")+" skipped")
 	}
 	if !verbose {
 		parts = append(parts, "run with -v for details")
 	}
 	return strings.Join(parts, " · ") + "."
-}
-
-func count(n int, word string) string { return fmt.Sprintf("%d %s", n, plural(n, word)) }
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
 }
 
 func formatDuration(d time.Duration) string {

@@ -64,7 +64,7 @@ func TestPlainAndJSON(t *testing.T) {
 	if err := WritePlain(termio.New(&out, []string{"LANG=C.UTF-8"}, false), h, rs, PlainOptions{Verbose: true}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"a.ok", "✗ b.bad", "it broke", "fix: ncclwiz fix --apply shm.cleanup", "1 problem found (1 error, 0 warnings)"} {
+	for _, want := range []string{"a.ok", "✗ b.bad", "it broke", "→ ncclwiz fix --apply shm.cleanup", "1 problem found (1 error, 0 warnings)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("plain report lacks %q:\n%s", want, out.String())
 		}

@@ -385,6 +385,11 @@ func runMount(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			"NCCL creates its segments there as the user who runs the job, so mkstemp fails with 'Permission denied'. "+
 				"The usual mode is 1777 (everyone may create files, only owners may delete them): chmod 1777 /dev/shm as root.",
 			"shm-no-space")
+	} else if !m.ReadOnly && m.Mode != 0 && m.Mode&0o002 == 0 {
+		add(checks.Warn, fmt.Sprintf("%s is not writable for other users (mode %04o)", dir, unixMode(m.Mode)),
+			"ncclwiz runs as a user who may write there, but a job started by anyone else fails to create its segments with 'Permission denied'. "+
+				"The usual mode is 1777 (everyone may create files, only owners may delete them): chmod 1777 /dev/shm as root.",
+			"shm-no-space")
 	} else if m.Mode&0o002 != 0 && m.Mode&fs.ModeSticky == 0 {
 		add(checks.Info, fmt.Sprintf("%s is world-writable without the sticky bit (mode %04o)", dir, unixMode(m.Mode)),
 			"Any local user may delete or replace other users' segments while a job attaches to them. The usual mode is 1777.",

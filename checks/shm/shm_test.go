@@ -131,6 +131,7 @@ func TestMountFindings(t *testing.T) {
 		{"unlimited tmpfs", "25 22 0:23 / /dev/shm rw - tmpfs tmpfs rw,size=0\n", sticky, host.StatFS{Type: host.TmpfsMagic, Bsize: 4096}, owner, checks.OK, "tmpfs with no size limit", "", 0},
 		{"not writable for the user", mountinfoHost, os.ModeDir | 0o755, big, stranger, checks.Error, fmt.Sprintf("not writable for uid %d (mode 0755)", stranger), "shm-no-space", 1},
 		{"no sticky bit", mountinfoHost, os.ModeDir | 0o777, big, owner, checks.Info, "world-writable without the sticky bit (mode 0777)", "shm-stale-segments", 0},
+		{"writable for its owner only", mountinfoHost, os.ModeDir | 0o755, big, owner, checks.Warn, "not writable for other users (mode 0755)", "shm-no-space", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -809,6 +810,10 @@ func FuzzParseMountinfo(f *testing.F) {
 func TestFixtureTree(t *testing.T) {
 	root := t.TempDir()
 	if err := os.CopyFS(root, os.DirFS("testdata/docker-64m")); err != nil {
+		t.Fatal(err)
+	}
+	// A checkout cannot carry /dev/shm's 1777; a 0755 one is a finding of its own.
+	if err := os.Chmod(filepath.Join(root, "dev/shm"), 0o777|os.ModeSticky); err != nil {
 		t.Fatal(err)
 	}
 	old := time.Now().Add(-time.Hour) // a checkout makes every file new
