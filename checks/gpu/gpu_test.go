@@ -130,29 +130,42 @@ func TestHealthyDGX(t *testing.T) {
 	}
 }
 
+// accelerate's refusal (and with it NCCL_IB_DISABLE) depends on the driver:
+// before 550.40.07 it insists on both variables; after, P2P alone is advised.
 func TestConsumerPCIeWithoutP2P(t *testing.T) {
 	rtx := gpus.Config{Name: "NVIDIA GeForce RTX 4090", Architecture: nvml.DEVICE_ARCH_ADA, Brand: nvml.BRAND_GEFORCE, MemoryMB: 24564, CudaMajor: 8, CudaMinor: 9}
-	srv, err := server.New(server.WithGPUs(rtx, rtx), server.WithDriverVersion("535.183.01"), server.WithCUDADriverVersion(12020))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := hostWith(t, box{p2p: nvml.P2P_STATUS_NOT_SUPPORTED}.wire(srv), nil, nil)
-	fs, err := runTopology(context.Background(), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f *checks.Finding
-	for i := range fs {
-		if fs[i].Guide == "consumer-gpu-p2p" {
-			f = &fs[i]
-		}
-	}
-	if f == nil || f.Severity != checks.Warn {
-		t.Fatalf("no consumer-GPU finding:\n%s", titles(fs))
-	}
-	rec := f.Evidence["recommended_env"].(map[string]string)
-	if rec["NCCL_P2P_DISABLE"] != "1" || rec["NCCL_IB_DISABLE"] != "1" {
-		t.Errorf("recommended env = %v", rec)
+	for _, c := range []struct {
+		driver    string
+		wantIB    bool
+		wantInTxt string
+	}{
+		{"535.183.01", true, "accelerate refuses to start"},
+		{"550.54.15", false, "NCCL_P2P_DISABLE=1 makes that choice explicit"},
+	} {
+		t.Run(c.driver, func(t *testing.T) {
+			srv, err := server.New(server.WithGPUs(rtx, rtx), server.WithDriverVersion(c.driver), server.WithCUDADriverVersion(12020))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := hostWith(t, box{p2p: nvml.P2P_STATUS_NOT_SUPPORTED}.wire(srv), nil, nil)
+			fs, err := runTopology(context.Background(), h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f *checks.Finding
+			for i := range fs {
+				if fs[i].Guide == "consumer-gpu-p2p" {
+					f = &fs[i]
+				}
+			}
+			if f == nil || f.Severity != checks.Warn {
+				t.Fatalf("no consumer-GPU finding:\n%s", titles(fs))
+			}
+			rec := f.Evidence["recommended_env"].(map[string]string)
+			if rec["NCCL_P2P_DISABLE"] != "1" || (rec["NCCL_IB_DISABLE"] == "1") != c.wantIB || !strings.Contains(f.Detail, c.wantInTxt) {
+				t.Errorf("recommended env = %v, detail %q", rec, f.Detail)
+			}
+		})
 	}
 }
 

@@ -82,12 +82,24 @@ func runTopology(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			}}
 		if cons {
 			f.Title = fmt.Sprintf("Consumer GPUs (%s) without peer-to-peer", s.Devices[0].Name)
-			f.Detail = "GeForce RTX 40/50-series cards have no NVLink and no working PCIe P2P with many drivers; accelerate refuses to start unless NCCL_P2P_DISABLE=1 and NCCL_IB_DISABLE=1. NCCL then uses shared memory."
+			f.Detail = "GeForce cards have no NVLink, and NVML reports no PCIe peer-to-peer between these: NCCL moves data through host shared memory. " +
+				"NCCL_P2P_DISABLE=1 makes that choice explicit on every rank."
 			f.Guide = "consumer-gpu-p2p"
-			f.Evidence["recommended_env"] = map[string]string{"NCCL_P2P_DISABLE": "1", "NCCL_IB_DISABLE": "1"}
+			f.Evidence["recommended_env"] = map[string]string{"NCCL_P2P_DISABLE": "1"}
 			f.Evidence["recommended_env_reason"] = map[string]string{
-				"NCCL_P2P_DISABLE": "consumer GPUs without working P2P (accelerate requires it)",
-				"NCCL_IB_DISABLE":  "accelerate requires it on RTX 40-series GPUs",
+				"NCCL_P2P_DISABLE": "consumer GPUs without peer-to-peer (NVML)",
+			}
+			// accelerate (utils/environment.py check_cuda_p2p_ib_support)
+			// refuses more than one "RTX 40" GPU on drivers before 550.40.07
+			// unless both variables are set.
+			if n > 1 && strings.Contains(s.Devices[0].Name, "RTX 40") && s.Driver != "" && versionLess(s.Driver, "550.40.07") {
+				f.Detail += " With driver " + s.Driver + " (older than 550.40.07), accelerate refuses to start on RTX 40-series GPUs unless " +
+					"NCCL_P2P_DISABLE=1 and NCCL_IB_DISABLE=1 are both set (or the job starts with `accelerate launch`, which sets them); a newer driver lifts that check."
+				f.Evidence["recommended_env"] = map[string]string{"NCCL_P2P_DISABLE": "1", "NCCL_IB_DISABLE": "1"}
+				f.Evidence["recommended_env_reason"] = map[string]string{
+					"NCCL_P2P_DISABLE": "consumer GPUs without peer-to-peer (NVML); accelerate requires it on RTX 40-series with drivers before 550.40.07",
+					"NCCL_IB_DISABLE":  "accelerate requires it on RTX 40-series with drivers before 550.40.07",
+				}
 			}
 			f.Fixes = []string{"env.export", "launch.single-gpu"}
 		}
