@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -193,6 +194,11 @@ func ExplainForWizard(ctx context.Context, lang, path string) (tui.LogResult, er
 		}
 		return tui.LogResult{}, err
 	}
+	// The screen already shows the path; evidence names just the file so
+	// the line itself fits in 80 columns.
+	for i := range inputs {
+		inputs[i].Name = filepath.Base(inputs[i].Name)
+	}
 	rep, err := explain.Analyze(ctx, inputs, explain.Options{Lang: lang})
 	if err != nil {
 		return tui.LogResult{}, err
@@ -209,7 +215,11 @@ func logResult(r *explain.Report) tui.LogResult {
 	for _, d := range r.Diagnoses {
 		ld := tui.LogDiagnosis{ID: d.ID, Title: d.Title, Confidence: d.Confidence, RootCause: d.RootCause, Guide: d.Guide, Fixes: d.Fixes}
 		for _, ev := range d.Evidence {
-			ld.Evidence = append(ld.Evidence, fmt.Sprintf("%s:%d: %s", ev.File, ev.Line, ev.Text))
+			where := fmt.Sprintf("%s:%d", ev.File, ev.Line)
+			if ev.Rank >= 0 {
+				where += fmt.Sprintf(" rank %d", ev.Rank)
+			}
+			ld.Evidence = append(ld.Evidence, where+": "+explain.Message(ev.Text))
 		}
 		if w := d.Watchdog; w != nil {
 			ld.Evidence = append(ld.Evidence, "verdict: "+w.Verdict)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -283,4 +284,13 @@ func atoi(b []byte) int {
 		n = n*10 + int(c-'0')
 	}
 	return n
+}
+
+// Message returns a log line without its launcher, timestamp, glog and NCCL
+// prefixes: the words a person reads first when space is short.
+func Message(line string) string {
+	if msg := string(parseMeta([]byte(line)).Msg); strings.TrimSpace(msg) != "" {
+		return msg
+	}
+	return line
 }

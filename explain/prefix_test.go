@@ -55,3 +55,17 @@ func TestStampOrder(t *testing.T) {
 		t.Error("month 13 accepted")
 	}
 }
+
+func TestMessage(t *testing.T) {
+	for in, want := range map[string]string{
+		"[rank0]:[E1122 03:12:40.101223871 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout": "[Rank 0] Watchdog caught collective operation timeout",
+		"node1:1234:1290 [0] misc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-Ab to 9637892 bytes":       "Error: failed to extend /dev/shm/nccl-Ab to 9637892 bytes",
+		"plain text": "plain text",
+		"[rank3]: ":  "[rank3]: ",
+		"":           "",
+	} {
+		if got := Message(in); got != want {
+			t.Errorf("Message(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
