@@ -15,6 +15,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/all"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/redact"
 	"github.com/ncclwiz/ncclwiz/report"
 	"github.com/ncclwiz/ncclwiz/textsafe"
@@ -122,7 +123,7 @@ func renderMarkdownReport(h *host.Host, rs []checks.Result, version string) (str
 		fmt.Fprintf(&b, "- kernel: %s\n", strings.TrimSpace(string(rel)))
 	}
 	s := doc.Summary
-	fmt.Fprintf(&b, "- summary: %d errors, %d warnings, %d skipped, exit code %d\n\n", s.Errors, s.Warnings, s.Skipped, s.ExitCode)
+	fmt.Fprintf(&b, "- summary: %s, %s, %d skipped, exit code %d\n\n", units.Count(s.Errors, "error"), units.Count(s.Warnings, "warning"), s.Skipped, s.ExitCode)
 
 	var problems, skipped []checks.Finding
 	for _, fd := range doc.Findings {
