@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"os/signal"
 	"strings"
@@ -85,11 +84,8 @@ func runCheck(cmd *cobra.Command, a *App, f checkFlags) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	results := checks.Run(ctx, h, selected, checks.Options{})
 	if f.json {
 		if err := report.WriteJSON(a.Stdout, h, results, a.VersionString()); err != nil {

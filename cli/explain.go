@@ -67,11 +67,8 @@ func runExplain(cmd *cobra.Command, a *App, f explainFlags, args []string) error
 	if f.maxLine < 256 {
 		return usageError{fmt.Errorf("--max-line must be at least 256 bytes")}
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	rep, err := explain.Analyze(ctx, inputs, explain.Options{Lang: a.Lang, MaxLineBytes: f.maxLine})
 	if err != nil {
 		return fmt.Errorf("explain: %w", err)

@@ -128,7 +128,7 @@ func runTest(cmd *cobra.Command, a *App, f testFlags) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if !f.json {
 		p := &progress{w: a.Stdout}

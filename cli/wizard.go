@@ -50,7 +50,7 @@ func runWizard(cmd *cobra.Command, a *App) error {
 	if a.scenario != nil {
 		deps.SuggestedLog = a.scenario.LogPath
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	opt := tui.Options{ASCII: termio.NoColor(a.Env, a.NoColor) || !termio.UnicodeOK(a.Env), Lang: a.Lang}
 	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithEnvironment(a.Env)}

@@ -20,7 +20,7 @@ const (
 	Current Status = "current"
 	// Undocumented: read by current code but absent from the docs.
 	Undocumented Status = "undocumented"
-	// Deprecated: still read, with a warning or a replacement named.
+	// Deprecated marks a variable still read, with a warning or a replacement named.
 	Deprecated Status = "deprecated"
 	// Removed: no longer read by current releases.
 	Removed Status = "removed"

@@ -21,7 +21,6 @@ const (
 
 var (
 	reVersionLine = regexp.MustCompile(`NCCL version (\d+\.\d+\.\d+)([^+\s]*)(?:\+cuda(\d+\.\d+))?`)
-	reWrapperVer  = regexp.MustCompile(`NCCL error in: \S+:\d+, .+?, NCCL version (\d+\.\d+\.\d+)`)
 	reCommSummary = regexp.MustCompile(`comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank (\d+)`)
 	reInitDone    = regexp.MustCompile(`(?:ncclCommInitRank\w*|ncclCommSplit|ncclCommInitAll) comm 0x[0-9a-f]+ rank (\d+) nranks (\d+) cudaDev (\d+)[^\r\n]*- Init COMPLETE`)
 	reBootstrap   = regexp.MustCompile(`Bootstrap ?: Using(?: \[\d+\])? ?([^:\s]+):(\S+?)<\d+>`)

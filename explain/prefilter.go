@@ -3,7 +3,6 @@ package explain
 import (
 	"encoding/binary"
 	"math/bits"
-	"sort"
 )
 
 // gramScanner finds which of many literals occur in a line in one pass.
@@ -173,20 +172,6 @@ func equalFoldASCII(b []byte, l string) bool {
 		}
 	}
 	return true
-}
-
-// sortedTags returns the distinct tags (for tests).
-func (s *gramScanner) sortedTags() []int {
-	seen := map[int]bool{}
-	for _, t := range s.tags {
-		seen[t] = true
-	}
-	var out []int
-	for t := range seen {
-		out = append(out, t)
-	}
-	sort.Ints(out)
-	return out
 }
 
 // bitset helpers over []uint64.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/ncclwiz/ncclwiz/checks"
@@ -293,14 +292,4 @@ func scriptDropIn(s *script, d dropIn) {
 	}
 	s.printf("put_file %s \"$%s\" || true\n", p, v)
 	s.say("  " + d.effect)
-}
-
-// sortedKeys is used by tests.
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -23,7 +23,6 @@ type applyModel struct {
 	c       *common
 	started bool
 	done    bool
-	current string
 	queue   []string
 	log     []string
 	results []FixResult

@@ -19,8 +19,6 @@ type findingsModel struct {
 	shown   []checks.Finding
 	cursor  int
 	showAll bool
-	// openGuide is set when the user asked for a finding's guide.
-	openGuide string
 }
 
 func (m *findingsModel) load(rs []checks.Result) {

@@ -17,8 +17,8 @@ const maxNVLinks = nvml.NVLINK_MAX_LINKS
 // Probe asks NVML about the GPUs. Init is called once; on failure nothing
 // else is called, and the state says why.
 func Probe(_ context.Context, h *host.Host) Snapshot {
-	lib, ok := h.NVML.(nvml.Interface)
-	if h.NVML == nil || !ok || lib == nil {
+	lib := h.NVML
+	if lib == nil {
 		return Snapshot{State: StateNoNVML, Detail: "no NVIDIA driver on this machine (no NVML)"}
 	}
 	if ret := lib.Init(); ret != nvml.SUCCESS {

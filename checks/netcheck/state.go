@@ -229,14 +229,6 @@ func (s *netState) owner(a netip.Addr) *Iface {
 	return nil
 }
 
-func (s *netState) names() []string {
-	out := make([]string, len(s.Ifaces))
-	for i, f := range s.Ifaces {
-		out[i] = f.Name
-	}
-	return out
-}
-
 // isLocal reports whether a is this host (loopback or one of its addresses).
 func (s *netState) isLocal(a netip.Addr) bool {
 	a = a.Unmap()
