@@ -190,6 +190,10 @@ func TestCheckExitCodesAndFlags(t *testing.T) {
 		{"healthy shm", []string{"check", "--scenario", "healthy-h100", "--only", "shm"}, 0, []string{"shm.mount", "shm.segments", "No problems found"}, nil, ""},
 		{"orphans", []string{"check", "--scenario", "shm-orphans", "--only", "shm.segments"}, 1, []string{"orphaned NCCL segments", "→ ncclwiz fix --apply shm.cleanup"}, []string{"shm.mount", "env.nccl"}, ""},
 		{"only shm.mount", []string{"check", "--scenario", "docker-small-shm", "--only", "shm.mount"}, 1, []string{"shm.mount", "64 MiB, the Docker and Kubernetes default"}, []string{"shm.segments"}, ""},
+		// The container explains the 64 MiB without counting it again.
+		{"container shm counted once", []string{"check", "--json", "--scenario", "docker-small-shm", "--only", "host.container"}, 0, []string{"with the Docker default /dev/shm of 64 MiB", `"severity": "info"`, `"container.shm"`}, []string{`"severity": "warn"`, `"severity": "error"`}, ""},
+		// Simulated GPUs sit on the simulated PCI bus too.
+		{"pci bus matches NVML", []string{"check", "--scenario", "healthy-h100", "--only", "host.pcie,gpu.inventory"}, 0, []string{"8 NVIDIA GPUs on the PCI bus", "8× NVIDIA H100"}, nil, ""},
 		{"only shm.mount json", []string{"check", "--json", "--scenario", "healthy-h100", "--only", "shm.mount"}, 0, []string{`"id": "shm.mount"`}, []string{`"shm.segments"`}, ""},
 		{"unknown check", []string{"check", "--only", "nope"}, 2, nil, nil, "unknown check nope"},
 		{"unknown dotted check", []string{"check", "--only", "nope.nope"}, 2, nil, nil, "unknown check nope.nope"},

@@ -13,6 +13,8 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/internal/shmtest"
 	"github.com/ncclwiz/ncclwiz/internal/tmuxtest"
+	"github.com/ncclwiz/ncclwiz/steps"
+	"github.com/ncclwiz/ncclwiz/tui"
 )
 
 // runIn runs the CLI with the given stdin (never a terminal).
@@ -190,5 +192,29 @@ func TestFixPromptsOnATerminal(t *testing.T) {
 	screen := s.WaitFor(30*time.Second, "NCCLWIZ-EXIT=")
 	if !strings.Contains(screen, "grew from 128 MiB to") || !strings.Contains(screen, "NCCLWIZ-EXIT=0") {
 		t.Errorf("screen:\n%s", screen)
+	}
+}
+
+// The wizard reads the fixer's verdicts by name; the two lists must agree.
+func TestWizardVerdictNamesMatchSteps(t *testing.T) {
+	for _, p := range [][2]string{{tui.VerdictPassed, steps.VerdictPassed}, {tui.VerdictFailed, steps.VerdictFailed}, {tui.VerdictUnproven, steps.VerdictUnproven}} {
+		if p[0] != p[1] {
+			t.Errorf("tui %q != steps %q", p[0], p[1])
+		}
+	}
+}
+
+func TestSentences(t *testing.T) {
+	for _, c := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"no usable GPU: no NVIDIA driver found", "run it on the GPU server."}, "No usable GPU: no NVIDIA driver found. Run it on the GPU server."},
+		{[]string{"", "  ", "élan"}, "Élan."},
+		{nil, ""},
+	} {
+		if got := sentences(c.in); got != c.want {
+			t.Errorf("sentences(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +83,45 @@ func TestPlainAndJSON(t *testing.T) {
 	}
 	if doc.Summary.Errors != 1 || doc.Summary.ExitCode != 1 || doc.Host.Name != `node\x1b[1m` || len(doc.Checks) != 2 {
 		t.Errorf("json = %+v", doc)
+	}
+}
+
+// At 80 columns (an SSH session) nothing is wider than the terminal: long
+// titles wrap under themselves and hints break between commands.
+func TestPlainWrapsAtTheTerminalWidth(t *testing.T) {
+	h := &host.Host{Kind: "fixture", Name: "n"}
+	long := "12 orphaned NCCL segments and 1 other hold 110.3 MiB in /dev/shm (left by a crashed job)"
+	rs := checks.Run(context.Background(), h, []checks.Check{
+		{ID: "shm.segments", Title: "segments", Run: func(context.Context, *host.Host) ([]checks.Finding, error) {
+			return []checks.Finding{{Severity: checks.Error, Title: long, Guide: "shm-stale-segments",
+				Fixes: []string{"shm.cleanup", "shm.remount", "container.shm"}}}, nil
+		}},
+	}, checks.Options{})
+	var out bytes.Buffer
+	o := termio.New(&out, []string{"LANG=C.UTF-8"}, false)
+	o.Width = 80
+	if err := WritePlain(o, h, rs, PlainOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, l := range strings.Split(text, "\n") {
+		if n := len([]rune(l)); n > 80 {
+			t.Errorf("line of %d columns: %q", n, l)
+		}
+	}
+	// Read it back as words, without the timing column.
+	timing := regexp.MustCompile(`\s+(?:<1ms|\d+ms|\d+\.\ds)$`)
+	var words []string
+	for _, l := range strings.Split(text, "\n") {
+		words = append(words, strings.Fields(timing.ReplaceAllString(l, ""))...)
+	}
+	joined := strings.Join(words, " ")
+	for _, want := range []string{long, "→ ncclwiz fix --apply shm.cleanup,shm.remount,container.shm", "ncclwiz guides shm-stale-segments"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("lost %q in:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "shm.cleanup,shm.remount,container.shm · ncclwiz guides") {
+		t.Errorf("hints should have broken between commands:\n%s", text)
 	}
 }

@@ -93,12 +93,13 @@ func (m applyModel) update(msg tea.Msg) (applyModel, tea.Cmd) {
 	return m, nil
 }
 
-// verdict says whether the fix did what it answers. Problems the re-run
-// checks still report for other reasons (a small /dev/shm after a cleanup)
-// are named, not held against this fix.
-func verdict(r FixResult) (bool, string) {
+// verdict says whether the fix did what it answers: OK (proven), Error
+// (not done or still reported) or Info (done, but nothing here can prove
+// it). Problems the re-run checks still report for other reasons (a small
+// /dev/shm after a cleanup) are named, not held against this fix.
+func verdict(r FixResult) (checks.Severity, string) {
 	if r.Err != nil {
-		return false, "failed: " + r.Err.Error()
+		return checks.Error, "failed: " + r.Err.Error()
 	}
 	var ids, others []string
 	for _, rc := range r.Recheck {
@@ -112,26 +113,30 @@ func verdict(r FixResult) (bool, string) {
 		also = "; other findings remain in " + strings.Join(others, ", ") + " (see their own fixes)"
 	}
 	switch r.Verdict {
-	case "failed":
-		return false, "re-check still reports: " + textsafe.Clean(strings.Join(r.Remaining, "; "))
-	case "passed":
+	case VerdictFailed:
+		return checks.Error, "re-check still reports: " + textsafe.Clean(strings.Join(r.Remaining, "; "))
+	case VerdictPassed:
 		if len(ids) == 0 {
-			return true, "verified: " + textsafe.Clean(r.Proof)
+			if r.Proof == "" {
+				return checks.OK, "verified"
+			}
+			return checks.OK, "verified: " + textsafe.Clean(r.Proof)
 		}
-		return true, "re-check passed (" + strings.Join(ids, ", ") + ")" + also
-	case "unproven":
+		return checks.OK, "re-check passed (" + strings.Join(ids, ", ") + ")" + also
+	case VerdictUnproven:
 		if r.Proof != "" {
-			return true, "done; " + textsafe.Clean(r.Proof)
+			return checks.Info, "done; " + textsafe.Clean(r.Proof)
 		}
-		return true, "done; no check here can prove it — the next run will"
+		return checks.Info, "done; no check here can prove it — the next run will"
 	}
+	// No verdict from the fixer: any problem in the re-check counts.
 	if len(ids) == 0 {
-		return true, "done"
+		return checks.Info, "done"
 	}
 	if len(others) > 0 {
-		return false, "re-check still reports problems in " + strings.Join(others, ", ")
+		return checks.Error, "re-check still reports problems in " + strings.Join(others, ", ")
 	}
-	return true, "re-check passed (" + strings.Join(ids, ", ") + ")"
+	return checks.OK, "re-check passed (" + strings.Join(ids, ", ") + ")"
 }
 
 func (m applyModel) view() string {
@@ -143,11 +148,8 @@ func (m applyModel) view() string {
 		b.WriteString(st.title.Render("Applied") + "\n\n")
 	}
 	for _, r := range m.results {
-		ok, v := verdict(r)
-		mark := st.mark(checks.OK)
-		if !ok {
-			mark = st.mark(checks.Error)
-		}
+		sev, v := verdict(r)
+		mark := st.mark(sev)
 		b.WriteString(mark + " " + st.title.Render(r.ID) + "\n    " + textwrap.String(textsafe.Clean(r.Summary), m.c.width-4, "    ") + "\n")
 		for i, ch := range r.Changed {
 			if i == 6 {

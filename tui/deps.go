@@ -38,15 +38,22 @@ type FixView struct {
 }
 
 // FixResult is what applying one fix did.
+// Fix verdicts, as steps.Outcome reports them (the CLI passes them through).
+const (
+	VerdictPassed   = "passed"   // no re-check finding names the fix any more
+	VerdictFailed   = "failed"   // one still does
+	VerdictUnproven = "unproven" // done, but no check here can prove it
+)
+
 type FixResult struct {
 	ID      string
 	Summary string
 	Changed []string
 	// Recheck holds the re-run checks that prove (or disprove) the fix.
 	Recheck []checks.Result
-	// Verdict is the fixer's judgement of the re-check: "passed" when no
-	// finding naming this fix remains, "failed", "unproven", or "" when the
-	// fixer gave none (then any problem in Recheck counts against it).
+	// Verdict is the fixer's judgement of the re-check (VerdictPassed,
+	// VerdictFailed, VerdictUnproven), or "" when the fixer gave none: then
+	// any problem in Recheck counts against it.
 	Verdict string
 	// Remaining are the titles of re-check findings that still name it;
 	// Proof is how a fix no check can judge verified itself.

@@ -128,11 +128,8 @@ func (m summaryModel) view() string {
 		b.WriteString(st.m.bullet + " done: no fixes applied\n")
 	}
 	for _, r := range m.applied {
-		ok, v := verdict(r)
-		mark := st.mark(checks.OK)
-		if !ok {
-			mark = st.mark(checks.Error)
-		}
+		sev, v := verdict(r)
+		mark := st.mark(sev)
 		b.WriteString(fmt.Sprintf("%s done: %s %s\n    %s\n", st.m.bullet, mark, r.ID, textwrap.String(v, m.c.width-4, "    ")))
 	}
 	switch {

@@ -14,23 +14,24 @@ func TestVerdict(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		r      FixResult
-		ok     bool
+		sev    checks.Severity
 		substr string
 	}{
-		{"error", FixResult{Err: errors.New("boom")}, false, "failed: boom"},
-		{"passed, another problem elsewhere", FixResult{Verdict: "passed", Recheck: []checks.Result{okCheck, smallShm}}, true, "re-check passed (shm.segments, shm.mount); other findings remain in shm.mount"},
-		{"failed names what remains", FixResult{Verdict: "failed", Remaining: []string{"1 orphaned segment"}, Recheck: []checks.Result{smallShm}}, false, "still reports: 1 orphaned segment"},
-		{"unproven with proof", FixResult{Verdict: "unproven", Proof: "fstab read back"}, true, "done; fstab read back"},
-		{"unproven", FixResult{Verdict: "unproven"}, true, "no check here can prove it"},
-		{"passed by proof", FixResult{Verdict: "passed", Proof: "/etc/fstab was read back"}, true, "verified: /etc/fstab was read back"},
-		{"no verdict: any problem counts", FixResult{Recheck: []checks.Result{smallShm}}, false, "still reports problems in shm.mount"},
-		{"no verdict, clean", FixResult{Recheck: []checks.Result{okCheck}}, true, "re-check passed (shm.segments)"},
-		{"nothing to check", FixResult{}, true, "done"},
+		{"error", FixResult{Err: errors.New("boom")}, checks.Error, "failed: boom"},
+		{"passed, another problem elsewhere", FixResult{Verdict: "passed", Recheck: []checks.Result{okCheck, smallShm}}, checks.OK, "re-check passed (shm.segments, shm.mount); other findings remain in shm.mount"},
+		{"failed names what remains", FixResult{Verdict: "failed", Remaining: []string{"1 orphaned segment"}, Recheck: []checks.Result{smallShm}}, checks.Error, "still reports: 1 orphaned segment"},
+		{"unproven with proof", FixResult{Verdict: "unproven", Proof: "fstab read back"}, checks.Info, "done; fstab read back"},
+		{"unproven", FixResult{Verdict: "unproven"}, checks.Info, "no check here can prove it"},
+		{"passed by proof", FixResult{Verdict: "passed", Proof: "/etc/fstab was read back"}, checks.OK, "verified: /etc/fstab was read back"},
+		{"no verdict: any problem counts", FixResult{Recheck: []checks.Result{smallShm}}, checks.Error, "still reports problems in shm.mount"},
+		{"no verdict, clean", FixResult{Recheck: []checks.Result{okCheck}}, checks.OK, "re-check passed (shm.segments)"},
+		{"nothing to check", FixResult{}, checks.Info, "done"},
+		{"passed, no proof text", FixResult{Verdict: "passed"}, checks.OK, "verified"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ok, s := verdict(c.r)
-			if ok != c.ok || !strings.Contains(s, c.substr) {
-				t.Errorf("verdict = %v %q, want %v containing %q", ok, s, c.ok, c.substr)
+			sev, s := verdict(c.r)
+			if sev != c.sev || !strings.Contains(s, c.substr) {
+				t.Errorf("verdict = %v %q, want %v containing %q", sev, s, c.sev, c.substr)
 			}
 		})
 	}
