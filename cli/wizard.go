@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"unicode"
 	"unicode/utf8"
@@ -122,40 +123,41 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 			return guideui.New(lib, guideui.Options{Lang: lang, Style: style, Dark: true, Learn: learn})
 		}
 	}
-	// Fixes are planned against the current findings each time, so the
-	// checklist always reflects the machine as it is now.
+	// Each planning run is kept: the views the wizard shows carry the run's
+	// number, and ApplyFix applies that run's frozen fix (its exact segments,
+	// PIDs and sizes), never a fresh plan, so what runs is what was shown.
+	// Fix.Apply re-proves every precondition as it acts and reports what it
+	// left alone.
 	var host *hostpkg.Host
+	plans := &planStore{}
 	d.PlanFixes = func(ctx context.Context, fs []checks.Finding) []tui.FixView {
 		if host == nil {
 			host, _ = a.Host()
 		}
+		plan := steps.Plan(ctx, host, fs)
+		n := plans.add(plan)
 		var out []tui.FixView
-		for _, f := range steps.Plan(ctx, host, fs) {
+		for _, f := range plan {
 			out = append(out, tui.FixView{ID: f.ID, Title: f.Title, Summary: f.Summary, Risk: string(f.Risk), NeedsRoot: f.NeedsRoot,
-				Impossible: f.Impossible, Alternative: f.Alternative, Preview: f.Preview(), Answers: f.Answers, Manual: f.Manual})
+				Impossible: f.Impossible, Alternative: f.Alternative, Preview: f.Preview(), Answers: f.Answers, Manual: f.Manual,
+				Warnings: f.Warnings, Plan: n})
 		}
 		return out
 	}
-	d.ApplyFix = func(ctx context.Context, id string, progress func(string)) tui.FixResult {
-		h, _ := a.Host()
-		fs, err := findingsNow(ctx, h)
-		if err != nil {
-			return tui.FixResult{ID: id, Err: err}
-		}
-		fx, ok := steps.ByID(steps.PlanFor(ctx, h, fs, []string{id}), id)
+	d.ApplyFix = func(ctx context.Context, v tui.FixView, progress func(string)) tui.FixResult {
+		fx, ok := plans.fix(v.Plan, v.ID)
 		if !ok {
-			return tui.FixResult{ID: id, Summary: "nothing left to do"}
+			return tui.FixResult{ID: v.ID, Err: fmt.Errorf("%s is not in the plan that was shown; nothing applied", v.ID)}
+		}
+		h, err := a.Host()
+		if err != nil {
+			return tui.FixResult{ID: v.ID, Err: err}
 		}
 		// The wizard asked for consent before starting; escalations (SIGKILL)
 		// are not confirmed from here, so they are not taken.
 		res, err := fx.Apply(ctx, h, steps.ApplyOptions{Yes: true, Progress: progress})
-		changed := append(append([]string{}, res.Changed...), prefixAll("left alone: ", res.Skipped)...)
-		var remaining []string
-		for _, f := range res.Remaining {
-			remaining = append(remaining, f.Title)
-		}
-		return tui.FixResult{ID: id, Summary: res.Summary, Changed: changed, Recheck: res.Recheck,
-			Verdict: res.Verdict, Remaining: remaining, Proof: res.Proof, Err: err}
+		return tui.FixResult{ID: v.ID, Summary: res.Summary, Changed: res.Changed, Skipped: res.Skipped, Recheck: res.Recheck,
+			Verdict: res.Verdict, Remaining: res.Remaining, Proof: res.Proof, Err: err}
 	}
 	d.ExplainLog = func(ctx context.Context, path string) (tui.LogResult, error) {
 		return ExplainForWizard(ctx, wizardLang(a), path)
@@ -250,12 +252,28 @@ func wizardLang(a *App) string {
 	return guides.English
 }
 
-func prefixAll(p string, xs []string) []string {
-	out := make([]string, len(xs))
-	for i, x := range xs {
-		out[i] = p + x
+// planStore keeps every plan the wizard was shown, by number.
+type planStore struct {
+	mu    sync.Mutex
+	plans [][]steps.Fix
+}
+
+// add keeps a plan and returns its number.
+func (s *planStore) add(p []steps.Fix) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.plans = append(s.plans, p)
+	return len(s.plans) - 1
+}
+
+// fix returns the fix with id from plan n.
+func (s *planStore) fix(n int, id string) (steps.Fix, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n < 0 || n >= len(s.plans) {
+		return steps.Fix{}, false
 	}
-	return out
+	return steps.ByID(s.plans[n], id)
 }
 
 // sentences turns validate's lower-case fragments into prose: each one

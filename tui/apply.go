@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -13,44 +14,57 @@ import (
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
-type fixAppliedMsg struct{ res FixResult }
+type fixAppliedMsg struct {
+	res FixResult
+	ch  <-chan any
+}
 type fixProgressMsg struct {
 	line string
 	ch   <-chan any
 }
+type applyDoneMsg struct{}
 
+// applyModel runs the fixes the confirm step sends and is afterwards a
+// read-only record of what they did. Nothing here starts a fix by itself.
 type applyModel struct {
 	c       *common
-	started bool
-	done    bool
-	queue   []string
+	running bool
+	queue   []FixView
+	// plan is the plan the last choice was made from.
+	plan    []FixView
 	log     []string
 	results []FixResult
+	out     pager
 }
 
-// startRun applies the chosen fixes one after another in the background;
-// progress lines and results come back through a channel.
-func (m *applyModel) startRun(ids []string) tea.Cmd {
-	m.started, m.queue = true, ids
-	if m.c.deps.ApplyFix == nil || len(ids) == 0 {
-		m.done = true
+func newApplyModel(c *common) applyModel { return applyModel{c: c, out: newPager()} }
+
+// done reports whether at least one run finished and none is running.
+func (m applyModel) done() bool { return !m.running && len(m.results) > 0 }
+
+// startRun applies the confirmed fixes one after another in the background;
+// progress lines and results come back through a channel. Only the root
+// calls it, on the confirm step's applyMsg.
+func (m *applyModel) startRun(chosen, plan []FixView) tea.Cmd {
+	m.queue, m.plan, m.log = chosen, plan, nil
+	if m.c.deps.ApplyFix == nil || len(chosen) == 0 {
 		return nil
 	}
+	m.running = true
 	ch := make(chan any, 16)
 	c := m.c
 	go func() {
 		defer close(ch)
-		for _, id := range ids {
-			ch <- fixProgressMsg{line: "applying " + id}
-			res := c.deps.ApplyFix(c.ctx, id, func(s string) { ch <- fixProgressMsg{line: s} })
-			res.ID = id
+		for _, f := range chosen {
+			ch <- fixProgressMsg{line: "applying " + f.ID}
+			res := c.deps.ApplyFix(c.ctx, f, func(s string) { ch <- fixProgressMsg{line: s} })
+			res.ID = f.ID
 			ch <- fixAppliedMsg{res: res}
 		}
 	}()
+	m.refresh()
 	return waitApply(ch)
 }
-
-type applyDoneMsg struct{}
 
 func waitApply(ch <-chan any) tea.Cmd {
 	return func() tea.Msg {
@@ -63,43 +77,80 @@ func waitApply(ch <-chan any) tea.Cmd {
 			x.ch = ch
 			return x
 		case fixAppliedMsg:
-			return fixAppliedWithCh{fixAppliedMsg: x, ch: ch}
+			x.ch = ch
+			return x
 		}
 		return nil
 	}
 }
 
-type fixAppliedWithCh struct {
-	fixAppliedMsg
-	ch <-chan any
-}
-
-func (m applyModel) update(msg tea.Msg) (applyModel, tea.Cmd) {
+// progress takes the run's messages whatever stage is on screen.
+func (m applyModel) progress(msg tea.Msg) (applyModel, tea.Cmd) {
+	var cmd tea.Cmd
 	switch msg := msg.(type) {
 	case fixProgressMsg:
 		m.log = append(m.log, msg.line)
-		return m, waitApply(msg.ch)
-	case fixAppliedWithCh:
+		cmd = waitApply(msg.ch)
+	case fixAppliedMsg:
 		m.results = append(m.results, msg.res)
-		return m, waitApply(msg.ch)
+		cmd = waitApply(msg.ch)
 	case applyDoneMsg:
-		m.done = true
+		m.running = false
+	}
+	m.refresh()
+	return m, cmd
+}
+
+func (m applyModel) update(msg tea.Msg) (applyModel, tea.Cmd) {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
 		return m, nil
-	case tea.KeyPressMsg:
-		if m.done && (msg.String() == "enter" || msg.String() == "right") {
-			return m, goTo(flow.Validate)
-		}
+	}
+	if m.out.scroll(k.String(), true) {
+		return m, nil
+	}
+	if m.done() && (k.String() == "enter" || k.String() == "right") {
+		return m, goTo(flow.Validate)
 	}
 	return m, nil
 }
 
+// succeeded lists the fixes applied without error, in order.
+func (m applyModel) succeeded() []string {
+	var ids []string
+	for _, r := range m.results {
+		if r.Err == nil && !slices.Contains(ids, r.ID) {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids
+}
+
+// open returns the fixes of the plan that could still answer a problem:
+// possible here and not applied successfully.
+func (m applyModel) open() map[string]bool {
+	out := map[string]bool{}
+	for _, f := range m.plan {
+		if f.Impossible == "" {
+			out[f.ID] = true
+		}
+	}
+	for _, r := range m.results {
+		if r.Err == nil {
+			delete(out, r.ID)
+		}
+	}
+	return out
+}
+
 // verdict says whether the fix did what it answers: OK (proven), Error
-// (not done or still reported) or Info (done, but nothing here can prove
-// it). Problems the re-run checks still report for other reasons (a small
-// /dev/shm after a cleanup) are named, not held against this fix.
-func verdict(r FixResult) (checks.Severity, string) {
+// (not done, or a problem only it answers is still reported) or Info (done,
+// but nothing here can prove it). A remaining problem that another fix of
+// the plan, not applied, also answers (/dev/shm still full after a cleanup,
+// which a remount answers) is named, not held against this fix.
+func verdict(r FixResult, open map[string]bool) (checks.Severity, string) {
 	if r.Err != nil {
-		return checks.Error, "failed: " + r.Err.Error()
+		return checks.Error, "failed: " + textsafe.Clean(r.Err.Error())
 	}
 	var ids, others []string
 	for _, rc := range r.Recheck {
@@ -114,7 +165,19 @@ func verdict(r FixResult) (checks.Severity, string) {
 	}
 	switch r.Verdict {
 	case VerdictFailed:
-		return checks.Error, "re-check still reports: " + textsafe.Clean(strings.Join(r.Remaining, "; "))
+		var own, shared []string
+		for _, f := range r.Remaining {
+			alt := slices.DeleteFunc(slices.Clone(f.Fixes), func(id string) bool { return id == r.ID || !open[id] })
+			if len(alt) == 0 {
+				own = append(own, textsafe.Clean(f.Title))
+			} else {
+				shared = append(shared, textsafe.Clean(f.Title)+" (for "+strings.Join(alt, ", ")+")")
+			}
+		}
+		if len(own) > 0 || len(shared) == 0 {
+			return checks.Error, "re-check still reports: " + strings.Join(own, "; ")
+		}
+		return checks.OK, "done; still reported, for another fix: " + strings.Join(shared, "; ")
 	case VerdictPassed:
 		if len(ids) == 0 {
 			if r.Proof == "" {
@@ -139,36 +202,71 @@ func verdict(r FixResult) (checks.Severity, string) {
 	return checks.OK, "re-check passed (" + strings.Join(ids, ", ") + ")"
 }
 
+// resultLines renders what one fix did: summary, verdict, what it left
+// alone and why, and every change.
+func resultLines(st styles, r FixResult, open map[string]bool, width int) string {
+	var b strings.Builder
+	sev, v := verdict(r, open)
+	b.WriteString(st.mark(sev) + " " + st.title.Render(r.ID) + "\n")
+	if r.Summary != "" {
+		b.WriteString("    " + textwrap.String(textsafe.Clean(r.Summary), width-4, "    ") + "\n")
+	}
+	b.WriteString("    " + textwrap.String(v, width-4, "    ") + "\n")
+	if len(r.Skipped) > 0 {
+		b.WriteString("    " + st.warn.Render(fmt.Sprintf("left alone (%d):", len(r.Skipped))) + "\n")
+		for _, s := range r.Skipped {
+			b.WriteString(truncate("      kept "+textsafe.Clean(s), width) + "\n")
+		}
+	}
+	if len(r.Changed) > 0 {
+		b.WriteString("    " + st.dim.Render(fmt.Sprintf("changed (%d):", len(r.Changed))) + "\n")
+		for _, c := range r.Changed {
+			b.WriteString(st.dim.Render(truncate("      "+textsafe.Clean(c), width)) + "\n")
+		}
+	}
+	return b.String()
+}
+
+func (m *applyModel) refresh() {
+	var b strings.Builder
+	open := m.open()
+	for _, r := range m.results {
+		b.WriteString(resultLines(m.c.st, r, open, m.c.width))
+	}
+	// Title and blank above; a progress or position line below.
+	m.out.set(b.String(), m.c.width, m.c.bodyHeight()-4)
+}
+
 func (m applyModel) view() string {
 	st := m.c.st
 	var b strings.Builder
-	if !m.done {
+	switch {
+	case m.running:
 		b.WriteString(st.title.Render(fmt.Sprintf("Applying %s…", units.Count(len(m.queue), "fix", "fixes"))) + "\n\n")
+	case len(m.results) == 0:
+		return st.dim.Render("Nothing was applied: fixes run only from the Fix step, after you confirm the plan with y.")
+	default:
+		b.WriteString(st.title.Render("Applied: what happened") + "\n\n")
+	}
+	b.WriteString(m.out.view() + "\n\n")
+	if m.running && len(m.log) > 0 {
+		b.WriteString(st.dim.Render(truncate(textsafe.Clean(m.log[len(m.log)-1]), m.c.width)))
 	} else {
-		b.WriteString(st.title.Render("Applied") + "\n\n")
-	}
-	for _, r := range m.results {
-		sev, v := verdict(r)
-		mark := st.mark(sev)
-		b.WriteString(mark + " " + st.title.Render(r.ID) + "\n    " + textwrap.String(textsafe.Clean(r.Summary), m.c.width-4, "    ") + "\n")
-		for i, ch := range r.Changed {
-			if i == 6 {
-				b.WriteString(st.dim.Render(fmt.Sprintf("    … and %d more", len(r.Changed)-6)) + "\n")
-				break
-			}
-			b.WriteString(st.dim.Render(truncate("    "+textsafe.Clean(ch), m.c.width)) + "\n")
-		}
-		b.WriteString("    " + textwrap.String(v, m.c.width-4, "    ") + "\n")
-	}
-	if !m.done && len(m.log) > 0 {
-		b.WriteString("\n" + st.dim.Render(truncate(textsafe.Clean(m.log[len(m.log)-1]), m.c.width)) + "\n")
+		b.WriteString(st.dim.Render(truncate(m.out.position(), m.c.width)))
 	}
 	return b.String()
 }
 
 func (m applyModel) keys() [][2]string {
-	if m.done {
-		return [][2]string{{"enter", "validate"}}
+	if m.running {
+		return nil
 	}
-	return nil
+	ks := [][2]string{}
+	if m.done() {
+		ks = append(ks, [2]string{"enter", "validate"})
+	}
+	if m.out.scrolls() {
+		ks = append(ks, [2]string{"pgup/pgdn", "scroll"})
+	}
+	return ks
 }

@@ -35,9 +35,14 @@ type FixView struct {
 	Answers []string
 	// Manual fixes only show what to do; choosing one shows its lines.
 	Manual bool
+	// Warnings are what the fix will leave alone, and why.
+	Warnings []string
+	// Plan identifies the planning run this view came from: ApplyFix applies
+	// that run's fix (frozen when it was planned), never a fresh plan, so what
+	// is applied is what was previewed.
+	Plan int
 }
 
-// FixResult is what applying one fix did.
 // Fix verdicts, as steps.Outcome reports them (the CLI passes them through).
 const (
 	VerdictPassed   = "passed"   // no re-check finding names the fix any more
@@ -45,19 +50,23 @@ const (
 	VerdictUnproven = "unproven" // done, but no check here can prove it
 )
 
+// FixResult is what applying one fix did.
 type FixResult struct {
 	ID      string
 	Summary string
 	Changed []string
+	// Skipped is what the fix left alone, and why (a segment a process
+	// opened after the preview).
+	Skipped []string
 	// Recheck holds the re-run checks that prove (or disprove) the fix.
 	Recheck []checks.Result
 	// Verdict is the fixer's judgement of the re-check (VerdictPassed,
 	// VerdictFailed, VerdictUnproven), or "" when the fixer gave none: then
 	// any problem in Recheck counts against it.
 	Verdict string
-	// Remaining are the titles of re-check findings that still name it;
-	// Proof is how a fix no check can judge verified itself.
-	Remaining []string
+	// Remaining are the re-check problems that still name it; Proof is how
+	// a fix no check can judge verified itself.
+	Remaining []checks.Finding
 	Proof     string
 	Err       error
 }
@@ -103,8 +112,12 @@ type Deps struct {
 	// Render turns markdown into styled text wrapped at width.
 	Render func(md string, width int) (string, error)
 
-	PlanFixes    func(ctx context.Context, findings []checks.Finding) []FixView
-	ApplyFix     func(ctx context.Context, id string, progress func(string)) FixResult
+	// PlanFixes plans the fixes for the findings and keeps the plan, so that
+	// ApplyFix can later apply exactly the fix a view was made from.
+	PlanFixes func(ctx context.Context, findings []checks.Finding) []FixView
+	// ApplyFix applies the planned fix behind the view (its Plan and ID).
+	// Only the confirm step calls it, after the user's y.
+	ApplyFix     func(ctx context.Context, fix FixView, progress func(string)) FixResult
 	ExportScript func(path string, fixIDs []string, findings []checks.Finding) error
 	EnvSnippet   func(findings []checks.Finding) string
 

@@ -19,6 +19,8 @@ type findingsModel struct {
 	shown   []checks.Finding
 	cursor  int
 	showAll bool
+	// detail scrolls the selected finding's detail and full evidence.
+	detail pager
 }
 
 func (m *findingsModel) load(rs []checks.Result) {
@@ -40,6 +42,7 @@ func (m *findingsModel) filter() {
 	if m.cursor >= len(m.shown) {
 		m.cursor = max(len(m.shown)-1, 0)
 	}
+	m.refresh()
 }
 
 func (m findingsModel) update(msg tea.Msg) (findingsModel, tea.Cmd) {
@@ -47,7 +50,16 @@ func (m findingsModel) update(msg tea.Msg) (findingsModel, tea.Cmd) {
 	if !ok {
 		return m, nil
 	}
-	switch k.String() {
+	m, cmd := m.key(k.String())
+	m.refresh()
+	return m, cmd
+}
+
+func (m findingsModel) key(k string) (findingsModel, tea.Cmd) {
+	if m.detail.scroll(k, false) {
+		return m, nil
+	}
+	switch k {
 	case "up", "k":
 		if m.cursor > 0 {
 			m.cursor--
@@ -94,11 +106,7 @@ func (m findingsModel) view() string {
 		b.WriteString(st.dim.Render("Nothing to show; press a to list every check result.") + "\n")
 		return b.String()
 	}
-	listH := min(len(m.shown), max(m.c.bodyHeight()/2-2, 3))
-	top := 0
-	if m.cursor >= listH {
-		top = m.cursor - listH + 1
-	}
+	top, listH := m.listWindow()
 	for i := top; i < min(top+listH, len(m.shown)); i++ {
 		f := m.shown[i]
 		cur := "  "
@@ -114,12 +122,48 @@ func (m findingsModel) view() string {
 	if len(m.shown) > listH {
 		b.WriteString(st.dim.Render(fmt.Sprintf("  (%d of %d)", m.cursor+1, len(m.shown))) + "\n")
 	}
+	b.WriteString("\n" + m.detail.view() + "\n")
+	b.WriteString(st.dim.Render(truncate(m.detail.position(), m.c.width)))
+	return b.String()
+}
+
+// listWindow is the first visible row and the height of the list.
+func (m findingsModel) listWindow() (top, h int) {
+	h = min(len(m.shown), max(m.c.bodyHeight()/2-2, 3))
+	if m.cursor >= h {
+		top = m.cursor - h + 1
+	}
+	return top, h
+}
+
+// refresh puts the selected finding's detail, every evidence line and its
+// hints into the pager, sized to what the list leaves.
+func (m *findingsModel) refresh() {
+	if m.c == nil {
+		return
+	}
+	if m.detail.vp.Width() == 0 {
+		m.detail = newPager()
+	}
+	_, listH := m.listWindow()
+	used := 2 + listH + 1 + 1 // summary, blank, list, blank, position line
+	if len(m.shown) > listH {
+		used++
+	}
+	m.detail.set(m.detailText(), m.c.width, m.c.bodyHeight()-used)
+}
+
+func (m findingsModel) detailText() string {
+	if m.cursor >= len(m.shown) {
+		return ""
+	}
+	st := m.c.st
 	f := m.shown[m.cursor]
-	b.WriteString("\n")
+	var b strings.Builder
 	if f.Detail != "" {
 		b.WriteString(wrapText(f.Detail, m.c.width-2) + "\n")
 	}
-	for _, l := range evidenceSummary(f.Evidence, 6) {
+	for _, l := range evidenceLines(f.Evidence) {
 		b.WriteString(st.dim.Render(truncate("  "+l, m.c.width)) + "\n")
 	}
 	var hints []string
@@ -130,28 +174,27 @@ func (m findingsModel) view() string {
 		hints = append(hints, "fixes: "+strings.Join(f.Fixes, ", "))
 	}
 	if len(hints) > 0 {
-		b.WriteString(st.hint.Render(strings.Join(hints, " · ")) + "\n")
+		b.WriteString(st.hint.Render(truncate(strings.Join(hints, " · "), m.c.width)) + "\n")
 	}
 	return b.String()
 }
 
-// evidenceSummary renders up to n lines of evidence.
-func evidenceSummary(ev map[string]any, n int) []string {
-	lines := report.EvidenceLines(ev)
+// evidenceLines renders every line of evidence the wizard shows.
+func evidenceLines(ev map[string]any) []string {
 	var out []string
-	for _, l := range lines {
+	for _, l := range report.EvidenceLines(ev) {
 		if strings.HasPrefix(l, "recommended_env_reason") {
 			continue
 		}
 		out = append(out, l)
 	}
-	if len(out) > n {
-		more := len(out) - n
-		out = append(out[:n], fmt.Sprintf("… %s more: ncclwiz check -v shows all", units.Count(more, "line")))
-	}
 	return out
 }
 
 func (m findingsModel) keys() [][2]string {
-	return [][2]string{{"↑/↓", "select"}, {"g", "guide"}, {"a", "all/problems"}, {"enter", "continue"}}
+	ks := [][2]string{{"↑/↓", "select"}, {"g", "guide"}, {"a", "all/problems"}, {"enter", "continue"}}
+	if m.detail.scrolls() {
+		ks = append(ks, [2]string{"pgup/pgdn", "scroll"})
+	}
+	return ks
 }

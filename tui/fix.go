@@ -12,21 +12,44 @@ import (
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
+// applyMsg is the one way fixes get applied: the confirm step sends it
+// after the user's y, with the exact views the confirm screen showed.
+type applyMsg struct {
+	chosen []FixView
+	// plan is the whole plan the choice was made from (for verdicts: which
+	// other fixes could still answer a remaining problem).
+	plan []FixView
+}
+
+// collapseOver is how many shell lines a fix may have before the confirm
+// step shows a count instead (e lists them all).
+const collapseOver = 4
+
 type fixModel struct {
 	c          *common
 	fixes      []FixView
 	cursor     int
 	chosen     map[string]bool
 	confirming bool
-	planned    bool
+	// expanded lists every line of every chosen fix on the confirm step.
+	expanded bool
+	// gen is the check run the fixes were planned from.
+	gen    int
+	detail pager // the selected fix's preview
+	plan   pager // the confirm step's plan
 }
 
-func (m *fixModel) plan(problems []checks.Finding) {
+func newFixModel(c *common) fixModel {
+	return fixModel{c: c, chosen: map[string]bool{}, gen: -1, detail: newPager(), plan: newPager()}
+}
+
+// load plans the fixes for the problems of check run gen.
+func (m *fixModel) load(problems []checks.Finding, gen int) {
 	m.fixes = nil
 	if m.c.deps.PlanFixes != nil {
 		m.fixes = m.c.deps.PlanFixes(m.c.ctx, problems)
 	}
-	m.planned = true
+	m.gen = gen
 	for id := range m.chosen {
 		if !m.has(id) {
 			delete(m.chosen, id)
@@ -35,6 +58,8 @@ func (m *fixModel) plan(problems []checks.Finding) {
 	if m.cursor >= len(m.fixes) {
 		m.cursor = 0
 	}
+	m.confirming = false
+	m.refresh()
 }
 
 func (m fixModel) has(id string) bool {
@@ -57,35 +82,83 @@ func (m fixModel) blocked(f FixView) string {
 	return ""
 }
 
-func (m fixModel) countChosen() int { return len(m.chosenIDs()) }
+func (m fixModel) countChosen() int { return len(m.chosenFixes()) }
 
-// chosenIDs returns the ticked fixes in plan order.
-func (m fixModel) chosenIDs() []string {
-	var ids []string
+// chosenFixes returns the ticked fixes in plan order.
+func (m fixModel) chosenFixes() []FixView {
+	var out []FixView
 	for _, f := range m.fixes {
 		if m.chosen[f.ID] {
-			ids = append(ids, f.ID)
+			out = append(out, f)
 		}
+	}
+	return out
+}
+
+// chosenIDs returns the IDs of the ticked fixes in plan order.
+func (m fixModel) chosenIDs() []string {
+	var ids []string
+	for _, f := range m.chosenFixes() {
+		ids = append(ids, f.ID)
 	}
 	return ids
 }
+
+// leave drops a pending confirmation: consent is given on the screen that
+// shows the plan, not carried across stages.
+func (m *fixModel) leave() {
+	m.confirming = false
+	m.refresh()
+}
+
+func status(s string) tea.Cmd { return func() tea.Msg { return statusMsg(s) } }
 
 func (m fixModel) update(msg tea.Msg) (fixModel, tea.Cmd) {
 	k, ok := msg.(tea.KeyPressMsg)
 	if !ok {
 		return m, nil
 	}
+	var cmd tea.Cmd
 	if m.confirming {
-		switch k.String() {
-		case "y", "Y":
-			m.confirming = false
-			return m, goTo(flow.Apply)
-		case "n", "N", "esc":
-			m.confirming = false
-		}
+		m, cmd = m.confirmKey(k.String())
+	} else {
+		m, cmd = m.listKey(k.String())
+	}
+	m.refresh()
+	return m, cmd
+}
+
+func (m fixModel) confirmKey(k string) (fixModel, tea.Cmd) {
+	if m.plan.scroll(k, true) {
 		return m, nil
 	}
-	switch k.String() {
+	switch k {
+	case "y", "Y":
+		if n := m.plan.unseen(); n > 0 {
+			return m, status(fmt.Sprintf("scroll to the end of the plan first (%s not yet shown): pgdn or end", units.Count(n, "line")))
+		}
+		chosen := m.chosenFixes()
+		m.confirming = false
+		for _, f := range chosen {
+			delete(m.chosen, f.ID)
+		}
+		plan := m.fixes
+		return m, func() tea.Msg { return applyMsg{chosen: chosen, plan: plan} }
+	case "n", "N", "esc":
+		m.confirming = false
+	case "e":
+		m.expanded = !m.expanded
+	case "enter":
+		return m, status("press y to apply the plan shown, or n to go back")
+	}
+	return m, nil
+}
+
+func (m fixModel) listKey(k string) (fixModel, tea.Cmd) {
+	if m.detail.scroll(k, false) {
+		return m, nil
+	}
+	switch k {
 	case "up", "k":
 		if m.cursor > 0 {
 			m.cursor--
@@ -98,13 +171,13 @@ func (m fixModel) update(msg tea.Msg) (fixModel, tea.Cmd) {
 		if m.cursor < len(m.fixes) {
 			f := m.fixes[m.cursor]
 			if why := m.blocked(f); why != "" {
-				return m, func() tea.Msg { return statusMsg("cannot apply " + f.ID + " here: " + why) }
+				return m, status("cannot apply " + f.ID + " here: " + why)
 			}
 			m.chosen[f.ID] = !m.chosen[f.ID]
 		}
 	case "enter":
 		if m.countChosen() > 0 {
-			m.confirming = true
+			m.confirming, m.expanded = true, false
 			return m, nil
 		}
 		return m, goTo(flow.Validate)
@@ -114,6 +187,127 @@ func (m fixModel) update(msg tea.Msg) (fixModel, tea.Cmd) {
 	return m, nil
 }
 
+// Layout of the list: title, blank, the fixes, blank, then the selected
+// fix's details in a pager with a position line under it.
+func (m fixModel) listHeight() int {
+	return min(len(m.fixes), max(m.c.bodyHeight()/3, 3))
+}
+
+func (m fixModel) listTop() int {
+	h := m.listHeight()
+	if m.cursor >= h {
+		return m.cursor - h + 1
+	}
+	return 0
+}
+
+// refresh rebuilds the pagers' content for the current state and size.
+func (m *fixModel) refresh() {
+	w, h := m.c.width, m.c.bodyHeight()
+	if m.confirming {
+		// Title and blank above; the position line and the prompt below.
+		m.plan.set(m.planText(), w, h-4)
+		return
+	}
+	used := 2 + m.listHeight() + 1
+	if len(m.fixes) > m.listHeight() {
+		used++
+	}
+	m.detail.set(m.detailText(), w, h-used-1)
+}
+
+var riskWords = map[string]string{
+	"none":   "prints advice only",
+	"low":    "removes only what was proven unused",
+	"medium": "changes system configuration; reversible (backups)",
+	"high":   "ends processes",
+}
+
+// actions counts the shell lines of a preview that do something.
+func actions(preview []string) int {
+	n := 0
+	for _, l := range preview {
+		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
+			n++
+		}
+	}
+	return n
+}
+
+// planText is the confirm step's plan: per fix its title, risk, and its
+// lines (a count with e to expand when there are many) and what it leaves
+// alone.
+func (m fixModel) planText() string {
+	st := m.c.st
+	w := m.c.width
+	var b strings.Builder
+	for i, f := range m.chosenFixes() {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(truncate(st.m.bullet+" "+st.title.Render(textsafe.Sanitize(f.Title)), w) + "\n")
+		risk := "risk: " + f.Risk
+		if why := riskWords[f.Risk]; why != "" {
+			risk += " — " + why
+		}
+		if f.NeedsRoot {
+			risk += "; needs root"
+		}
+		b.WriteString(indent(wrapText(risk, w-4), "    ", &st.dim) + "\n")
+		if m.expanded && f.Summary != "" {
+			b.WriteString(indent(wrapText(textsafe.Sanitize(f.Summary), w-4), "    ", nil) + "\n")
+		}
+		n := actions(f.Preview)
+		if m.expanded || len(f.Preview) <= collapseOver {
+			for _, l := range f.Preview {
+				b.WriteString("    " + st.hint.Render(truncate(textsafe.Sanitize(l), w-4)) + "\n")
+			}
+		} else {
+			b.WriteString("    " + units.Count(n, "command") + st.dim.Render(" (e lists every line)") + "\n")
+		}
+		if len(f.Warnings) > 0 {
+			b.WriteString("    " + st.warn.Render(fmt.Sprintf("leaves %s alone", units.Count(len(f.Warnings), "file"))) + "\n")
+			if m.expanded {
+				for _, l := range f.Warnings {
+					b.WriteString(st.dim.Render(truncate("      "+textsafe.Sanitize(l), w)) + "\n")
+				}
+			}
+		}
+	}
+	if m.c.deps.Host != nil && m.c.deps.Host.Simulated {
+		b.WriteString("\n" + st.dim.Render("Simulated server: only the simulation changes.") + "\n")
+	}
+	return b.String()
+}
+
+// detailText is the selected fix's summary and its exact lines.
+func (m fixModel) detailText() string {
+	if m.cursor >= len(m.fixes) {
+		return ""
+	}
+	st := m.c.st
+	w := m.c.width
+	f := m.fixes[m.cursor]
+	var b strings.Builder
+	b.WriteString(wrapText(textsafe.Sanitize(f.Summary), w-2) + "\n")
+	if why := m.blocked(f); why != "" {
+		b.WriteString(st.warn.Render(wrapText("Not possible here: "+why, w-2)) + "\n")
+		if f.Alternative != "" {
+			b.WriteString(wrapText("Instead: "+f.Alternative, w-2) + "\n")
+		}
+	}
+	for _, l := range f.Warnings {
+		b.WriteString(st.dim.Render(truncate("left alone: "+textsafe.Sanitize(l), w)) + "\n")
+	}
+	if len(f.Preview) > 0 {
+		b.WriteString(st.dim.Render("It runs:") + "\n")
+		for _, l := range f.Preview {
+			b.WriteString("  " + st.hint.Render(truncate(textsafe.Sanitize(l), w-2)) + "\n")
+		}
+	}
+	return b.String()
+}
+
 func (m fixModel) view() string {
 	st := m.c.st
 	var b strings.Builder
@@ -121,31 +315,36 @@ func (m fixModel) view() string {
 		return "No fix applies to what was found."
 	}
 	if m.confirming {
-		b.WriteString(st.title.Render(fmt.Sprintf("Apply %s?", units.Count(m.countChosen(), "fix", "fixes"))) + "\n\n")
-		for _, id := range m.chosenIDs() {
-			for _, f := range m.fixes {
-				if f.ID == id {
-					b.WriteString(st.m.bullet + " " + st.title.Render(f.Title) + "  " + st.dim.Render("risk: "+f.Risk) + "\n")
-					for _, l := range f.Preview {
-						b.WriteString("    " + st.hint.Render(truncate(textsafe.Sanitize(l), m.c.width-4)) + "\n")
-					}
-				}
-			}
+		n := m.countChosen()
+		b.WriteString(st.title.Render(fmt.Sprintf("Apply %s?", units.Count(n, "fix", "fixes"))) +
+			st.dim.Render("  nothing has run yet") + "\n\n")
+		b.WriteString(m.plan.view() + "\n")
+		pos := m.plan.position()
+		if u := m.plan.unseen(); u > 0 {
+			pos += fmt.Sprintf(" (%s not yet shown)", units.Count(u, "line"))
 		}
-		if m.c.deps.Host != nil && m.c.deps.Host.Simulated {
-			b.WriteString("\n" + st.dim.Render("Simulated server: only the simulation changes.") + "\n")
+		b.WriteString(st.dim.Render(truncate(pos, m.c.width)) + "\n")
+		what, more := "it", " every line"
+		if n > 1 {
+			what = fmt.Sprintf("all %d", n)
 		}
-		b.WriteString("\n" + st.key.Render("y") + " apply   " + st.key.Render("n") + " go back\n")
+		if m.expanded {
+			more = " fewer lines"
+		}
+		prompt := st.key.Render("y") + " apply " + what + "   " + st.key.Render("n") + " go back   " + st.key.Render("e") + more
+		b.WriteString(truncate(prompt, m.c.width))
 		return b.String()
 	}
-	b.WriteString(st.title.Render("Fixes for what was found") + st.dim.Render("  (space to choose; nothing runs until you confirm)") + "\n\n")
-	for i, f := range m.fixes {
+	b.WriteString(truncate(st.title.Render("Fixes for what was found")+st.dim.Render("  (space to choose; nothing runs until you confirm)"), m.c.width) + "\n\n")
+	top, h := m.listTop(), m.listHeight()
+	for i := top; i < min(top+h, len(m.fixes)); i++ {
+		f := m.fixes[i]
 		box := st.m.off
 		if m.chosen[f.ID] {
 			box = st.ok.Render(st.m.on)
 		}
 		cur := "  "
-		title := f.Title
+		title := textsafe.Sanitize(f.Title)
 		if i == m.cursor {
 			cur = st.sel.Render(st.m.cursor) + " "
 			title = st.sel.Render(title)
@@ -160,33 +359,21 @@ func (m fixModel) view() string {
 		}
 		b.WriteString(truncate(cur+box+" "+title+"  "+st.dim.Render(strings.Join(tags, ", ")), m.c.width) + "\n")
 	}
-	if m.cursor < len(m.fixes) {
-		f := m.fixes[m.cursor]
-		b.WriteString("\n" + wrapText(f.Summary, m.c.width-2) + "\n")
-		if why := m.blocked(f); why != "" {
-			b.WriteString(st.warn.Render(wrapText("Not possible here: "+why, m.c.width-2)) + "\n")
-			if f.Alternative != "" {
-				b.WriteString(wrapText("Instead: "+f.Alternative, m.c.width-2) + "\n")
-			}
-		}
-		if len(f.Preview) > 0 {
-			b.WriteString(st.dim.Render("It runs:") + "\n")
-			room := max(m.c.bodyHeight()-len(m.fixes)-8, 2)
-			for i, l := range f.Preview {
-				if i == room {
-					b.WriteString(st.dim.Render(fmt.Sprintf("  … %s more; the exported script has all", units.Count(len(f.Preview)-room, "line"))) + "\n")
-					break
-				}
-				b.WriteString("  " + st.hint.Render(truncate(textsafe.Sanitize(l), m.c.width-2)) + "\n")
-			}
-		}
+	if len(m.fixes) > h {
+		b.WriteString(st.dim.Render(fmt.Sprintf("  (%d of %d)", m.cursor+1, len(m.fixes))) + "\n")
 	}
+	b.WriteString("\n" + m.detail.view() + "\n")
+	b.WriteString(st.dim.Render(truncate(m.detail.position(), m.c.width)))
 	return b.String()
 }
 
 func (m fixModel) keys() [][2]string {
 	if m.confirming {
-		return [][2]string{{"y", "apply"}, {"n", "back"}}
+		return [][2]string{{"y", "apply"}, {"n", "back"}, {"pgdn/end", "read the plan"}, {"e", "every line"}}
 	}
-	return [][2]string{{"↑/↓", "select"}, {"space", "choose"}, {"enter", "apply chosen / skip"}, {"esc", "findings"}}
+	ks := [][2]string{{"↑/↓", "select"}, {"space", "choose"}, {"enter", "confirm chosen / skip"}}
+	if m.detail.scrolls() {
+		ks = append(ks, [2]string{"pgup/pgdn", "scroll"})
+	}
+	return append(ks, [2]string{"esc", "findings"})
 }

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -44,6 +45,9 @@ type Model struct {
 	stage  flow.Stage
 	state  flow.State
 	status string
+	// gen counts finished check runs, so the Fix step re-plans only when
+	// the findings changed.
+	gen int
 
 	start    startModel
 	detect   detectModel
@@ -69,10 +73,10 @@ func New(ctx context.Context, deps Deps, opt Options) Model {
 	m := Model{c: c, cancel: cancel, stage: flow.Start}
 	m.start = newStartModel(c)
 	m.detect = newDetectModel(c)
-	m.findings = findingsModel{c: c}
+	m.findings = findingsModel{c: c, detail: newPager()}
 	m.explain = newGuidesModel(c, "explain")
-	m.fix = fixModel{c: c, chosen: map[string]bool{}}
-	m.apply = applyModel{c: c}
+	m.fix = newFixModel(c)
+	m.apply = newApplyModel(c)
 	m.validate = validateModel{c: c}
 	m.summary = newSummaryModel(c)
 	m.logx = newLogModel(c)
@@ -104,6 +108,16 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case gotoMsg:
 		return m.enter(msg.stage)
+	case applyMsg:
+		return m.startApply(msg)
+	case fixProgressMsg, fixAppliedMsg, applyDoneMsg:
+		var cmd tea.Cmd
+		m.apply, cmd = m.apply.progress(msg)
+		if _, done := msg.(applyDoneMsg); done && len(m.apply.results) > 0 {
+			m.state.Applied = true
+			return m, tea.Batch(cmd, m.recheckAll())
+		}
+		return m, cmd
 	case statusMsg:
 		m.status = string(msg)
 		return m, nil
@@ -126,6 +140,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			ids = append([]string{msg.id}, ids...)
 			idx = 0
 		}
+		m.fix.leave()
 		m.stage = flow.Explain
 		m.explain.loadIDs(ids)
 		return m, m.explain.open(idx)
@@ -148,14 +163,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case flow.Explain:
 		m.explain, cmd = m.explain.update(msg)
 	case flow.Fix:
+		// The ticked fixes are not flow.State.Chosen: the Apply stage is
+		// reached only by the confirm step's y (applyMsg), never by Tab.
 		m.fix, cmd = m.fix.update(msg)
-		m.state.Chosen = m.fix.countChosen()
 	case flow.Apply:
 		m.apply, cmd = m.apply.update(msg)
-		if m.apply.done && !m.state.Applied {
-			m.state.Applied = true
-			return m, tea.Batch(cmd, m.recheckAll())
-		}
 	case flow.Validate:
 		m.validate, cmd = m.validate.update(msg)
 	case flow.Summary:
@@ -215,6 +227,12 @@ func (m Model) globalKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
 			m.cancel()
 			return tea.Quit, true
 		}
+	case "tab", "shift+tab":
+		if m.apply.running && !m.typing() {
+			return status("applying the fixes you confirmed; wait for them to finish (ctrl+c stops)"), true
+		}
+	}
+	switch k.String() {
 	case "tab":
 		if !m.typing() && m.stage != flow.Start && onPath(m.stage) {
 			return goTo(m.state.Next(m.stage)), true
@@ -236,10 +254,25 @@ func onPath(s flow.Stage) bool {
 	return false
 }
 
-// enter switches to stage s and starts whatever it needs.
+// startApply is the only place fixes start: the confirm step sends the
+// views the user said y to.
+func (m Model) startApply(msg applyMsg) (tea.Model, tea.Cmd) {
+	if m.apply.running {
+		return m, status("already applying")
+	}
+	m.fix.leave()
+	m.status = ""
+	m.stage = flow.Apply
+	return m, m.apply.startRun(msg.chosen, msg.plan)
+}
+
+// enter switches to stage s and shows it. Entering a stage never applies a
+// fix: that is startApply's job alone.
 func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 	m.status = ""
-	prev := m.stage
+	if s != flow.Fix {
+		m.fix.leave()
+	}
 	m.stage = s
 	switch s {
 	case flow.Detect:
@@ -252,17 +285,22 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 		m.explain.loadIDs(guideIDsFor(m.state.Problems(), m.c.deps))
 		return m, m.explain.open(0)
 	case flow.Fix:
-		if prev != flow.Apply {
-			m.fix.plan(m.state.Problems())
+		if m.fix.gen != m.gen {
+			m.fix.load(m.state.Problems(), m.gen)
 		}
 	case flow.Apply:
-		if !m.apply.started {
-			return m, m.apply.startRun(m.fix.chosenIDs())
-		}
+		m.apply.refresh()
 	case flow.Validate:
+		m.validate.applied = m.apply.succeeded()
 		return m, m.validate.prepare()
 	case flow.Summary:
-		m.summary.load(m.state, m.detect.before, m.apply.results, m.validate.result, m.fix.chosenIDs())
+		ids := m.apply.succeeded()
+		for _, id := range m.fix.chosenIDs() {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+		m.summary.load(m.state, m.detect.before, m.apply.results, m.apply.open(), m.validate.result, ids)
 	case flow.Learn, flow.Guides:
 		if m.c.deps.Browser != nil {
 			m.browser, m.hasBrowser = m.c.deps.Browser(s == flow.Learn), true
@@ -287,6 +325,7 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 // detected records a finished check run and moves on from Detect.
 func (m Model) detected(cmd tea.Cmd) (tea.Model, tea.Cmd) {
 	m.state.Detected = true
+	m.gen++
 	m.state.Results = m.detect.ordered()
 	if m.detect.before == nil {
 		m.detect.before = m.state.Results
@@ -334,6 +373,9 @@ func (m Model) resize() (tea.Model, tea.Cmd) {
 	m.browse, c = m.browse.resize()
 	cmds = append(cmds, c)
 	m.detect.resize()
+	m.fix.refresh()
+	m.apply.refresh()
+	m.findings.refresh()
 	if m.hasBrowser {
 		cmds = append(cmds, m.browser.SetSize(m.c.width, m.c.height-2))
 	}

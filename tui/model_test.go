@@ -102,10 +102,10 @@ func (w *fakeWorld) deps() Deps {
 			}
 			return nil
 		},
-		ApplyFix: func(_ context.Context, id string, progress func(string)) FixResult {
+		ApplyFix: func(_ context.Context, f FixView, progress func(string)) FixResult {
 			progress("removing /dev/shm/nccl-AbC123")
 			w.fixed = true
-			w.applied = append(w.applied, id)
+			w.applied = append(w.applied, f.ID)
 			return FixResult{Summary: "removed 3 segments, freed 27.6 MiB", Changed: []string{"/dev/shm/nccl-AbC123"},
 				Recheck: []checks.Result{{ID: "shm.segments", Findings: []checks.Finding{{Severity: checks.OK}}}}}
 		},

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"strings"
+
 	"charm.land/lipgloss/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
@@ -65,4 +67,16 @@ func (s styles) mark(sev checks.Severity) string {
 		return s.info.Render(s.m.info)
 	}
 	return s.ok.Render(s.m.ok)
+}
+
+// indent prefixes every line of s, styled with st when it is non-nil.
+func indent(s, prefix string, st *lipgloss.Style) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if st != nil {
+			l = st.Render(l)
+		}
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n")
 }

@@ -24,6 +24,7 @@ type summaryModel struct {
 	before    []checks.Finding
 	now       []checks.Finding
 	applied   []FixResult
+	open      map[string]bool
 	validated *ValidationResult
 	fixIDs    []string
 	input     textinput.Model
@@ -50,8 +51,8 @@ func problemsOf(rs []checks.Result) []checks.Finding {
 	return out
 }
 
-func (m *summaryModel) load(s flow.State, before []checks.Result, applied []FixResult, v *ValidationResult, chosen []string) {
-	m.before, m.now, m.applied, m.validated = problemsOf(before), s.Problems(), applied, v
+func (m *summaryModel) load(s flow.State, before []checks.Result, applied []FixResult, open map[string]bool, v *ValidationResult, chosen []string) {
+	m.before, m.now, m.applied, m.open, m.validated = problemsOf(before), s.Problems(), applied, open, v
 	m.fixIDs = chosen
 	if len(m.fixIDs) == 0 && m.c.deps.PlanFixes != nil {
 		for _, f := range m.c.deps.PlanFixes(m.c.ctx, m.now) {
@@ -128,13 +129,15 @@ func (m summaryModel) view() string {
 		b.WriteString(st.m.bullet + " done: no fixes applied\n")
 	}
 	for _, r := range m.applied {
-		sev, v := verdict(r)
+		sev, v := verdict(r, m.open)
 		mark := st.mark(sev)
 		b.WriteString(fmt.Sprintf("%s done: %s %s\n    %s\n", st.m.bullet, mark, r.ID, textwrap.String(v, m.c.width-4, "    ")))
 	}
 	switch {
+	case m.validated == nil && m.appliedOK() == 0:
+		b.WriteString(st.m.bullet + " verified: nothing — no fix was applied and no collective test ran\n")
 	case m.validated == nil:
-		b.WriteString(st.m.bullet + " verified: by re-running the checks (no collective test)\n")
+		b.WriteString(truncate(st.m.bullet+" verified: "+units.Count(m.appliedOK(), "applied fix", "applied fixes")+" re-checked above (no collective test)", m.c.width) + "\n")
 	case m.validated.Pass:
 		b.WriteString(st.m.bullet + " verified: " + st.ok.Render(textsafe.Clean(m.validated.Verdict)) + "\n")
 	default:
@@ -182,4 +185,15 @@ func (m summaryModel) keys() [][2]string {
 		ks = append(ks, [2]string{"c", "copy env snippet"})
 	}
 	return append(ks, [2]string{"esc", "start"})
+}
+
+// appliedOK counts the fixes applied without error.
+func (m summaryModel) appliedOK() int {
+	n := 0
+	for _, r := range m.applied {
+		if r.Err == nil {
+			n++
+		}
+	}
+	return n
 }

@@ -20,6 +20,8 @@ type validateModel struct {
 	result   *ValidationResult
 	err      error
 	askedRun bool
+	// applied are the fixes applied without error so far.
+	applied []string
 }
 
 type canValidateMsg struct {
@@ -113,7 +115,7 @@ func (m validateModel) view() string {
 		return b.String()
 	case !m.can:
 		b.WriteString(st.title.Render("A collective test cannot run here.") + "\n\n" + wrapText(m.why, m.c.width-2) + "\n\n")
-		b.WriteString(st.dim.Render(wrapText("The fixes were verified by re-running the checks. Run `ncclwiz test` on a machine with GPUs and PyTorch (or nccl-tests) to prove NCCL end to end.", m.c.width-2)) + "\n")
+		b.WriteString(st.dim.Render(wrapText(recheckedSentence(m.applied)+" Run `ncclwiz test` on a machine with GPUs and PyTorch (or nccl-tests) to prove NCCL end to end.", m.c.width-2)) + "\n")
 		return b.String()
 	case !m.askedRun:
 		b.WriteString(wrapText("This launches NCCL on the GPUs of this machine: one GPU, all GPUs, shared memory only and network only, each checked for correct results and bandwidth. It takes about a minute and changes nothing.", m.c.width-2) + "\n\n")
@@ -149,4 +151,16 @@ func (m validateModel) keys() [][2]string {
 		return [][2]string{{"r", "run test"}, {"enter", "summary"}}
 	}
 	return [][2]string{{"enter", "summary"}}
+}
+
+// recheckedSentence says what re-running the checks verified: only fixes
+// that were applied were re-checked.
+func recheckedSentence(applied []string) string {
+	switch len(applied) {
+	case 0:
+		return "No fix was applied, so there was nothing to verify."
+	case 1:
+		return "The fix applied (" + applied[0] + ") was checked by re-running its checks."
+	}
+	return "The fixes applied (" + strings.Join(applied, ", ") + ") were checked by re-running their checks."
 }

@@ -19,7 +19,7 @@ func TestVerdict(t *testing.T) {
 	}{
 		{"error", FixResult{Err: errors.New("boom")}, checks.Error, "failed: boom"},
 		{"passed, another problem elsewhere", FixResult{Verdict: "passed", Recheck: []checks.Result{okCheck, smallShm}}, checks.OK, "re-check passed (shm.segments, shm.mount); other findings remain in shm.mount"},
-		{"failed names what remains", FixResult{Verdict: "failed", Remaining: []string{"1 orphaned segment"}, Recheck: []checks.Result{smallShm}}, checks.Error, "still reports: 1 orphaned segment"},
+		{"failed names what remains", FixResult{Verdict: "failed", Remaining: []checks.Finding{{Title: "1 orphaned segment"}}, Recheck: []checks.Result{smallShm}}, checks.Error, "still reports: 1 orphaned segment"},
 		{"unproven with proof", FixResult{Verdict: "unproven", Proof: "fstab read back"}, checks.Info, "done; fstab read back"},
 		{"unproven", FixResult{Verdict: "unproven"}, checks.Info, "no check here can prove it"},
 		{"passed by proof", FixResult{Verdict: "passed", Proof: "/etc/fstab was read back"}, checks.OK, "verified: /etc/fstab was read back"},
@@ -29,7 +29,7 @@ func TestVerdict(t *testing.T) {
 		{"passed, no proof text", FixResult{Verdict: "passed"}, checks.OK, "verified"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			sev, s := verdict(c.r)
+			sev, s := verdict(c.r, nil)
 			if sev != c.sev || !strings.Contains(s, c.substr) {
 				t.Errorf("verdict = %v %q, want %v containing %q", sev, s, c.sev, c.substr)
 			}
