@@ -133,7 +133,7 @@ func (m fixModel) confirmKey(k string) (fixModel, tea.Cmd) {
 		return m, nil
 	}
 	switch k {
-	case "y", "Y":
+	case "y":
 		if n := m.plan.unseen(); n > 0 {
 			return m, status(fmt.Sprintf("scroll to the end of the plan first (%s not yet shown): pgdn or end", units.Count(n, "line")))
 		}
@@ -247,11 +247,11 @@ func (m fixModel) planText() string {
 		}
 		b.WriteString(truncate(st.m.bullet+" "+st.title.Render(textsafe.Sanitize(f.Title)), w) + "\n")
 		risk := "risk: " + f.Risk
+		if f.NeedsRoot {
+			risk += " (needs root)"
+		}
 		if why := riskWords[f.Risk]; why != "" {
 			risk += " — " + why
-		}
-		if f.NeedsRoot {
-			risk += "; needs root"
 		}
 		b.WriteString(indent(wrapText(risk, w-4), "    ", &st.dim) + "\n")
 		if m.expanded && f.Summary != "" {

@@ -132,6 +132,9 @@ func (m summaryModel) view() string {
 		sev, v := verdict(r, m.open)
 		mark := st.mark(sev)
 		b.WriteString(fmt.Sprintf("%s done: %s %s\n    %s\n", st.m.bullet, mark, r.ID, textwrap.String(v, m.c.width-4, "    ")))
+		if n := len(r.Skipped); n > 0 {
+			b.WriteString(truncate(fmt.Sprintf("    left alone: %s — %s", units.Count(n, "item"), textsafe.Clean(r.Skipped[0])), m.c.width) + "\n")
+		}
 	}
 	switch {
 	case m.validated == nil && m.appliedOK() == 0:

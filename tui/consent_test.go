@@ -1,0 +1,322 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/keytest"
+	"github.com/ncclwiz/ncclwiz/steps/flow"
+)
+
+// longWorld is the layout: 30 orphaned segments in a small /dev/shm,
+// so the plan has a cleanup with 30 rm lines and a remount. Every call that
+// acts is recorded.
+type longWorld struct {
+	applied  []FixView
+	exported []string
+	tested   int
+	plans    int
+	// kept is what the cleanup reports it left alone.
+	kept []string
+}
+
+func (w *longWorld) deps() Deps {
+	segs := checks.Check{ID: "shm.segments", Title: "Shared-memory segments", Run: func(context.Context, *host.Host) ([]checks.Finding, error) {
+		return []checks.Finding{{Severity: checks.Warn, Title: "30 orphaned NCCL segments hold 30 MiB in /dev/shm", Guide: "shm-stale-segments",
+			Fixes: []string{"shm.cleanup"}, Detail: "Left behind by a crashed job.", Evidence: evidence(30)}}, nil
+	}}
+	mount := checks.Check{ID: "shm.mount", Title: "/dev/shm", Run: func(context.Context, *host.Host) ([]checks.Finding, error) {
+		return []checks.Finding{{Severity: checks.Error, Title: "/dev/shm is full", Guide: "shm-no-space", Fixes: []string{"shm.cleanup", "shm.remount"}}}, nil
+	}}
+	guide := GuideDoc{ID: "shm-stale-segments", Title: "Orphaned segments in /dev/shm", Markdown: "## Symptom\n\nline one\n"}
+	var rm []string
+	for i := range 30 {
+		rm = append(rm, fmt.Sprintf("rm -- /dev/shm/nccl-seg%02d   # 1.0 MiB, 2 h old", i))
+	}
+	return Deps{
+		Host:   &host.Host{Kind: "fixture", Name: "practice", Simulated: true, EUID: 1000},
+		Checks: []checks.Check{segs, mount},
+		Guide: func(id string) (GuideDoc, bool) {
+			return guide, id == guide.ID
+		},
+		Learn:     func() []GuideDoc { return []GuideDoc{guide} },
+		AllGuides: func() []GuideDoc { return []GuideDoc{guide} },
+		Render:    func(md string, width int) (string, error) { return md, nil },
+		PlanFixes: func(context.Context, []checks.Finding) []FixView {
+			w.plans++
+			return []FixView{
+				{ID: "shm.cleanup", Title: "Remove 30 orphaned segments (30 MiB) from /dev/shm", Summary: "Removes 30 files no process holds.",
+					Risk: "low", Preview: append([]string{"# yours"}, rm...), Answers: []string{"shm.segments"}, Plan: w.plans},
+				{ID: "shm.remount", Title: "Remount /dev/shm with size=11g", Summary: "Remounts /dev/shm bigger.", Risk: "medium", NeedsRoot: true,
+					Preview: []string{"mount -o remount,size=11g /dev/shm"}, Answers: []string{"shm.mount"}, Plan: w.plans},
+			}
+		},
+		ApplyFix: func(_ context.Context, f FixView, progress func(string)) FixResult {
+			w.applied = append(w.applied, f)
+			progress("applying " + f.ID)
+			if f.ID == "shm.cleanup" {
+				return FixResult{Summary: "removed 29 segments, 29 MiB freed; 1 left alone", Changed: []string{"removed /dev/shm/nccl-seg00"},
+					Skipped: w.kept, Verdict: VerdictPassed}
+			}
+			return FixResult{Summary: "remounted /dev/shm: 8 MiB → 11 GiB", Verdict: VerdictPassed}
+		},
+		ExportScript: func(path string, ids []string, _ []checks.Finding) error {
+			w.exported = append(w.exported, path)
+			return nil
+		},
+		ExplainLog: func(context.Context, string) (LogResult, error) {
+			return LogResult{Summary: "Root cause: /dev/shm too small"}, nil
+		},
+		CanValidate: func(context.Context) (bool, string) { return true, "" },
+		Validate: func(context.Context, func(string)) (ValidationResult, error) {
+			w.tested++
+			return ValidationResult{Pass: true, Verdict: "passed"}, nil
+		},
+	}
+}
+
+func evidence(n int) map[string]any {
+	ev := map[string]any{}
+	for i := range n {
+		ev[fmt.Sprintf("segment_%02d", i)] = fmt.Sprintf("/dev/shm/nccl-seg%02d", i)
+	}
+	return ev
+}
+
+func press(t *testing.T, m Model, keys ...string) Model {
+	t.Helper()
+	for _, k := range keys {
+		m = drive(t, m, keytest.Press(k))
+	}
+	return m
+}
+
+// confirmReady reports whether the confirm step shows a plan that has been
+// on screen in full: the only state in which y may apply.
+func confirmReady(m Model) bool {
+	return m.stage == flow.Fix && m.fix.confirming && m.fix.plan.unseen() == 0
+}
+
+// The wizard in each of its states, reached the way a user reaches it.
+var wizardStates = []struct {
+	name string
+	keys []string
+}{
+	{"start", nil},
+	{"findings", []string{"enter"}},
+	{"explain", []string{"enter", "tab"}},
+	{"fix", []string{"enter", "tab", "tab"}},
+	{"fix, cleanup chosen", []string{"enter", "tab", "tab", "space"}},
+	{"fix, both chosen", []string{"enter", "tab", "tab", "space", "down", "space"}},
+	{"confirm, compact plan", []string{"enter", "tab", "tab", "space", "down", "space", "enter"}},
+	{"confirm, expanded, not read", []string{"enter", "tab", "tab", "space", "down", "space", "enter", "e"}},
+	{"confirm, expanded, read to the end", []string{"enter", "tab", "tab", "space", "down", "space", "enter", "e", "end"}},
+	{"apply, done", []string{"enter", "tab", "tab", "space", "enter", "y"}},
+	{"fix, after applying", []string{"enter", "tab", "tab", "space", "enter", "y", "shift+tab"}},
+	{"validate", []string{"enter", "tab", "tab", "tab"}},
+	{"summary", []string{"enter", "tab", "tab", "tab", "tab"}},
+	{"summary, export prompt", []string{"enter", "tab", "tab", "tab", "tab", "e"}},
+	{"log", []string{"2"}},
+	{"learn", []string{"3"}},
+	{"guides", []string{"4"}},
+}
+
+// Every key on every screen: only y on a confirm step whose plan has been
+// displayed in full applies anything, and then exactly the fixes shown,
+// from the plan shown. No single key exports or runs the collective test
+// except e+enter and r where they are offered.
+func TestNoKeyButConfirmedYApplies(t *testing.T) {
+	keys := slices.DeleteFunc(keytest.All(), func(k string) bool { return k == "ctrl+c" })
+	for _, st := range wizardStates {
+		t.Run(st.name, func(t *testing.T) {
+			for _, k := range keys {
+				w := &longWorld{}
+				m := press(t, newTestModel(t, w.deps()), st.keys...)
+				before := len(w.applied)
+				ready := confirmReady(m)
+				shown := m.fix.chosenFixes()
+				m = press(t, m, k)
+				got := w.applied[before:]
+				switch {
+				case ready && k == "y":
+					if len(got) != len(shown) {
+						t.Fatalf("y on a read plan applied %d fixes, want %d", len(got), len(shown))
+					}
+					for i := range got {
+						if got[i].ID != shown[i].ID || got[i].Plan != shown[i].Plan {
+							t.Errorf("applied %s of plan %d, the screen showed %s of plan %d", got[i].ID, got[i].Plan, shown[i].ID, shown[i].Plan)
+						}
+					}
+					if m.Stage() != flow.Apply {
+						t.Errorf("after y: stage %s", m.Stage())
+					}
+				case len(got) > 0:
+					t.Fatalf("key %q applied %v", k, got)
+				}
+				if len(w.exported) > 0 && (st.name != "summary, export prompt" || k != "enter") {
+					t.Errorf("key %q exported a script", k)
+				}
+				if w.tested > 0 && (st.name != "validate" || k != "r") {
+					t.Errorf("key %q ran the collective test", k)
+				}
+				if m.Stage() == flow.Apply && len(m.apply.results) == 0 {
+					t.Errorf("key %q reached Apply with nothing applied", k)
+				}
+			}
+		})
+	}
+}
+
+// A long random walk over every key: an apply happens only on y with the
+// whole plan displayed.
+func TestRandomKeysNeverApplyWithoutConsent(t *testing.T) {
+	keys := slices.DeleteFunc(keytest.All(), func(k string) bool { return k == "ctrl+c" || k == "q" })
+	r := rand.New(rand.NewPCG(13, 1))
+	w := &longWorld{}
+	m := newTestModel(t, w.deps())
+	applies := 0
+	for i := range 3000 {
+		k := keys[r.IntN(len(keys))]
+		ready := confirmReady(m)
+		before := len(w.applied)
+		m = drive(t, m, keytest.Press(k))
+		if len(w.applied) > before {
+			applies++
+			if !ready || k != "y" {
+				t.Fatalf("step %d: key %q in stage %s applied %v", i, k, m.Stage(), w.applied[before:])
+			}
+		}
+	}
+	t.Logf("%d confirmed applies in 3000 keys", applies)
+}
+
+// The sequence: Enter, Tab, Tab, Space, Tab — and Tab from the
+// confirm screen — must not apply anything or open Apply.
+func TestTabDoesNotApply(t *testing.T) {
+	w := &longWorld{}
+	m := press(t, newTestModel(t, w.deps()), "enter", "tab", "tab", "space", "tab")
+	if len(w.applied) > 0 || m.Stage() == flow.Apply {
+		t.Fatalf("tab from Fix: stage %s, applied %v", m.Stage(), w.applied)
+	}
+	m = press(t, m, "shift+tab", "enter")
+	if !strings.Contains(view(m), "Apply 1 fix?") {
+		t.Fatalf("confirm:\n%s", view(m))
+	}
+	m = press(t, m, "tab")
+	if len(w.applied) > 0 || m.Stage() != flow.Validate {
+		t.Fatalf("tab from confirm: stage %s, applied %v", m.Stage(), w.applied)
+	}
+	m = press(t, m, "shift+tab")
+	if m.Stage() != flow.Fix || m.fix.confirming {
+		t.Errorf("back to Fix: stage %s, still confirming %v", m.Stage(), m.fix.confirming)
+	}
+}
+
+// At 80x24 the expanded plan is longer than the screen: the prompt stays
+// visible, y is refused with the number of lines not yet shown, and after
+// scrolling to the end y applies and Apply lists what was kept.
+func TestConfirmNeedsWholePlanShown(t *testing.T) {
+	w := &longWorld{kept: []string{"nccl-seg07: now in use by pid 4242 (python)"}}
+	m := press(t, newTestModel(t, w.deps()), "enter", "tab", "tab", "space", "down", "space", "enter")
+	v := view(m)
+	for _, want := range []string{"Apply 2 fixes?", "Remove 30 orphaned segments", "risk: low", "30 commands", "Remount /dev/shm with size=11g",
+		"risk: medium", "needs root", "y apply all 2"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("compact plan lacks %q:\n%s", want, v)
+		}
+	}
+	m = press(t, m, "e")
+	v = view(m)
+	if !strings.Contains(v, "nccl-seg00") || strings.Contains(v, "Remount /dev/shm") || !strings.Contains(v, "y apply all 2") {
+		t.Fatalf("expanded plan at 80x24 (prompt must show, remount below):\n%s", v)
+	}
+	m = press(t, m, "y")
+	if len(w.applied) > 0 {
+		t.Fatal("y applied a plan that was not all shown")
+	}
+	if !strings.Contains(m.status, "scroll to the end of the plan first (") || !strings.Contains(view(m), "lines not yet shown") {
+		t.Errorf("status %q\n%s", m.status, view(m))
+	}
+	m = press(t, m, "pgdown")
+	if len(w.applied) > 0 || m.fix.plan.unseen() == 0 {
+		t.Fatalf("one page should not reach the end of a 30-line list (unseen %d)", m.fix.plan.unseen())
+	}
+	m = press(t, m, "end")
+	if v := view(m); !strings.Contains(v, "Remount /dev/shm with size=11g") {
+		t.Fatalf("end of plan:\n%s", v)
+	}
+	// A resize changes what is on screen: the plan must be read again.
+	m = drive(t, m, tea.WindowSizeMsg{Width: 80, Height: 20})
+	if m.fix.plan.unseen() == 0 {
+		t.Error("a resize kept the plan marked as read")
+	}
+	m = press(t, m, "G", "y")
+	if len(w.applied) != 2 || m.Stage() != flow.Apply {
+		t.Fatalf("applied %v, stage %s", w.applied, m.Stage())
+	}
+	v = view(m)
+	for _, want := range []string{"Applied: what happened", "removed 29 segments", "left alone (1):", "kept nccl-seg07: now in use by pid 4242"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("apply view lacks %q:\n%s", want, v)
+		}
+	}
+}
+
+// Findings' evidence and the Fix preview scroll to their last line.
+func TestEvidenceAndPreviewScroll(t *testing.T) {
+	w := &longWorld{}
+	m := press(t, newTestModel(t, w.deps()), "enter", "down")
+	if strings.Contains(view(m), "segment_29") {
+		t.Fatalf("all evidence fits? test needs a longer list:\n%s", view(m))
+	}
+	m = press(t, m, "end")
+	if v := view(m); !strings.Contains(v, "segment_29") || !strings.Contains(v, "fixes: shm.cleanup") {
+		t.Errorf("end of the evidence:\n%s", v)
+	}
+	m = press(t, m, "tab", "tab")
+	if strings.Contains(view(m), "nccl-seg29") {
+		t.Fatalf("whole preview fits? test needs a longer list:\n%s", view(m))
+	}
+	m = press(t, m, "pgdown", "pgdown", "end")
+	if v := view(m); !strings.Contains(v, "nccl-seg29") {
+		t.Errorf("end of the preview:\n%s", v)
+	}
+}
+
+// With nothing applied, no screen claims a fix was verified.
+func TestNoClaimsWithoutApplying(t *testing.T) {
+	w := &longWorld{}
+	d := w.deps()
+	d.CanValidate = func(context.Context) (bool, string) { return false, "no NVIDIA GPU found" }
+	m := press(t, newTestModel(t, d), "enter", "tab", "tab", "tab")
+	if v := view(m); strings.Contains(v, "were verified") || !strings.Contains(v, "No fix was applied") {
+		t.Errorf("validate:\n%s", v)
+	}
+	m = press(t, m, "enter")
+	if v := view(m); strings.Contains(v, "by re-running the checks") || !strings.Contains(v, "no fix was applied") {
+		t.Errorf("summary:\n%s", v)
+	}
+}
+
+func TestRecheckedSentence(t *testing.T) {
+	for _, c := range []struct {
+		ids  []string
+		want string
+	}{
+		{nil, "No fix was applied"},
+		{[]string{"shm.cleanup"}, "The fix applied (shm.cleanup) was checked"},
+		{[]string{"shm.cleanup", "shm.remount"}, "The fixes applied (shm.cleanup, shm.remount) were checked"},
+	} {
+		if got := recheckedSentence(c.ids); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%v: %q", c.ids, got)
+		}
+	}
+}
