@@ -34,7 +34,10 @@ type applyModel struct {
 	plan    []FixView
 	log     []string
 	results []FixResult
-	out     pager
+	// opens[i] are the fixes that could still answer what results[i]'s
+	// re-check reported, as the user had chosen and applied them then.
+	opens []map[string]bool
+	out   pager
 }
 
 func newApplyModel(c *common) applyModel { return applyModel{c: c, out: newPager()} }
@@ -92,6 +95,7 @@ func (m applyModel) progress(msg tea.Msg) (applyModel, tea.Cmd) {
 		m.log = append(m.log, msg.line)
 		cmd = waitApply(msg.ch)
 	case fixAppliedMsg:
+		m.opens = append(m.opens, m.open())
 		m.results = append(m.results, msg.res)
 		cmd = waitApply(msg.ch)
 	case applyDoneMsg:
@@ -126,8 +130,9 @@ func (m applyModel) succeeded() []string {
 	return ids
 }
 
-// open returns the fixes of the plan that could still answer a problem:
-// possible here and not applied successfully.
+// open returns the fixes of the current plan that could still answer a
+// problem: possible here and not applied successfully so far (those chosen
+// to run next count: they are about to).
 func (m applyModel) open() map[string]bool {
 	out := map[string]bool{}
 	for _, f := range m.plan {
@@ -171,13 +176,13 @@ func verdict(r FixResult, open map[string]bool) (checks.Severity, string) {
 			if len(alt) == 0 {
 				own = append(own, textsafe.Clean(f.Title))
 			} else {
-				shared = append(shared, textsafe.Clean(f.Title)+" (for "+strings.Join(alt, ", ")+")")
+				shared = append(shared, textsafe.Clean(f.Title)+", which "+strings.Join(alt, " or ")+" answers")
 			}
 		}
 		if len(own) > 0 || len(shared) == 0 {
 			return checks.Error, "re-check still reports: " + strings.Join(own, "; ")
 		}
-		return checks.OK, "done; still reported, for another fix: " + strings.Join(shared, "; ")
+		return checks.OK, "done; the re-check still reports " + strings.Join(shared, "; ")
 	case VerdictPassed:
 		if len(ids) == 0 {
 			if r.Proof == "" {
@@ -229,9 +234,8 @@ func resultLines(st styles, r FixResult, open map[string]bool, width int) string
 
 func (m *applyModel) refresh() {
 	var b strings.Builder
-	open := m.open()
-	for _, r := range m.results {
-		b.WriteString(resultLines(m.c.st, r, open, m.c.width))
+	for i, r := range m.results {
+		b.WriteString(resultLines(m.c.st, r, m.opens[i], m.c.width))
 	}
 	// Title and blank above; a progress or position line below.
 	m.out.set(b.String(), m.c.width, m.c.bodyHeight()-4)

@@ -369,7 +369,11 @@ func (m fixModel) view() string {
 
 func (m fixModel) keys() [][2]string {
 	if m.confirming {
-		return [][2]string{{"y", "apply"}, {"n", "back"}, {"pgdn/end", "read the plan"}, {"e", "every line"}}
+		more := "every line"
+		if m.expanded {
+			more = "fewer lines"
+		}
+		return [][2]string{{"y", "apply"}, {"n", "back"}, {"pgdn/end", "read the plan"}, {"e", more}}
 	}
 	ks := [][2]string{{"↑/↓", "select"}, {"space", "choose"}, {"enter", "confirm chosen / skip"}}
 	if m.detail.scrolls() {

@@ -300,7 +300,7 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 				ids = append(ids, id)
 			}
 		}
-		m.summary.load(m.state, m.detect.before, m.apply.results, m.apply.open(), m.validate.result, ids)
+		m.summary.load(m.state, m.detect.before, m.apply.results, m.apply.opens, m.validate.result, ids)
 	case flow.Learn, flow.Guides:
 		if m.c.deps.Browser != nil {
 			m.browser, m.hasBrowser = m.c.deps.Browser(s == flow.Learn), true

@@ -24,7 +24,7 @@ type summaryModel struct {
 	before    []checks.Finding
 	now       []checks.Finding
 	applied   []FixResult
-	open      map[string]bool
+	opens     []map[string]bool
 	validated *ValidationResult
 	fixIDs    []string
 	input     textinput.Model
@@ -51,8 +51,8 @@ func problemsOf(rs []checks.Result) []checks.Finding {
 	return out
 }
 
-func (m *summaryModel) load(s flow.State, before []checks.Result, applied []FixResult, open map[string]bool, v *ValidationResult, chosen []string) {
-	m.before, m.now, m.applied, m.open, m.validated = problemsOf(before), s.Problems(), applied, open, v
+func (m *summaryModel) load(s flow.State, before []checks.Result, applied []FixResult, opens []map[string]bool, v *ValidationResult, chosen []string) {
+	m.before, m.now, m.applied, m.opens, m.validated = problemsOf(before), s.Problems(), applied, opens, v
 	m.fixIDs = chosen
 	if len(m.fixIDs) == 0 && m.c.deps.PlanFixes != nil {
 		for _, f := range m.c.deps.PlanFixes(m.c.ctx, m.now) {
@@ -128,8 +128,8 @@ func (m summaryModel) view() string {
 	if len(m.applied) == 0 {
 		b.WriteString(st.m.bullet + " done: no fixes applied\n")
 	}
-	for _, r := range m.applied {
-		sev, v := verdict(r, m.open)
+	for i, r := range m.applied {
+		sev, v := verdict(r, m.opens[i])
 		mark := st.mark(sev)
 		b.WriteString(fmt.Sprintf("%s done: %s %s\n    %s\n", st.m.bullet, mark, r.ID, textwrap.String(v, m.c.width-4, "    ")))
 		if n := len(r.Skipped); n > 0 {
