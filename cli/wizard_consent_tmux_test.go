@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ncclwiz/ncclwiz/internal/shmtest"
+	"github.com/ncclwiz/ncclwiz/internal/tmuxtest"
+)
+
+// The issue's layout for real: a small tmpfs (8 MiB, as root) holding 30
+// orphaned NCCL segments, the real binary at 80x24 in tmux. Moving through
+// every stage with Tab, Space and Enter changes nothing; y on a plan not yet
+// shown in full changes nothing; after scrolling to its end, y removes the
+// segments (and remounts when that fix is offered) except one a live process
+// opened between the preview and y, which the Apply screen names as kept.
+func TestWizardConsentInTmux(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	shmtest.RequireRoot(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed (CI installs it)")
+	}
+	bin := tmuxtest.Build(t, "..")
+	start := func(t *testing.T) (string, []string, *tmuxtest.Session) {
+		dir := shmtest.MountTmpfs(t, "8M")
+		var segs []string
+		for i := range 30 {
+			// Older than the cleanup's minimum age (shm.YoungAge).
+			segs = append(segs, shmtest.MakeSegment(t, dir, fmt.Sprintf("nccl-tui%02d", i), 200<<10, time.Hour))
+		}
+		work := t.TempDir()
+		env := []string{"TERM=xterm-256color", "LANG=C.UTF-8", "HOME=" + work, "NO_COLOR=1"}
+		s := tmuxtest.Start(t, 80, 24, work, env, bin+" --shm-path "+dir)
+		s.WaitFor(10*time.Second, "Diagnose this machine")
+		s.Keys("Enter")
+		s.WaitFor(30*time.Second, "Findings (3/8)", "30 orphaned NCCL segments")
+		return dir, segs, s
+	}
+	untouched := func(t *testing.T, dir string, segs []string, when string) {
+		t.Helper()
+		for _, p := range segs {
+			if _, err := os.Lstat(p); err != nil {
+				t.Fatalf("%s: %s is gone: %v", when, p, err)
+			}
+		}
+		if size := tmpfsSize(t, dir); size != 8<<20 {
+			t.Fatalf("%s: %s is %d bytes, want the 8 MiB it was", when, dir, size)
+		}
+	}
+
+	t.Run("navigation never acts", func(t *testing.T) {
+		dir, segs, s := start(t)
+		s.Keys("Tab")
+		s.WaitFor(10*time.Second, "Explain (4/8)")
+		s.Keys("Tab")
+		s.WaitFor(10*time.Second, "Fixes for what was found")
+		s.Keys("Space") // cleanup chosen, as in the issue
+		s.WaitFor(5*time.Second, "[x] Remove 30 orphaned")
+		s.Keys("Tab") // the issue: this applied the cleanup
+		scr := s.WaitFor(10*time.Second, "Validate (7/8)")
+		if strings.Contains(scr, "Appl") {
+			t.Errorf("Tab from Fix reached Apply:\n%s", scr)
+		}
+		untouched(t, dir, segs, "Tab from Fix")
+		s.Keys("BTab")
+		s.WaitFor(10*time.Second, "Fix (5/8)", "[x] Remove 30 orphaned")
+		s.Keys("Enter")
+		s.WaitFor(5*time.Second, "Apply 1 fix?")
+		s.Keys("Space", "Enter")
+		s.WaitFor(5*time.Second, "press y to apply the plan shown")
+		s.Keys("Tab") // the issue: this left the confirm screen into Apply
+		s.WaitFor(10*time.Second, "Validate (7/8)")
+		untouched(t, dir, segs, "Tab from the confirm screen")
+		// Every stage, with every key the issue used, twice around.
+		for range 2 {
+			for _, k := range []string{"Tab", "Space", "Enter", "BTab", "Space", "Enter", "Tab", "Tab", "Space", "Enter", "Escape", "Space"} {
+				s.Keys(k)
+				time.Sleep(100 * time.Millisecond) // pacing, not a measurement
+			}
+			s.Keys("Escape")
+		}
+		scr = s.Screen()
+		untouched(t, dir, segs, "Tab/Space/Enter through every stage")
+		if strings.Contains(scr, "Applied") || strings.Contains(scr, "Applying") {
+			t.Errorf("navigation applied:\n%s", scr)
+		}
+	})
+
+	t.Run("y needs the whole plan, applies it, names what it kept", func(t *testing.T) {
+		dir, segs, s := start(t)
+		s.Keys("Tab", "Tab")
+		scr := s.WaitFor(10*time.Second, "Fixes for what was found", "Remove 30 orphaned")
+		s.Keys("Space")
+		s.WaitFor(5*time.Second, "[x] Remove 30 orphaned")
+		remount := fixRow(scr, "(remount)") - fixRow(scr, "Remove 30 orphaned")
+		want := "Apply 1 fix?"
+		if remount > 0 {
+			for range remount {
+				s.Keys("Down")
+			}
+			s.Keys("Space")
+			s.WaitFor(5*time.Second, "[x] Grow")
+			want = "Apply 2 fixes?"
+		}
+		s.Keys("Enter")
+		s.WaitFor(5*time.Second, want, "30 commands", "y apply")
+		s.Keys("e") // every line: longer than the screen now
+		s.WaitFor(5*time.Second, "e fewer lines", "not yet shown")
+		// A process opens one segment after the preview, as a new rank would.
+		held := segs[7]
+		holdOpen(t, held) // check_test.go's holder: a live sh/sleep with the file on fd 3
+		s.Keys("y")
+		scr = s.WaitFor(5*time.Second, "scroll to the end of the plan first (")
+		if !strings.Contains(scr, "y apply") {
+			t.Errorf("the y/n prompt is not on screen:\n%s", scr)
+		}
+		untouched(t, dir, segs, "y before the plan was shown")
+		s.Keys("End")
+		s.WaitFor(5*time.Second, "end; pgup/home to go back")
+		s.Keys("y")
+		scr = s.WaitFor(60*time.Second, "Applied: what happened")
+		for _, p := range segs {
+			_, err := os.Lstat(p)
+			switch {
+			case p == held && err != nil:
+				t.Errorf("%s was removed while a live process had it open", p)
+			case p != held && err == nil:
+				t.Errorf("%s survived the cleanup", p)
+			}
+		}
+		for _, w := range []string{"removed 29 segments", "left alone (1):", "kept " + filepath.Base(held)} {
+			if !strings.Contains(scr, w) {
+				t.Errorf("Apply screen lacks %q:\n%s", w, scr)
+			}
+		}
+		if remount > 0 {
+			if size := tmpfsSize(t, dir); size <= 8<<20 {
+				t.Errorf("remount chosen and confirmed, but %s is still %d bytes", dir, size)
+			}
+		}
+	})
+}
+
+// fixRow is the screen line number of the first line containing s, or -1.
+func fixRow(screen, s string) int {
+	for i, l := range strings.Split(screen, "\n") {
+		if strings.Contains(l, s) {
+			return i
+		}
+	}
+	return -1
+}
+
+func tmpfsSize(t *testing.T, dir string) uint64 {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Blocks * uint64(st.Bsize)
+}
