@@ -323,3 +323,121 @@ func TestLayoutsInPIDNamespaces(t *testing.T) {
 		}
 	})
 }
+
+// docker runs the docker CLI and returns its output.
+func docker(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	return string(out), err
+}
+
+// TestLayoutsInDocker: a container whose PID 1 is the launcher, and one
+// whose PID 1 is a rank (a Kubernetes pod's layout), inspected with docker
+// exec. The image holds only the static helper and ncclwiz (docker import;
+// there is no registry).
+func TestLayoutsInDocker(t *testing.T) {
+	needRoot(t, "docker")
+	if out, err := docker(t, "info", "--format", "{{.ServerVersion}}"); err != nil {
+		t.Skipf("no Docker Engine: %v %s", err, out)
+	}
+	b := buildBins(t)
+	root := t.TempDir()
+	for _, f := range []struct{ from, to string }{{b.helper, "launcher"}, {b.ncclwiz, "ncclwiz"}} {
+		data, err := os.ReadFile(f.from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, f.to), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"tmp", "etc", "dev/shm"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	suffix := strconv.Itoa(os.Getpid())
+	image := "ncclwiz-test-procs:" + suffix
+	tar := exec.Command("tar", "-C", root, "-c", ".")
+	imp := exec.Command("docker", "import", "-", image)
+	pipe, err := tar.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp.Stdin = pipe
+	if err := tar.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := imp.CombinedOutput(); err != nil {
+		t.Fatalf("docker import: %v %s", err, out)
+	}
+	_ = tar.Wait()
+	t.Cleanup(func() { _, _ = docker(t, "rmi", "-f", image) })
+
+	run := func(t *testing.T, name string, args ...string) string {
+		t.Helper()
+		name = "ncclwiz-test-procs-" + name + "-" + suffix
+		if out, err := docker(t, append([]string{"run", "-d", "--name", name, "--network", "none"}, args...)...); err != nil {
+			t.Fatalf("docker run: %v %s", err, out)
+		}
+		t.Cleanup(func() { _, _ = docker(t, "rm", "-f", name) })
+		return name
+	}
+	exe := func(t *testing.T, c string, args ...string) string {
+		t.Helper()
+		out, err := exec.Command("docker", append([]string{"exec", "-e", "NO_COLOR=1", c, "/ncclwiz"}, args...)...).Output()
+		var ee *exec.ExitError
+		if err != nil && !(errorsAs(err, &ee) && ee.ExitCode() == 1) {
+			t.Fatalf("docker exec %s %v: %v\n%s", c, args, err, out)
+		}
+		return string(out)
+	}
+	// waitRanks returns the proc.ranks evidence seen inside once n ranks run.
+	waitRanks := func(t *testing.T, c string, n int) map[int]map[string]any {
+		t.Helper()
+		for i := 0; i < 100; i++ {
+			seen, offered := ranksSeen(t, exe(t, c, "check", "--json", "--only", "proc.ranks"))
+			if offered {
+				t.Fatalf("%s: proc.stale offered: %v", c, seen)
+			}
+			if len(seen) == n {
+				return seen
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("%s: never saw %d ranks", c, n)
+		return nil
+	}
+
+	t.Run("launcher is the container's PID 1", func(t *testing.T) {
+		c := run(t, "launcher", image, "/launcher", "launcher", "2", "busy")
+		seen := waitRanks(t, c, 2)
+		for pid, e := range seen {
+			if e["verdict"] != Live || !strings.Contains(fmt.Sprint(e["why"]), "launcher (pid 1) is running") {
+				t.Errorf("rank %d: %v", pid, e)
+			}
+		}
+		if out := exe(t, c, "fix"); strings.Contains(out, "kill -TERM") {
+			t.Errorf("fix offers to end live ranks:\n%s", out)
+		}
+		exe(t, c, "fix", "--apply", "proc.stale", "--yes")
+		after := waitRanks(t, c, 2)
+		for pid, e := range seen {
+			if after[pid] == nil || after[pid]["age_seconds"].(float64) < e["age_seconds"].(float64) {
+				t.Errorf("rank %d did not survive fix --apply proc.stale --yes: %v", pid, after)
+			}
+		}
+	})
+
+	t.Run("a rank is the container's PID 1 (a pod)", func(t *testing.T) {
+		c := run(t, "rank", "-e", "RANK=0", "-e", "LOCAL_RANK=0", "-e", "WORLD_SIZE=2", "-e", "TORCHELASTIC_RUN_ID=pod", image, "/launcher", "rank", "idle")
+		seen := waitRanks(t, c, 1)
+		if e := seen[1]; e == nil || e["verdict"] != Live || !strings.Contains(fmt.Sprint(e["why"]), "PID 1 of its own PID namespace") {
+			t.Errorf("PID 1 rank: %v", seen)
+		}
+		exe(t, c, "fix", "--apply", "proc.stale", "--yes")
+		if out, err := docker(t, "inspect", "-f", "{{.State.Running}}", c); err != nil || strings.TrimSpace(out) != "true" {
+			t.Errorf("the container's rank was ended: %s %v", out, err)
+		}
+	})
+}

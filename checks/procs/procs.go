@@ -185,7 +185,7 @@ func Judge(t *proctab.Table, o Options, sample Sampler) ([]Assessment, error) {
 	var out []Assessment
 	var suspects []int
 	for _, p := range t.All() {
-		if !IsRank(p) {
+		if !IsRank(p) || (p.PID == t.Self && t.Self > 0) {
 			continue
 		}
 		if parent, ok := t.Lookup(p.PPID); ok && IsRank(parent) && !parent.Zombie() {

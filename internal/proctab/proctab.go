@@ -131,6 +131,9 @@ type Table struct {
 	// (ncclwiz's own namespace link says so and its NSpid has one entry),
 	// so PID 1 in it is the machine's init.
 	InitNamespace bool
+	// Self is ncclwiz's own PID in this /proc (0 when unknown): a process
+	// run by docker exec inherits the container's environment, RANK too.
+	Self int
 	// boot is the wall-clock boot time (btime of /proc/stat); zero when
 	// unknown, then uptime is used for ages.
 	boot   time.Time
@@ -146,7 +149,9 @@ func Read(ctx context.Context, h *host.Host, o Options) (*Table, error) {
 	}
 	t := &Table{byPID: make(map[int]*Process, len(pids)), Now: h.Now()}
 	t.boot, t.uptime = bootTime(h)
-	if self, err := Self(h); err == nil && len(self.NSpid) == 1 {
+	self, err := Self(h)
+	t.Self = self.PID
+	if err == nil && len(self.NSpid) == 1 {
 		l, err := h.Readlink("/proc/self/ns/pid")
 		t.InitNamespace = err == nil && l == InitPIDNS
 	}
