@@ -84,6 +84,9 @@ func (p Progress) String() string {
 	case p.Progressed():
 		return fmt.Sprintf("used %s of CPU in %d of %d threads over %s", p.CPU(), p.RanThreads, p.Threads, p.Interval)
 	}
+	if p.Threads == 0 {
+		return fmt.Sprintf("no CPU used over %s", p.Interval)
+	}
 	return fmt.Sprintf("no CPU used by any of its %d threads over %s", p.Threads, p.Interval)
 }
 
