@@ -48,7 +48,7 @@ func (r rank) holds() string {
 // (same start time, so a recycled PID is never hit) and has not exited.
 func sameProcess(ctx context.Context, h *host.Host, r rank) bool {
 	p, err := proctab.ReadProcess(ctx, h, r.PID, proctab.Options{})
-	return err == nil && p.StartTicks == r.Start && !p.Zombie()
+	return err == nil && p.StartTicks == r.Start && !p.Exited()
 }
 
 // staleTargets returns the leftover ranks proc.stale may end: the user's

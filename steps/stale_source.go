@@ -23,7 +23,7 @@ func findStaleRanks(ctx context.Context, h *host.Host) ([]rank, error) {
 			cmd += " (rank " + v + ")"
 		}
 		out = append(out, rank{PID: r.PID, PPID: r.PPID, UID: r.UID(), Command: cmd, Reason: r.Reason(),
-			Segments: r.Segments, GPUMemory: r.GPUMemory, Start: r.StartTicks, Zombie: r.Zombie()})
+			Segments: r.Segments, GPUMemory: r.GPUMemory, Start: r.StartTicks, Zombie: r.Exited()})
 	}
 	return out, nil
 }

@@ -218,6 +218,7 @@ func TestStaleEscalation(t *testing.T) {
 		{"dry run", false, ApplyOptions{DryRun: true}, "", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each judges with a CPU sample of a second
 			h := fixtureHost(t)
 			var sigs []string
 			h.Act.Signal = func(pid int, sig syscall.Signal) error {

@@ -188,7 +188,7 @@ func Judge(t *proctab.Table, o Options, sample Sampler) ([]Assessment, error) {
 		if !IsRank(p) || (p.PID == t.Self && t.Self > 0) {
 			continue
 		}
-		if parent, ok := t.Lookup(p.PPID); ok && IsRank(parent) && !parent.Zombie() {
+		if parent, ok := t.Lookup(p.PPID); ok && IsRank(parent) && !parent.Exited() {
 			continue // a rank's own child (a data-loader worker) lives and dies with it
 		}
 		a := assess(t, p, o)
@@ -231,7 +231,7 @@ func Judge(t *proctab.Table, o Options, sample Sampler) ([]Assessment, error) {
 // only as a suspect, for Judge to sample.
 func assess(t *proctab.Table, p proctab.Process, o Options) Assessment {
 	a := Assessment{Process: p, Age: t.Age(p), Verdict: Live}
-	if p.Zombie() && p.Threads <= 1 {
+	if p.Exited() {
 		a.Verdict = Zombie
 		a.why("it has exited; only its parent (pid %d) can reap it", p.PPID)
 		return a
@@ -307,7 +307,7 @@ func localPeers(t *proctab.Table, p proctab.Process) (peers []int, want int, ok 
 		return q.Env["MASTER_ADDR"] + "|" + q.Env["MASTER_PORT"] + "|" + q.Env["TORCHELASTIC_RUN_ID"]
 	}
 	for _, q := range t.All() {
-		if q.PID == p.PID || !IsRank(q) || q.Zombie() || key(q) != key(p) {
+		if q.PID == p.PID || !IsRank(q) || q.Exited() || key(q) != key(p) {
 			continue
 		}
 		if parent, ok := t.Lookup(q.PPID); ok && IsRank(parent) {
@@ -471,8 +471,8 @@ func run(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	for _, a := range busy {
 		fs = append(fs, checks.Finding{Severity: checks.Info,
 			Title: fmt.Sprintf("Rank pid %d lost its launcher but is still working", a.PID),
-			Detail: "Its launcher is gone, yet it made progress while ncclwiz watched, so ncclwiz will not offer to end it. " +
-				"If it is a hung rank spinning in NCCL, end it yourself once you are sure: kill -TERM " + strconv.Itoa(a.PID),
+			Detail: "Its launcher is gone, yet it made progress while ncclwiz watched (CPU time, new threads or I/O wait), so ncclwiz will not offer to end it. " +
+				"A rank whose peers are gone can also spin in NCCL without getting anywhere: read its log before deciding anything yourself.",
 			Evidence: map[string]any{"rank": evidence(a)}, Guide: "stale-ranks"})
 	}
 	if len(zombies) > 0 {

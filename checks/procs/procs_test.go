@@ -76,7 +76,10 @@ func (p fp) files() map[string]any {
 	return m
 }
 
-func tree(t *testing.T, ps ...fp) *host.Host {
+func tree(t *testing.T, ps ...fp) *host.Host { return treeWith(t, nil, ps...) }
+
+// treeWith adds extra files (e.g. /proc/self) to the processes.
+func treeWith(t *testing.T, extra map[string]any, ps ...fp) *host.Host {
 	files := map[string]any{
 		"/proc/uptime": fmt.Sprintf("%d.00 1.00\n", upSec),
 		"/proc/stat":   fmt.Sprintf("cpu  1 2 3 4\nbtime %d\nprocesses 10\n", btime),
@@ -85,6 +88,9 @@ func tree(t *testing.T, ps ...fp) *host.Host {
 		for k, v := range p.files() {
 			files[k] = v
 		}
+	}
+	for k, v := range extra {
+		files[k] = v
 	}
 	return ft.Tree(t, files, host.FixtureSpec{UID: 1000, Now: fixtureNow})
 }
@@ -122,8 +128,12 @@ func sampler(busy ...int) Sampler {
 func TestJudge(t *testing.T) {
 	tini := fp{pid: 400, ppid: 0, comm: "tini", cmd: "/sbin/tini -- sleep infinity", age: time.Hour, nspid: []int{400, 1}}
 	systemd := fp{pid: 1, comm: "systemd", cmd: "/sbin/init", age: 3 * time.Hour}
+	// ncclwiz itself in the initial PID namespace: PID 1 of this /proc is
+	// the machine's init even when its own namespace link is unreadable.
+	initialNS := map[string]any{"/proc/self/status": "Name:\tncclwiz\nPid:\t77\nNSpid:\t77\n", "/proc/self/ns/pid": ft.Symlink(proctab.InitPIDNS)}
 	for _, tc := range []struct {
 		name   string
+		extra  map[string]any
 		procs  []fp
 		busy   []int
 		want   map[int]string // pid -> verdict
@@ -162,6 +172,22 @@ func TestJudge(t *testing.T) {
 			procs:  []fp{{pid: 1, comm: "process_api", cmd: "/process_api --firecracker-init", age: time.Hour, pidns: proctab.InitPIDNS}, rank(900, 1, 1, old, elastic)},
 			want:   map[int]string{900: Stale},
 			reason: map[int]string{900: "its parent is now process_api (pid 1, the machine's init)"}},
+		{name: "re-parented to the machine's init, its namespace link unreadable (seen from the initial namespace)",
+			extra:  initialNS,
+			procs:  []fp{{pid: 1, comm: "process_api", cmd: "/process_api", age: time.Hour}, rank(900, 1, 1, old, elastic)},
+			want:   map[int]string{900: Stale},
+			reason: map[int]string{900: "(pid 1, the machine's init)"}},
+		{name: "an unknown PID 1, nothing says which namespace: may be the launcher",
+			procs:  []fp{{pid: 1, comm: "process_api", cmd: "/process_api", age: time.Hour}, rank(900, 1, 1, old, elastic)},
+			want:   map[int]string{900: Live},
+			reason: map[int]string{900: "may be its launcher"}},
+		{name: "leader exited (pthread_exit) while its threads run: alive, judged like any rank",
+			procs: []fp{tini, func() fp { r := rank(401, 400, 0, old, elastic); r.state, r.threads = "Z", 3; return r }()},
+			want:  map[int]string{401: Stale}},
+		{name: "ncclwiz run by docker exec inherits the container's RANK: never judged",
+			extra: map[string]any{"/proc/self/status": "Name:\tncclwiz\nPid:\t450\nNSpid:\t450\n"},
+			procs: []fp{tini, rank(450, 0, 0, old, elastic)},
+			want:  map[int]string{}},
 		{name: "an unknown PID 1 of another namespace may be the launcher",
 			procs:  []fp{{pid: 1, comm: "process_api", cmd: "/process_api", age: time.Hour, pidns: "pid:[4026532999]"}, rank(900, 1, 1, old, elastic)},
 			want:   map[int]string{900: Live},
@@ -203,7 +229,7 @@ func TestJudge(t *testing.T) {
 			want:  map[int]string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := tree(t, tc.procs...)
+			h := treeWith(t, tc.extra, tc.procs...)
 			tab, err := proctab.Read(context.Background(), h, proctab.Options{EnvKeys: EnvKeys})
 			if err != nil {
 				t.Fatal(err)

@@ -94,8 +94,13 @@ const InitPIDNS = "pid:[4026531836]"
 func (p Process) IsNamespaceInit() bool { return p.NSLocalPID() == 1 }
 
 // Zombie reports whether the thread-group leader has exited. Its other
-// threads may still run (see Tasks).
+// threads may still run (see Exited and Tasks).
 func (p Process) Zombie() bool { return p.State == "Z" || p.State == "X" }
+
+// Exited reports whether the whole process has exited: a zombie leader
+// with no other thread left. A leader that called pthread_exit while other
+// threads run shows state Z but is alive.
+func (p Process) Exited() bool { return p.Zombie() && p.Threads <= 1 }
 
 // Command returns the command line, sanitised and shortened for display.
 func (p Process) Command() string {
@@ -190,7 +195,7 @@ func ReadProcess(ctx context.Context, h *host.Host, pid int, o Options) (Process
 	if p.PID != pid {
 		return Process{}, fmt.Errorf("%s/stat names pid %d", dir, p.PID)
 	}
-	readStatus(h, dir, &p)
+	_ = readStatus(h, dir, &p) // another user's status may be unreadable: uids stay unknown
 	if l, err := h.Readlink(dir + "/ns/pid"); err == nil {
 		p.PIDNS = l
 	}
@@ -239,10 +244,9 @@ func environ(gctx context.Context, gp *process.Process, keys []string) (map[stri
 // a fixture, the fixture's self). Only the status fields are filled.
 func Self(h *host.Host) (Process, error) {
 	var p Process
-	if _, err := h.ReadFile("/proc/self/status"); err != nil {
+	if err := readStatus(h, "/proc/self", &p); err != nil {
 		return p, err
 	}
-	readStatus(h, "/proc/self", &p)
 	return p, nil
 }
 

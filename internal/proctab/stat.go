@@ -71,12 +71,12 @@ func readStat(h *host.Host, dir string) (Process, error) {
 		StartTicks: st.start, CPUTicks: st.cpuTicks}, nil
 }
 
-// readStatus fills the uids, thread count and NSpid from status; a missing
-// or short status leaves them empty.
-func readStatus(h *host.Host, dir string, p *Process) {
+// readStatus fills the uids, thread count and NSpid from status; a short
+// status leaves them empty.
+func readStatus(h *host.Host, dir string, p *Process) error {
 	b, err := h.ReadFile(dir + "/status")
 	if err != nil {
-		return
+		return err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		key, val, ok := strings.Cut(line, ":")
@@ -100,6 +100,7 @@ func readStatus(h *host.Host, dir string, p *Process) {
 			}
 		}
 	}
+	return nil
 }
 
 func atois(s string) []int {
