@@ -11,6 +11,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
@@ -25,7 +26,7 @@ type rank struct {
 	Command, Reason string
 	GPUMemory       uint64
 	Segments        []string
-	Start           uint64 // field 22 of /proc/PID/stat
+	Start           uint64 // start ticks (field 22 of /proc/PID/stat)
 	Zombie          bool
 }
 
@@ -43,32 +44,11 @@ func (r rank) holds() string {
 	return "holds " + strings.Join(parts, " and ")
 }
 
-// procStat reads the state and start time of one process from
-// /proc/PID/stat (comm may hold spaces and parentheses, so the fields are
-// counted from the last ')').
-func procStat(h *host.Host, pid int) (state string, start uint64, err error) {
-	b, err := h.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return "", 0, errors.New("malformed stat")
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return "", 0, errors.New("short stat")
-	}
-	start, err = strconv.ParseUint(f[19], 10, 64)
-	return f[0], start, err
-}
-
 // sameProcess reports whether pid still runs the process that was judged
-// and has not exited (a zombie has ended).
-func sameProcess(h *host.Host, r rank) bool {
-	state, start, err := procStat(h, r.PID)
-	return err == nil && start == r.Start && state != "Z" && state != "X"
+// (same start time, so a recycled PID is never hit) and has not exited.
+func sameProcess(ctx context.Context, h *host.Host, r rank) bool {
+	p, err := proctab.ReadProcess(ctx, h, r.PID, proctab.Options{})
+	return err == nil && p.StartTicks == r.Start && !p.Exited()
 }
 
 // staleTargets returns the leftover ranks proc.stale may end: the user's
@@ -90,11 +70,9 @@ func staleTargets(ctx context.Context, h *host.Host) (targets []rank, skipped []
 			skipped = append(skipped, fmt.Sprintf("pid %d belongs to uid %d; only that user or root may end it", r.PID, r.UID))
 			continue
 		}
-		state, start, err := procStat(h, r.PID)
-		if err != nil || state == "Z" {
+		if !sameProcess(ctx, h, r) {
 			continue // ended meanwhile
 		}
-		r.Start = start
 		targets = append(targets, r)
 	}
 	return targets, skipped, nil
@@ -149,9 +127,24 @@ func applyStale(ctx context.Context, h *host.Host, targets []rank, o ApplyOption
 	}
 	ended := 0
 	var waiting []rank
+	// Judge again right before signalling: the launcher, age and CPU
+	// evidence must still hold for the very process (same start time) that
+	// was previewed. A rank that started working again is left alone.
+	now, err := findStaleRanks(ctx, h)
+	if err != nil {
+		return out, fmt.Errorf("judge the ranks again before signalling: %w", err)
+	}
+	still := map[int]rank{}
+	for _, r := range now {
+		still[r.PID] = r
+	}
 	for _, t := range targets {
-		if !sameProcess(h, t) {
+		if !sameProcess(ctx, h, t) {
 			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d: already ended", t.PID))
+			continue
+		}
+		if r, ok := still[t.PID]; !ok || r.Start != t.Start {
+			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d: no longer judged a leftover rank (it may be working again); left alone", t.PID))
 			continue
 		}
 		if o.DryRun {
@@ -177,7 +170,7 @@ func applyStale(ctx context.Context, h *host.Host, targets []rank, o ApplyOption
 	for len(waiting) > 0 {
 		var still []rank
 		for _, t := range waiting {
-			if sameProcess(h, t) {
+			if sameProcess(ctx, h, t) {
 				still = append(still, t)
 				continue
 			}
@@ -199,7 +192,7 @@ func applyStale(ctx context.Context, h *host.Host, targets []rank, o ApplyOption
 			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d still running: SIGKILL not agreed (kill -KILL %d by hand, or --kill)", t.PID, t.PID))
 			continue
 		}
-		if !sameProcess(h, t) {
+		if !sameProcess(ctx, h, t) {
 			ended++
 			out.Changed = append(out.Changed, fmt.Sprintf("pid %d ended: %s", t.PID, clipText(t.Command, 60)))
 			continue
@@ -209,7 +202,7 @@ func applyStale(ctx context.Context, h *host.Host, targets []rank, o ApplyOption
 			continue
 		}
 		o.progress("sent SIGKILL to pid %d", t.PID)
-		for i := 0; i < 50 && sameProcess(h, t); i++ {
+		for i := 0; i < 50 && sameProcess(ctx, h, t); i++ {
 			time.Sleep(20 * time.Millisecond)
 		}
 		ended++

@@ -358,10 +358,12 @@ func TestRemountRealTmpfs(t *testing.T) {
 }
 
 // startStaleRank starts a process that looks like a rank whose launcher
-// died: RANK in its environment, re-parented to PID 1.
+// died: RANK and torchrun's TORCHELASTIC_RUN_ID in its environment,
+// re-parented to PID 1 (the machine's init), idle. Tests judge it with the
+// host's clock ten minutes ahead, so that it is old enough.
 func startStaleRank(t *testing.T) int {
 	t.Helper()
-	cmd := exec.Command("setsid", "bash", "-c", "RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 exec -a pt_rank sleep 600 </dev/null >/dev/null 2>&1 & echo $!")
+	cmd := exec.Command("setsid", "bash", "-c", "RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=ncclwiz-test exec -a pt_rank sleep 600 </dev/null >/dev/null 2>&1 & echo $!")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("start stale rank: %v", err)
@@ -400,6 +402,7 @@ func TestExportedScriptOnRealTmpfs(t *testing.T) {
 	r := newRealTree(t, "1M", true)
 	ctx := context.Background()
 	h := localHost(r.dir)
+	h.Clock = func() time.Time { return time.Now().Add(10 * time.Minute) }
 	rankPID := startStaleRank(t)
 	etc := t.TempDir()
 	const fstabBase = "# test fstab\nUUID=abcd / ext4 defaults 0 1\n"

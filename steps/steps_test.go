@@ -47,7 +47,9 @@ func fixtureHost(t testing.TB) *host.Host {
 		"/proc/777/stat":           staleStat,
 		"/proc/777/status":         "Uid:\t" + itoa(uid) + "\t" + itoa(uid) + "\t" + itoa(uid) + "\t" + itoa(uid) + "\n",
 		"/proc/777/cmdline":        "python\x00train.py\x00--local-rank=3\x00",
-		"/proc/777/environ":        "RANK=3\x00LOCAL_RANK=3\x00WORLD_SIZE=8\x00",
+		"/proc/777/environ":        "RANK=3\x00LOCAL_RANK=3\x00WORLD_SIZE=8\x00TORCHELASTIC_RUN_ID=none\x00",
+		"/proc/1/stat":             "1 (systemd) S 0 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0 0",
+		"/proc/1/status":           "Name:\tsystemd\nNSpid:\t1\n",
 		"/proc/777/comm":           "python\n",
 		"/proc/777/fd":             nil,
 		"/proc/777/maps":           "",
@@ -216,6 +218,7 @@ func TestStaleEscalation(t *testing.T) {
 		{"dry run", false, ApplyOptions{DryRun: true}, "", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each judges with a CPU sample of a second
 			h := fixtureHost(t)
 			var sigs []string
 			h.Act.Signal = func(pid int, sig syscall.Signal) error {

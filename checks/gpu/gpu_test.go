@@ -227,9 +227,12 @@ func TestStaleRankHoldingGPUMemory(t *testing.T) {
 		"/proc/4242/stat":    "4242 (python) S 1 4242 4242 0 -1 4194304 100 0 0 0 0 0 0 0 20 0 1 0 5000 0 0\n",
 		"/proc/4242/status":  "Name:\tpython\nUid:\t1000\t1000\t1000\t1000\n",
 		"/proc/4242/cmdline": "python\x00train.py\x00--lr\x003e-4\x00",
-		"/proc/4242/environ": "RANK=3\x00LOCAL_RANK=3\x00WORLD_SIZE=8\x00HF_TOKEN=hf_secretsecretsecretsecret\x00",
-		"/proc/uptime":       "86400.00 100.00\n",
-		"/etc/passwd":        "root:x:0:0::/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/bash\n",
+		"/proc/4242/environ": "RANK=3\x00LOCAL_RANK=3\x00WORLD_SIZE=8\x00TORCHELASTIC_RUN_ID=none\x00HF_TOKEN=hf_secretsecretsecretsecret\x00",
+		// launcher gone: re-parented to the machine's init
+		"/proc/1/stat":   "1 (systemd) S 0 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 1 0 0\n",
+		"/proc/1/status": "Name:\tsystemd\nUid:\t0\t0\t0\t0\nNSpid:\t1\n",
+		"/proc/uptime":   "86400.00 100.00\n",
+		"/etc/passwd":    "root:x:0:0::/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/bash\n",
 	}
 	h := hostWith(t, srv, files, nil)
 	fs, err := runProcesses(context.Background(), h)

@@ -10,6 +10,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/procs"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
@@ -69,19 +70,19 @@ func runProcesses(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 		for _, p := range d.Processes {
 			total++
 			e := map[string]any{"gpu": d.Index, "pid": p.PID, "gpu_memory": p.GPUMemory}
-			pr, err := procs.Read(h, p.PID)
+			pr, err := proctab.ReadProcess(ctx, h, p.PID, proctab.Options{EnvKeys: procs.EnvKeys})
 			if err != nil {
 				e["visible"] = false // another PID namespace (a container) or gone
 			} else {
-				e["user"] = userName(h, pr.UID)
+				e["user"] = userName(h, pr.UID())
 				e["command"] = pr.Command()
-				e["age_seconds"] = int64(pr.Age.Seconds())
+				e["age_seconds"] = int64(proctab.Age(h, pr).Seconds())
 				if procs.IsRank(pr) {
 					ranksOnGPU[d.Index] = append(ranksOnGPU[d.Index], p.PID)
 				}
 			}
 			if r, ok := staleByPID[p.PID]; ok {
-				e["stale"] = r.Reason
+				e["stale"] = r.Reason()
 				staleHolders = append(staleHolders, fmt.Sprintf("pid %d on GPU %d (%s)", p.PID, d.Index, units.Bytes(p.GPUMemory)))
 				staleMem += p.GPUMemory
 			}

@@ -2,73 +2,300 @@ package procs
 
 import (
 	"context"
-	"strconv"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
 	ft "github.com/ncclwiz/ncclwiz/internal/fixturetest"
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
 
-func TestParseStat(t *testing.T) {
-	p, err := parseStat([]byte("4242 (pt_main_thread (x)) S 1 4242 4242 0 -1 4194304 100 0 0 0 0 0 0 0 20 0 1 0 5000 0 0\n"))
-	if err != nil || p.PID != 4242 || p.Comm != "pt_main_thread (x)" || p.State != "S" || p.PPID != 1 || p.StartTicks != 5000 {
-		t.Errorf("parseStat = %+v, %v", p, err)
+// The fixture clock: boot at btime, "now" 10000 s later.
+const (
+	btime = 1_700_000_000
+	upSec = 10000
+)
+
+var fixtureNow = time.Unix(btime+upSec, 0).UTC().Format(time.RFC3339)
+
+// fp describes one fixture process.
+type fp struct {
+	pid, ppid int
+	comm      string
+	state     string
+	age       time.Duration
+	cmd, env  string // space-separated
+	nspid     []int  // default: [pid]
+	threads   int    // default 1
+	pgid      int    // default pid
+	pidns     string // the ns/pid link, if any
+}
+
+func (p fp) files() map[string]any {
+	dir := fmt.Sprintf("/proc/%d", p.pid)
+	if p.state == "" {
+		p.state = "S"
 	}
-	for _, bad := range []string{"", "1 (x", "1 (x) S"} {
-		if _, err := parseStat([]byte(bad)); err == nil {
-			t.Errorf("parseStat(%q) accepted", bad)
+	if p.threads == 0 {
+		p.threads = 1
+	}
+	if p.pgid == 0 {
+		p.pgid = p.pid
+	}
+	if p.nspid == nil {
+		p.nspid = []int{p.pid}
+	}
+	start := uint64((upSec*time.Second - p.age) / (time.Second / proctab.UserHZ))
+	stat := func(id int, state string) string {
+		return fmt.Sprintf("%d (%s) %s %d %d %d 0 -1 4194304 10 0 0 0 500 20 0 0 20 0 %d 0 %d 1000 100 0\n",
+			id, p.comm, state, p.ppid, p.pgid, p.pgid, p.threads, start)
+	}
+	ns := make([]string, len(p.nspid))
+	for i, n := range p.nspid {
+		ns[i] = fmt.Sprint(n)
+	}
+	m := map[string]any{
+		dir + "/stat":    stat(p.pid, p.state),
+		dir + "/status":  fmt.Sprintf("Name:\t%s\nPid:\t%d\nPPid:\t%d\nUid:\t1000\t1000\t1000\t1000\nThreads:\t%d\nNSpid:\t%s\n", p.comm, p.pid, p.ppid, p.threads, strings.Join(ns, "\t")),
+		dir + "/cmdline": strings.ReplaceAll(p.cmd, " ", "\x00") + "\x00",
+		dir + "/environ": strings.ReplaceAll(p.env, " ", "\x00") + "\x00",
+	}
+	if p.pidns != "" {
+		m[dir+"/ns/pid"] = ft.Symlink(p.pidns)
+	}
+	for i := 0; i < p.threads; i++ {
+		st := p.state
+		if i > 0 {
+			st = "S"
+		}
+		m[fmt.Sprintf("%s/task/%d/stat", dir, p.pid+i)] = stat(p.pid+i, st)
+	}
+	return m
+}
+
+func tree(t *testing.T, ps ...fp) *host.Host { return treeWith(t, nil, ps...) }
+
+// treeWith adds extra files (e.g. /proc/self) to the processes.
+func treeWith(t *testing.T, extra map[string]any, ps ...fp) *host.Host {
+	files := map[string]any{
+		"/proc/uptime": fmt.Sprintf("%d.00 1.00\n", upSec),
+		"/proc/stat":   fmt.Sprintf("cpu  1 2 3 4\nbtime %d\nprocesses 10\n", btime),
+	}
+	for _, p := range ps {
+		for k, v := range p.files() {
+			files[k] = v
 		}
 	}
-}
-
-func proc(pid, ppid int, state, comm, cmd, env string) map[string]any {
-	dir := "/proc/" + itoa(pid)
-	return map[string]any{
-		dir + "/stat":    itoa(pid) + " (" + comm + ") " + state + " " + itoa(ppid) + " 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1000 0 0\n",
-		dir + "/status":  "Name:\t" + comm + "\nUid:\t1000\t1000\t1000\t1000\n",
-		dir + "/cmdline": strings.ReplaceAll(cmd, " ", "\x00") + "\x00",
-		dir + "/environ": strings.ReplaceAll(env, " ", "\x00"),
+	for k, v := range extra {
+		files[k] = v
 	}
+	return ft.Tree(t, files, host.FixtureSpec{UID: 1000, Now: fixtureNow})
 }
 
-func merge(ms ...map[string]any) map[string]any {
-	out := map[string]any{"/proc/uptime": "5000.00 1.00\n"}
-	for _, m := range ms {
-		for k, v := range m {
-			out[k] = v
+const (
+	old     = 10 * time.Minute
+	elastic = "TORCHELASTIC_RUN_ID=none MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2"
+)
+
+func rank(pid, ppid, r int, age time.Duration, env string) fp {
+	return fp{pid: pid, ppid: ppid, comm: "python", age: age, cmd: "python -u train.py",
+		env: fmt.Sprintf("RANK=%d LOCAL_RANK=%d %s", r, r, env)}
+}
+
+// idle says no process used CPU; busy(pids) says those did.
+func sampler(busy ...int) Sampler {
+	return func(pids []int) (map[int]proctab.Progress, error) {
+		out := map[int]proctab.Progress{}
+		for _, pid := range pids {
+			pr := proctab.Progress{PID: pid, Interval: time.Second, Threads: 1, Live: 1}
+			for _, b := range busy {
+				if b == pid {
+					pr.CPUTicks, pr.RanThreads = 12, 1
+				}
+			}
+			out[pid] = pr
 		}
+		return out, nil
 	}
-	return out
 }
 
-func TestFindStaleRanks(t *testing.T) {
-	files := merge(
-		proc(1, 0, "S", "systemd", "/sbin/init", ""),
-		proc(2, 1, "S", "torchrun", "/venv/bin/python /venv/bin/torchrun --nproc_per_node=2 train.py", ""),
-		proc(3, 2, "S", "python", "/venv/bin/python -u train.py", "RANK=0 LOCAL_RANK=0"), // healthy rank
-		proc(4, 1, "S", "python", "/venv/bin/python -u train.py", "RANK=1 LOCAL_RANK=1"), // launcher gone
-		proc(5, 2, "Z", "python", "", "RANK=1 LOCAL_RANK=1"),                             // zombie
-		proc(6, 7, "S", "python", "python train.py", "RANK=0"),                           // started by hand from bash
-		proc(7, 1, "S", "bash", "-bash", ""),
-		proc(8, 1, "S", "python", "python notebook.py", "HOME=/root"), // not a rank
-	)
-	h := ft.Tree(t, files, host.FixtureSpec{UID: 1000})
-	rs, err := FindStaleRanks(context.Background(), h)
+// TestJudge reproduces the layouts of issue 13 item 3 as fixture trees: a
+// launcher as PID 1 of a PID namespace, a rank as PID 1, a process entered
+// with nsenter, a young orphan, and the real leftovers.
+func TestJudge(t *testing.T) {
+	tini := fp{pid: 400, ppid: 0, comm: "tini", cmd: "/sbin/tini -- sleep infinity", age: time.Hour, nspid: []int{400, 1}}
+	systemd := fp{pid: 1, comm: "systemd", cmd: "/sbin/init", age: 3 * time.Hour}
+	// ncclwiz itself in the initial PID namespace: PID 1 of this /proc is
+	// the machine's init even when its own namespace link is unreadable.
+	initialNS := map[string]any{"/proc/self/status": "Name:\tncclwiz\nPid:\t77\nNSpid:\t77\n", "/proc/self/ns/pid": ft.Symlink(proctab.InitPIDNS)}
+	for _, tc := range []struct {
+		name   string
+		extra  map[string]any
+		procs  []fp
+		busy   []int
+		want   map[int]string // pid -> verdict
+		reason map[int]string // pid -> part of the evidence
+	}{
+		{name: "launcher is PID 1 of the namespace (docker run … launcher)",
+			procs: []fp{{pid: 500, comm: "launcher", cmd: "/launcher 2", age: old, nspid: []int{500, 1}},
+				rank(501, 500, 0, old, elastic), rank(502, 500, 1, old, elastic)},
+			want:   map[int]string{501: Live, 502: Live},
+			reason: map[int]string{501: "launcher (pid 500, PID 1 of its namespace) is running and may be its launcher"}},
+		{name: "torchrun alive",
+			procs: []fp{systemd, {pid: 10, ppid: 1, comm: "torchrun", cmd: "/venv/bin/python /venv/bin/torchrun --nproc_per_node=2 t.py", age: old},
+				rank(11, 10, 0, old, elastic), rank(12, 10, 1, old, elastic)},
+			want:   map[int]string{11: Live, 12: Live},
+			reason: map[int]string{11: "its launcher torchrun (pid 10) is running"}},
+		{name: "python -m torch.distributed.run as PID 1",
+			procs: []fp{{pid: 1, comm: "python", cmd: "python -m torch.distributed.run --nproc_per_node=1 t.py", age: old},
+				rank(7, 1, 0, old, elastic)},
+			want: map[int]string{7: Live}, reason: map[int]string{7: "its launcher python (pid 1) is running"}},
+		{name: "launcher died under tini: idle ranks are leftovers",
+			procs: []fp{tini, rank(401, 400, 0, old, elastic), rank(402, 400, 1, old, elastic)},
+			want:  map[int]string{401: Stale, 402: Stale},
+			reason: map[int]string{401: "launcher gone: torchrun started it (TORCHELASTIC_RUN_ID is set) but its parent is now tini (pid 400, PID 1 of its namespace)",
+				402: "no CPU used by any of its 1 threads over 1s"}},
+		{name: "launcher died, one rank still works",
+			procs: []fp{tini, rank(401, 400, 0, old, elastic), rank(402, 400, 1, old, elastic)},
+			busy:  []int{402},
+			want:  map[int]string{401: Stale, 402: Busy},
+			reason: map[int]string{402: "but it is working: used 120ms of CPU",
+				401: "1 of the job's 1 other local ranks still run (pid 402)"}},
+		{name: "launcher died on a bare host: re-parented to systemd, peer gone",
+			procs:  []fp{systemd, rank(900, 1, 1, old, elastic)},
+			want:   map[int]string{900: Stale},
+			reason: map[int]string{900: "none of the job's 1 other local ranks runs"}},
+		{name: "re-parented to the machine's init, whatever its name (a microVM agent)",
+			procs:  []fp{{pid: 1, comm: "process_api", cmd: "/process_api --firecracker-init", age: time.Hour, pidns: proctab.InitPIDNS}, rank(900, 1, 1, old, elastic)},
+			want:   map[int]string{900: Stale},
+			reason: map[int]string{900: "its parent is now process_api (pid 1, the machine's init)"}},
+		{name: "re-parented to the machine's init, its namespace link unreadable (seen from the initial namespace)",
+			extra:  initialNS,
+			procs:  []fp{{pid: 1, comm: "process_api", cmd: "/process_api", age: time.Hour}, rank(900, 1, 1, old, elastic)},
+			want:   map[int]string{900: Stale},
+			reason: map[int]string{900: "(pid 1, the machine's init)"}},
+		{name: "an unknown PID 1, nothing says which namespace: may be the launcher",
+			procs:  []fp{{pid: 1, comm: "process_api", cmd: "/process_api", age: time.Hour}, rank(900, 1, 1, old, elastic)},
+			want:   map[int]string{900: Live},
+			reason: map[int]string{900: "may be its launcher"}},
+		{name: "leader exited (pthread_exit) while its threads run: alive, judged like any rank",
+			procs: []fp{tini, func() fp { r := rank(401, 400, 0, old, elastic); r.state, r.threads = "Z", 3; return r }()},
+			want:  map[int]string{401: Stale}},
+		{name: "ncclwiz run by docker exec inherits the container's RANK: never judged",
+			extra: map[string]any{"/proc/self/status": "Name:\tncclwiz\nPid:\t450\nNSpid:\t450\n"},
+			procs: []fp{tini, rank(450, 0, 0, old, elastic)},
+			want:  map[int]string{}},
+		{name: "an unknown PID 1 of another namespace may be the launcher",
+			procs:  []fp{{pid: 1, comm: "process_api", cmd: "/process_api", age: time.Hour, pidns: "pid:[4026532999]"}, rank(900, 1, 1, old, elastic)},
+			want:   map[int]string{900: Live},
+			reason: map[int]string{900: "may be its launcher"}},
+		{name: "process group leader of the dead launcher is named",
+			procs:  []fp{systemd, func() fp { r := rank(900, 1, 1, old, elastic); r.pgid = 880; return r }()},
+			want:   map[int]string{900: Stale},
+			reason: map[int]string{900: "its process group leader pid 880 is gone"}},
+		{name: "rank is PID 1 itself (Kubernetes pod)",
+			procs: []fp{{pid: 300, ppid: 299, comm: "containerd-shim", cmd: "containerd-shim-runc-v2", age: old},
+				func() fp { r := rank(301, 300, 0, old, elastic); r.nspid = []int{301, 1}; return r }()},
+			want:   map[int]string{301: Live},
+			reason: map[int]string{301: "PID 1 of its own PID namespace"}},
+		{name: "rank as PID 1 seen from inside its namespace",
+			procs: []fp{rank(1, 0, 0, old, elastic)},
+			want:  map[int]string{1: Live}, reason: map[int]string{1: "PID 1 of its own PID namespace"}},
+		{name: "entered with nsenter or docker exec (PPID 0)",
+			procs: []fp{tini, rank(450, 0, 0, old, elastic)},
+			want:  map[int]string{450: Live}, reason: map[int]string{450: "PPID 0"}},
+		{name: "one second old orphan",
+			procs: []fp{tini, rank(401, 400, 0, time.Second, elastic)},
+			want:  map[int]string{401: Young}, reason: map[int]string{401: "only 1s old"}},
+		{name: "started directly by tini (operator-set RANK, no launcher)",
+			procs: []fp{tini, rank(401, 400, 0, old, "WORLD_SIZE=16 MASTER_ADDR=job-master-0")},
+			want:  map[int]string{401: Unknown}, reason: map[int]string{401: "nothing in its environment says a launcher started it"}},
+		{name: "started by hand from a shell",
+			procs: []fp{systemd, {pid: 20, ppid: 1, comm: "bash", cmd: "-bash", age: old}, rank(21, 20, 0, old, elastic)},
+			want:  map[int]string{21: Live}, reason: map[int]string{21: "bash (pid 20) is running and may be its launcher"}},
+		{name: "zombie rank",
+			procs: []fp{systemd, {pid: 30, ppid: 1, comm: "torchrun", cmd: "torchrun t.py", age: old},
+				func() fp { r := rank(31, 30, 0, old, elastic); r.state = "Z"; return r }()},
+			want: map[int]string{31: Zombie}, reason: map[int]string{31: "only its parent (pid 30) can reap it"}},
+		{name: "data-loader worker of a live rank is part of the rank",
+			procs: []fp{systemd, {pid: 40, ppid: 1, comm: "torchrun", cmd: "torchrun t.py", age: old},
+				rank(41, 40, 0, old, elastic), rank(42, 41, 0, old, elastic)},
+			want: map[int]string{41: Live}},
+		{name: "not a rank",
+			procs: []fp{systemd, {pid: 50, ppid: 1, comm: "python", cmd: "python notebook.py", env: "HOME=/root", age: old}},
+			want:  map[int]string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := treeWith(t, tc.extra, tc.procs...)
+			tab, err := proctab.Read(context.Background(), h, proctab.Options{EnvKeys: EnvKeys})
+			if err != nil {
+				t.Fatal(err)
+			}
+			as, err := Judge(tab, Options{}, sampler(tc.busy...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[int]string{}
+			why := map[int]string{}
+			for _, a := range as {
+				got[a.PID] = a.Verdict
+				why[a.PID] = a.Reason()
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("verdicts = %v, want %v\n%v", got, tc.want, why)
+			}
+			for pid, part := range tc.reason {
+				if !strings.Contains(why[pid], part) {
+					t.Errorf("pid %d: evidence %q lacks %q", pid, why[pid], part)
+				}
+			}
+		})
+	}
+}
+
+// TestJudgeSamplesOnlySuspects: the CPU sample (a second of waiting on a
+// real machine) is taken only for ranks whose launcher is gone and that
+// are old enough.
+func TestJudgeSamplesOnlySuspects(t *testing.T) {
+	h := tree(t, fp{pid: 1, comm: "systemd", age: time.Hour},
+		fp{pid: 10, ppid: 1, comm: "torchrun", cmd: "torchrun t.py", age: old},
+		rank(11, 10, 0, old, elastic), rank(12, 1, 1, time.Second, elastic), rank(13, 1, 1, old, elastic))
+	tab, err := proctab.Read(context.Background(), h, proctab.Options{EnvKeys: EnvKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[int]string{}
-	for _, r := range rs {
-		got[r.PID] = r.Reason
+	var asked []int
+	_, err = Judge(tab, Options{}, func(pids []int) (map[int]proctab.Progress, error) {
+		asked = append(asked, pids...)
+		return sampler()(pids)
+	})
+	if err != nil || fmt.Sprint(asked) != "[13]" {
+		t.Errorf("sampled %v (err %v), want only [13]", asked, err)
 	}
-	if len(got) != 2 || !strings.Contains(got[4], "launcher is gone") || !strings.Contains(got[5], "zombie") {
-		t.Errorf("stale ranks = %v", got)
+}
+
+// TestCheckFinding runs proc.ranks on a fixture with its real sampler: the
+// fixture's CPU times do not move, so the orphan under tini is a leftover,
+// the finding offers proc.stale and carries every rank's evidence.
+func TestCheckFinding(t *testing.T) {
+	h := tree(t, fp{pid: 400, comm: "tini", nspid: []int{400, 1}, age: time.Hour},
+		rank(401, 400, 3, old, elastic), fp{pid: 500, comm: "launcher", nspid: []int{500, 1}, age: old}, rank(501, 500, 0, old, elastic))
+	fs, err := run(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
 	}
-	fs, _ := run(context.Background(), h)
-	if fs[0].Severity != checks.Warn || len(fs[0].Fixes) != 1 || fs[0].Fixes[0] != "proc.stale" {
-		t.Errorf("finding = %+v", fs[0])
+	if len(fs) != 1 || fs[0].Severity != checks.Warn || len(fs[0].Fixes) != 1 || fs[0].Fixes[0] != "proc.stale" {
+		t.Fatalf("findings = %+v", fs)
+	}
+	list := fs[0].Evidence["stale_ranks"].([]map[string]any)
+	if len(list) != 1 || list[0]["pid"] != 401 || list[0]["rank"] != "3" || list[0]["cpu_ms_in_sample"] != int64(0) {
+		t.Errorf("stale_ranks = %v", list)
+	}
+	if all := fs[0].Evidence["ranks"].([]map[string]any); len(all) != 2 || all[1]["verdict"] != Live {
+		t.Errorf("ranks = %v", all)
 	}
 }
 
@@ -78,12 +305,11 @@ func TestIsLauncher(t *testing.T) {
 		"python -m torch.distributed.run train.py":                        true,
 		"/usr/bin/python3 /usr/local/bin/accelerate launch t.py":          true,
 		"deepspeed --num_gpus 8 t.py":                                     true,
+		"mpirun -np 8 python t.py":                                        true,
 		"python train.py":                                                 false,
 	} {
-		if got := IsLauncher(Proc{Cmdline: strings.Fields(cmd)}); got != want {
+		if got := IsLauncher(proctab.Process{Cmdline: strings.Fields(cmd)}); got != want {
 			t.Errorf("IsLauncher(%q) = %v", cmd, got)
 		}
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

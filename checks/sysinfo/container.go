@@ -10,6 +10,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
@@ -48,7 +49,7 @@ func (c Container) InContainer() bool { return c.Runtime != RuntimeNone }
 
 // DetectContainer looks for the marks each runtime leaves. Kubernetes wins
 // over the engine underneath it because its fix (an emptyDir) differs.
-func DetectContainer(_ context.Context, h *host.Host) Container {
+func DetectContainer(ctx context.Context, h *host.Host) Container {
 	c := Container{Runtime: RuntimeNone}
 	found := map[string]bool{}
 	add := func(rt, why string) {
@@ -76,18 +77,16 @@ func DetectContainer(_ context.Context, h *host.Host) Container {
 	if exists(h, "/.singularity.d") {
 		add(RuntimeApptainer, "/.singularity.d exists")
 	}
-	if b, err := h.ReadFile("/proc/1/environ"); err == nil {
-		for _, kv := range strings.Split(string(b), "\x00") {
-			switch kv {
-			case "container=lxc":
-				add(RuntimeLXC, "PID 1 has container=lxc")
-			case "container=podman":
-				add(RuntimePodman, "PID 1 has container=podman")
-			case "container=systemd-nspawn":
-				add(RuntimeNspawn, "PID 1 has container=systemd-nspawn")
-			case "container=docker":
-				add(RuntimeDocker, "PID 1 has container=docker")
-			}
+	if env, ok := proctab.Environ(ctx, h, 1, "container"); ok {
+		switch env["container"] {
+		case "lxc":
+			add(RuntimeLXC, "PID 1 has container=lxc")
+		case "podman":
+			add(RuntimePodman, "PID 1 has container=podman")
+		case "systemd-nspawn":
+			add(RuntimeNspawn, "PID 1 has container=systemd-nspawn")
+		case "docker":
+			add(RuntimeDocker, "PID 1 has container=docker")
 		}
 	}
 	if b, err := h.ReadFile("/proc/1/cgroup"); err == nil {
@@ -115,19 +114,11 @@ func DetectContainer(_ context.Context, h *host.Host) Container {
 	return c
 }
 
-// hostPIDNamespace reads NSpid from /proc/self/status: more than one PID
-// means this process sits in a nested PID namespace (Linux >= 4.1).
+// hostPIDNamespace reads this process's NSpid: more than one PID means it
+// sits in a nested PID namespace (Linux >= 4.1); none means unknown.
 func hostPIDNamespace(h *host.Host) bool {
-	b, err := h.ReadFile("/proc/self/status")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
-			return len(strings.Fields(rest)) == 1
-		}
-	}
-	return false
+	self, err := proctab.Self(h)
+	return err == nil && len(self.NSpid) == 1
 }
 
 func exists(h *host.Host, p string) bool {

@@ -1,0 +1,102 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/scenario"
+)
+
+// Issue 13 item 7: proc.stale's preview shows the GPU memory NVML reports
+// for the PID (the same number gpu.processes shows), through the host's
+// NVML: the watchdog-timeout scenario's rank 3 (pid 90214) holds 30 GiB.
+func TestStalePreviewShowsGPUMemory(t *testing.T) {
+	s, err := scenario.Build("watchdog-timeout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	fx, ok := ByID(PlanFor(context.Background(), s.Host, nil, []string{"proc.stale"}), "proc.stale")
+	if !ok {
+		t.Fatal("proc.stale not planned for the scenario's leftover rank")
+	}
+	preview := strings.Join(fx.Steps[0].Lines, "\n")
+	if !strings.Contains(preview, "kill -TERM 90214") || !strings.Contains(preview, "holds 30 GiB of GPU memory") {
+		t.Errorf("preview:\n%s", preview)
+	}
+	if strings.Contains(preview, "no GPU memory") {
+		t.Errorf("preview denies the GPU memory:\n%s", preview)
+	}
+}
+
+// proc.stale judges again right before signalling: a rank that started
+// working between the preview and the yes, or whose launcher turns out to
+// be alive, is left alone.
+func TestStaleApplyRejudges(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, h *host.Host, stop <-chan struct{})
+	}{
+		{"it works again", func(t *testing.T, h *host.Host, stop <-chan struct{}) {
+			// CPU time grows while the apply samples it.
+			go func() {
+				for i := 1; ; i++ {
+					select {
+					case <-stop:
+						return
+					case <-time.After(50 * time.Millisecond):
+					}
+					st := strings.Replace(staleStat, " 0 0 0 0 20 0 1 0 424242", fmt.Sprintf(" %d 0 0 0 20 0 1 0 424242", i), 1)
+					// write and rename, so a reader never sees half a file
+					tmp := h.Path("/proc/777/stat.tmp")
+					if os.WriteFile(tmp, []byte(st), 0o644) == nil {
+						_ = os.Rename(tmp, h.Path("/proc/777/stat"))
+					}
+				}
+			}()
+		}},
+		{"its parent is a running launcher", func(t *testing.T, h *host.Host, _ <-chan struct{}) {
+			files := map[string]string{
+				"/proc/700/stat":    "700 (torchrun) S 1 700 700 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 400000 0 0 0",
+				"/proc/700/cmdline": "/venv/bin/python\x00/venv/bin/torchrun\x00t.py\x00",
+				"/proc/777/stat":    strings.Replace(staleStat, "(python) S 1 ", "(python) S 700 ", 1),
+			}
+			for p, c := range files {
+				if err := os.MkdirAll(filepath.Dir(h.Path(p)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(h.Path(p), []byte(c), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := fixtureHost(t)
+			h.Act.Signal = func(pid int, _ syscall.Signal) error { t.Errorf("signalled pid %d", pid); return nil }
+			ctx := context.Background()
+			fx, ok := ByID(PlanFor(ctx, h, nil, []string{"proc.stale"}), "proc.stale")
+			if !ok {
+				t.Fatal("not planned")
+			}
+			stop := make(chan struct{})
+			defer close(stop)
+			tc.change(t, h, stop)
+			out, err := fx.Apply(ctx, h, ApplyOptions{Yes: true, Grace: 100 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Changed) != 0 || !strings.Contains(strings.Join(out.Skipped, "\n"), "no longer judged a leftover rank") {
+				t.Errorf("outcome %+v", out)
+			}
+		})
+	}
+}
