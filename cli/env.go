@@ -79,7 +79,7 @@ recommendations go to stderr.`,
 				_, err := fmt.Fprintln(a.Stdout, "# Nothing to set: the checks recommend no environment change on this machine.")
 				return err
 			}
-			out, err := envsnippet.Render(format, vars)
+			out, err := steps.EnvSnippet(h, format, vars)
 			if err != nil {
 				return err
 			}

@@ -23,7 +23,6 @@ import (
 	"github.com/ncclwiz/ncclwiz/guideui"
 	hostpkg "github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/steps"
-	"github.com/ncclwiz/ncclwiz/steps/envsnippet"
 	"github.com/ncclwiz/ncclwiz/termio"
 	"github.com/ncclwiz/ncclwiz/tui"
 	"github.com/ncclwiz/ncclwiz/validate"
@@ -225,7 +224,11 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		if len(vars) == 0 {
 			return ""
 		}
-		s, err := envsnippet.Render("bash", vars)
+		h, err := a.Host()
+		if err != nil {
+			return ""
+		}
+		s, err := steps.EnvSnippet(h, "bash", vars)
 		if err != nil {
 			return ""
 		}

@@ -67,6 +67,12 @@ func severityPriority(s checks.Severity) int {
 	return 0
 }
 
+// EnvSnippet renders vars in a format for h: a practice scenario's snippet
+// is marked and commented out (envsnippet.Options.Practice).
+func EnvSnippet(h *host.Host, format string, vars []envsnippet.Var) (string, error) {
+	return envsnippet.RenderWith(format, vars, envsnippet.Options{Practice: PracticeName(h)})
+}
+
 // EnvFrom returns the environment the findings call for, merged (a
 // variable two findings disagree on at equal weight is left out; use
 // EnvPlan to report it).
@@ -121,7 +127,7 @@ func planEnv(_ context.Context, h *host.Host, r *request) *Fix {
 		}
 		return r.note("env.export", why)
 	}
-	snippet, err := envsnippet.Render("bash", todo)
+	snippet, err := EnvSnippet(h, "bash", todo)
 	if err != nil {
 		return r.note("env.export", err.Error())
 	}

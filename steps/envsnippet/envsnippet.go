@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/ncclwiz/ncclwiz/envvars"
+	"github.com/ncclwiz/ncclwiz/internal/practice"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
@@ -200,9 +201,39 @@ func reason(v Var) string {
 // splits on commas and whitespace.
 func slurmSafe(s string) bool { return s != "" && !strings.ContainsAny(s, ", \"'\\$") }
 
-// Render writes vs in the given format. Duplicates are merged; a conflict
-// is an error (the caller decides which value to keep).
-func Render(format string, vs []Var) (string, error) {
+// Options tune RenderWith.
+type Options struct {
+	// Practice names the practice scenario the settings were found on: the
+	// snippet is then marked and every line is commented out, because it
+	// describes a simulated server, not the machine it may be pasted on.
+	Practice string
+}
+
+// Render writes vs in the given format; see RenderWith.
+func Render(format string, vs []Var) (string, error) { return RenderWith(format, vs, Options{}) }
+
+// RenderWith writes vs in the given format. Duplicates are merged; a
+// conflict is an error (the caller decides which value to keep).
+func RenderWith(format string, vs []Var, opt Options) (string, error) {
+	out, err := render(format, vs)
+	if err != nil || opt.Practice == "" {
+		return out, err
+	}
+	var b strings.Builder
+	b.WriteString("# " + practice.Marker(textsafe.Sanitize(opt.Practice)) + "\n")
+	b.WriteString("# PRACTICE SNIPPET: these settings were found on a simulated server. Every line is\n" +
+		"# commented out so that pasting or sourcing it changes nothing; run ncclwiz env\n" +
+		"# without --scenario for this machine's settings.\n")
+	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") && strings.TrimSpace(l) != "" {
+			l = "# " + l
+		}
+		b.WriteString(l + "\n")
+	}
+	return b.String(), nil
+}
+
+func render(format string, vs []Var) (string, error) {
 	f, err := Normalize(format)
 	if err != nil {
 		return "", err
