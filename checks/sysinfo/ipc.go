@@ -183,8 +183,8 @@ func ReadNUMA(h *host.Host) ([]NUMANode, error) {
 	return out, nil
 }
 
-// meminfo returns /proc/meminfo values in bytes.
-func meminfo(h *host.Host) map[string]uint64 {
+// MemInfo returns /proc/meminfo values in bytes (MemTotal, MemAvailable …).
+func MemInfo(h *host.Host) map[string]uint64 {
 	out := map[string]uint64{}
 	b, err := h.ReadFile("/proc/meminfo")
 	if err != nil {
@@ -204,9 +204,10 @@ func meminfo(h *host.Host) map[string]uint64 {
 	return out
 }
 
-// cgroupMemoryMax returns the memory limit of this process's cgroup (v2
-// memory.max, else v1 memory.limit_in_bytes); 0 means none found.
-func cgroupMemoryMax(h *host.Host) (uint64, string) {
+// CgroupMemoryMax returns the memory limit of this process's cgroup (v2
+// memory.max, else v1 memory.limit_in_bytes) and the file it came from;
+// 0 means none found.
+func CgroupMemoryMax(h *host.Host) (uint64, string) {
 	b, err := h.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return 0, ""
@@ -386,11 +387,11 @@ func runIPC(_ context.Context, h *host.Host) ([]checks.Finding, error) {
 	// Host RAM and cgroup limit vs /dev/shm: tmpfs pages are RAM, charged to
 	// the cgroup that touches them.
 	if st, err := h.Statfs(h.ShmLogical()); err == nil && st.Total() > 0 {
-		mi := meminfo(h)
+		mi := MemInfo(h)
 		shm := st.Total()
 		ev := map[string]any{"shm_size_bytes": shm, "mem_total_bytes": mi["MemTotal"], "mem_available_bytes": mi["MemAvailable"]}
 		f := checks.Finding{Severity: checks.OK, Title: fmt.Sprintf("/dev/shm (%s) fits in RAM (%s)", human(shm), human(mi["MemTotal"])), Evidence: ev}
-		if limit, file := cgroupMemoryMax(h); limit > 0 {
+		if limit, file := CgroupMemoryMax(h); limit > 0 {
 			ev["cgroup_memory_max_bytes"], ev["cgroup_file"] = limit, file
 			if shm > limit {
 				f.Severity = checks.Warn
