@@ -131,6 +131,9 @@ func planRemoveIPC(_ context.Context, h *host.Host, r *request) *Fix {
 	if !rip.Logind {
 		return r.note("systemd.removeipc", "systemd-logind is not installed here (no logind.conf), so nothing removes users' shared memory at logout")
 	}
+	if !rip.Running {
+		return r.note("systemd.removeipc", "systemd-logind does not run here ("+rip.RunningWhy+"), so nothing removes users' shared memory at logout")
+	}
 	if !rip.Value {
 		return r.note("systemd.removeipc", "RemoveIPC is already off ("+rip.Source+")")
 	}

@@ -152,3 +152,36 @@ func writeFile(t *testing.T, p, content string) {
 		t.Fatal(err)
 	}
 }
+
+// Issue 13 item 7: RemoveIPC=yes was reported (and its fix offered) in a
+// container whose image has logind.conf but where systemd-logind does not
+// run. On the bare-metal scenario logind runs (/run/systemd/seats).
+func TestRemoveIPCOnlyWhereLogindRuns(t *testing.T) {
+	for _, tt := range []struct {
+		scenario string
+		offered  bool
+	}{{"docker-small-shm", false}, {"shm-orphans", true}} {
+		t.Run(tt.scenario, func(t *testing.T) {
+			s, err := scenario.Build(tt.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			findings := scenarioFindings(t, s.Host)
+			reported := false
+			for _, f := range findings {
+				if f.Check == "host.ipc" && strings.Contains(f.Title, "RemoveIPC=yes") {
+					reported = true
+				}
+			}
+			plan, notes := PlanWith(context.Background(), s.Host, findings, PlanOptions{Want: []string{"systemd.removeipc"}})
+			_, offered := ByID(plan, "systemd.removeipc")
+			if reported != tt.offered || offered != tt.offered {
+				t.Errorf("RemoveIPC reported %v, fix offered %v (%q); want %v", reported, offered, notes["systemd.removeipc"], tt.offered)
+			}
+			if !tt.offered && !strings.Contains(notes["systemd.removeipc"], "does not run here") {
+				t.Errorf("note: %q", notes["systemd.removeipc"])
+			}
+		})
+	}
+}

@@ -54,6 +54,7 @@ func fixtureHost(t testing.TB) *host.Host {
 		"/proc/777/maps":           "",
 		"/etc/fstab":               "UUID=abcd / ext4 defaults 0 1\n",
 		"/etc/systemd/logind.conf": "[Login]\n#RemoveIPC=yes\n",
+		"/run/systemd/seats":       nil,
 	}, host.FixtureSpec{UID: uid, Statfs: map[string]host.StatFS{"/dev/shm": ft.StatfsTmpfs(64<<20, 60<<20)}})
 	old := time.Now().Add(-time.Hour)
 	for _, n := range []string{"nccl-old001", "nccl-held02", "nccl-other3"} {
