@@ -220,7 +220,7 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		return steps.ExportScript(ctx, f, h, plan, append(fs, cur...), a.VersionString())
 	}
 	d.EnvSnippet = func(fs []checks.Finding) string {
-		vars := steps.EnvFrom(fs)
+		vars := steps.EnvChanges(fs)
 		if len(vars) == 0 {
 			return ""
 		}
