@@ -78,7 +78,7 @@ func planContainer(ctx context.Context, h *host.Host, r *request) *Fix {
 		ID:    "container.shm",
 		Title: title,
 		Summary: fmt.Sprintf("A container's /dev/shm is set when it starts — 64 MiB by default in Docker and Kubernetes, which holds about six of NCCL's "+
-			"~9.2 MiB segments. %s Restart it with %s — %s (ncclwiz's rule: %s) — or share the host's with --ipc=host. "+
+			"~9.2 MiB segments. %s Restart it with a /dev/shm of %s — %s (ncclwiz's rule: %s) — or share the host's with --ipc=host. "+
 			"Its pages count against the container's memory limit, which must stay above it. %s",
 			resizeInside(h, c), shm.Human(size.Bytes), size.Reason, shm.SizeRule, where),
 		Guide: "container-shm", Risk: RiskNone, Manual: true,

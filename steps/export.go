@@ -140,17 +140,11 @@ func ExportScriptWith(w io.Writer, h *host.Host, fixes []Fix, findings []checks.
 `)
 	}
 	fmt.Fprintf(&b, "# ncclwiz fix script for %s, written by ncclwiz %s on %s.\n", oneLine(h.Name), oneLine(version), h.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	b.WriteString(`#
-# Review it, then run:
-#   bash THIS_SCRIPT            a dry run: says what it would do, changes nothing
-#   bash THIS_SCRIPT --apply    does it; the root steps need: sudo bash THIS_SCRIPT --apply
-#
-# Every step re-checks its precondition right before it acts, and does
-# nothing when there is nothing left to do, so it is safe to run again.
-# Files are named by path and checked by inode, processes by PID and start
-# time; nothing is matched by a name pattern and nothing is killed with -9.
-#
-`)
+	if practice == "" {
+		b.WriteString(howToRun)
+	} else {
+		b.WriteString("#\n# (A real machine's script says here how to run it; this one does not run.)\n#\n")
+	}
 	b.WriteString("# Findings it answers:\n")
 	seen := map[string]bool{}
 	n := 0
@@ -211,6 +205,19 @@ func ExportScriptWith(w io.Writer, h *host.Host, fixes []Fix, findings []checks.
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// howToRun is the header of a real machine's script.
+const howToRun = `#
+# Review it, then run:
+#   bash THIS_SCRIPT            a dry run: says what it would do, changes nothing
+#   bash THIS_SCRIPT --apply    does it; the root steps need: sudo bash THIS_SCRIPT --apply
+#
+# Every step re-checks its precondition right before it acts, and does
+# nothing when there is nothing left to do, so it is safe to run again.
+# Files are named by path and checked by inode, processes by PID and start
+# time; nothing is matched by a name pattern and nothing is killed with -9.
+#
+`
 
 // answered reports whether one of the fixes names the finding's check or
 // is named by the finding.

@@ -245,6 +245,9 @@ func TestPracticeScriptRefuses(t *testing.T) {
 	script := buf.String()
 	shellcheck(t, script)
 	checkScriptSafety(t, script)
+	if strings.Contains(script, "bash THIS_SCRIPT --apply") {
+		t.Error("a practice script tells how to apply it")
+	}
 	if !strings.Contains(script, PracticeMarker("shm-orphans")) || !strings.Contains(script, "NCCLWIZ_PRACTICE=shm-orphans\n") {
 		t.Fatalf("no practice marker:\n%s", script)
 	}

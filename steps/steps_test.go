@@ -115,7 +115,7 @@ func TestPlanOnlyWhatFindingsAskFor(t *testing.T) {
 		t.Errorf("other user's file: warnings %s preview %s", warn, pv)
 	}
 	rm, _ := ByID(fs, "shm.remount")
-	if !strings.Contains(strings.Join(rm.Preview(), "\n"), "mount -o remount,size=8g /dev/shm") || !strings.Contains(rm.Summary, "size=8g — 8 GiB: room for") {
+	if !strings.Contains(strings.Join(rm.Preview(), "\n"), "mount -o remount,size=8g /dev/shm") || !strings.Contains(rm.Summary, "size=8g — room for an 8-GPU node") {
 		t.Errorf("remount: %v %s", rm.Preview(), rm.Summary)
 	}
 }

@@ -539,13 +539,13 @@ func RecommendSize(ram, cgroupLimit uint64) SizeAdvice {
 	if cgroupLimit > 0 && (mem == 0 || cgroupLimit < mem) {
 		mem, what = cgroupLimit, "this cgroup's memory limit"
 	}
-	a := SizeAdvice{Bytes: RecommendedCap, Reason: "8 GiB: room for an 8-GPU node's NCCL segments (about 150 MiB) many times over and for DataLoader workers' batches; a tmpfs only uses memory for what it holds"}
+	a := SizeAdvice{Bytes: RecommendedCap, Reason: "room for an 8-GPU node's NCCL segments (about 150 MiB) many times over and for DataLoader workers' batches; a tmpfs only uses memory for what it holds"}
 	half := mem / 2 / (1 << 30) * (1 << 30)
 	if mem > 0 && half < a.Bytes {
 		a = SizeAdvice{Bytes: half, Reason: fmt.Sprintf("half of %s (%s), the kernel's default ceiling for a tmpfs, so that a full /dev/shm cannot take all memory", what, Human(mem))}
 	}
 	if a.Bytes < RecommendedMin {
-		a = SizeAdvice{Bytes: RecommendedMin, Reason: "1 GiB, NCCL's own example (--shm-size=1g): room for an 8-GPU node's NCCL segments (about 150 MiB)"}
+		a = SizeAdvice{Bytes: RecommendedMin, Reason: "NCCL's own example (--shm-size=1g), room for an 8-GPU node's NCCL segments (about 150 MiB)"}
 		if mem > 0 {
 			a.Reason += fmt.Sprintf(", although it is more than half of %s (%s)", what, Human(mem))
 		}

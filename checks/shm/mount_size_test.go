@@ -17,14 +17,14 @@ func TestRecommendSize(t *testing.T) {
 		want        uint64
 		reason      string
 	}{
-		{"big server: the cap", 2048 * gib, 0, 8 * gib, "8 GiB: room for"},
-		{"16 GiB exactly: the cap", 16 * gib, 0, 8 * gib, "8 GiB"},
+		{"big server: the cap", 2048 * gib, 0, 8 * gib, "room for an 8-GPU node"},
+		{"16 GiB exactly: the cap", 16 * gib, 0, 8 * gib, "many times over"},
 		{"12 GiB workstation: half of RAM", 12 * gib, 0, 6 * gib, "half of RAM (12 GiB)"},
 		{"odd RAM rounds down to whole GiB", 7*gib + 512<<20, 0, 3 * gib, "half of RAM"},
 		{"container limit below RAM", 512 * gib, 4 * gib, 2 * gib, "half of this cgroup's memory limit (4 GiB)"},
 		{"limit above RAM is ignored", 8 * gib, 64 * gib, 4 * gib, "half of RAM"},
 		{"tiny machine: NCCL's 1 GiB minimum", 1 * gib, 0, 1 * gib, "more than half of RAM"},
-		{"unknown memory: the cap", 0, 0, 8 * gib, "8 GiB"},
+		{"unknown memory: the cap", 0, 0, 8 * gib, "many times over"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a := RecommendSize(tt.ram, tt.cgroup)
