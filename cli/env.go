@@ -30,10 +30,18 @@ run — each with its reason, in the format of the place you set them:
   slurm       #SBATCH --export=…    docker  -e options
   k8s         a container env: list
 
+Variables that do nothing or were renamed (NCCL_TIMEOUT, NCCL_SHM_DIR,
+NCCL_ASYNC_ERROR_HANDLING …) are removed in the format's own way — unset,
+set -e, os.environ.pop, or "delete this entry" for dotenv, docker and k8s —
+with the new name or the init_process_group(timeout=…) line that replaces
+them, and the startup-file lines (~/.bashrc:12 …) to delete by hand.
+
 Last-resort settings (NCCL_SHM_DISABLE=1) are printed commented out. Only
-documented NCCL/PyTorch/CUDA variables are ever printed; --set adds your own
+documented NCCL/PyTorch/CUDA variables are ever set; --set adds your own
 (which win over the findings). Notes about dropped or conflicting
-recommendations go to stderr.`,
+recommendations go to stderr. On a practice scenario (--scenario) every
+line is commented out and the snippet is marked: it describes the
+simulation, not this machine.`,
 		Example: `  ncclwiz env
   ncclwiz env --shell fish > nccl.fish
   ncclwiz env --shell k8s
@@ -79,7 +87,7 @@ recommendations go to stderr.`,
 				_, err := fmt.Fprintln(a.Stdout, "# Nothing to set: the checks recommend no environment change on this machine.")
 				return err
 			}
-			out, err := envsnippet.Render(format, vars)
+			out, err := steps.EnvSnippet(h, format, vars)
 			if err != nil {
 				return err
 			}

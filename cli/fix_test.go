@@ -117,7 +117,17 @@ func TestFixOnRealTmpfs(t *testing.T) {
 func fileExists(p string) bool { _, err := os.Lstat(p); return err == nil }
 
 func TestEnvCommand(t *testing.T) {
-	out, _, code := runIn(t, "", "--scenario", "shm-orphans", "env", "--shell", "k8s", "--set", "NCCL_SOCKET_IFNAME=eth0")
+	// From a practice scenario the snippet is marked and inert.
+	out, errs, code := runIn(t, "", "--scenario", "shm-orphans", "env", "--shell", "k8s", "--set", "NCCL_SOCKET_IFNAME=eth0")
+	if code != 0 || !strings.Contains(out, "# ncclwiz-practice-scenario: shm-orphans") || !strings.Contains(out, "#   - name: NCCL_SOCKET_IFNAME") {
+		t.Errorf("practice k8s snippet: exit %d\n%s%s", code, out, errs)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
+			t.Errorf("active line in a practice snippet: %q", l)
+		}
+	}
+	out, _, code = runIn(t, "", "env", "--shell", "k8s", "--set", "NCCL_SOCKET_IFNAME=eth0")
 	var spec struct {
 		Env []struct{ Name, Value string } `yaml:"env"`
 	}

@@ -24,7 +24,6 @@ import (
 	"github.com/ncclwiz/ncclwiz/guideui"
 	hostpkg "github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/steps"
-	"github.com/ncclwiz/ncclwiz/steps/envsnippet"
 	"github.com/ncclwiz/ncclwiz/termio"
 	"github.com/ncclwiz/ncclwiz/tui"
 	"github.com/ncclwiz/ncclwiz/validate"
@@ -223,11 +222,15 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		return steps.ExportScript(ctx, f, h, plan, append(fs, cur...), a.VersionString())
 	}
 	d.EnvSnippet = func(fs []checks.Finding) string {
-		vars := steps.EnvFrom(fs)
+		vars := steps.EnvChanges(fs)
 		if len(vars) == 0 {
 			return ""
 		}
-		s, err := envsnippet.Render("bash", vars)
+		h, err := a.Host()
+		if err != nil {
+			return ""
+		}
+		s, err := steps.EnvSnippet(h, "bash", vars)
 		if err != nil {
 			return ""
 		}

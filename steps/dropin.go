@@ -108,9 +108,12 @@ func applyDropIn(ctx context.Context, h *host.Host, d dropIn, o ApplyOptions) (O
 	out.Summary = "wrote " + d.path + "; " + d.effect
 	if len(d.restart) > 0 {
 		cmd := strings.Join(d.restart, " ")
-		switch res, err := h.Run(ctx, 0, d.restart[0], d.restart[1:]...); {
-		case h.Simulated:
+		if h.Simulated {
+			// A simulation's services are not this machine's: never run it.
 			out.Skipped = append(out.Skipped, "simulation: "+cmd+" not run")
+			return out, nil
+		}
+		switch res, err := h.Run(ctx, 0, d.restart[0], d.restart[1:]...); {
 		case err != nil:
 			out.Skipped = append(out.Skipped, cmd+": "+err.Error()+"; run it by hand (or reboot)")
 		case res.ExitCode != 0:
@@ -127,6 +130,9 @@ func planRemoveIPC(_ context.Context, h *host.Host, r *request) *Fix {
 	rip := sysinfo.ReadRemoveIPC(h)
 	if !rip.Logind {
 		return r.note("systemd.removeipc", "systemd-logind is not installed here (no logind.conf), so nothing removes users' shared memory at logout")
+	}
+	if !rip.Running {
+		return r.note("systemd.removeipc", "systemd-logind does not run here ("+rip.RunningWhy+"), so nothing removes users' shared memory at logout")
 	}
 	if !rip.Value {
 		return r.note("systemd.removeipc", "RemoveIPC is already off ("+rip.Source+")")

@@ -51,8 +51,46 @@ func envFrom(findings []checks.Finding) EnvRequest {
 			}
 			req.Vars = append(req.Vars, v)
 		}
+		// Settings to remove (invented, removed and renamed names), with
+		// what to do instead and where they are set.
+		unset := toStringMap(f.Evidence["recommended_unset"])
+		code := toStringMap(f.Evidence["recommended_code"])
+		setIn := toListMap(f.Evidence["set_in"])
+		names = names[:0]
+		for k := range unset {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			v := envsnippet.Var{Name: k, Unset: true, Reason: unset[k], Code: code[k], SetIn: setIn[k], Priority: severityPriority(f.Severity), From: f.Check}
+			if err := envsnippet.Validate([]envsnippet.Var{v}); err != nil {
+				req.Invalid = append(req.Invalid, fmt.Sprintf("unset %s (from %s): %v", k, f.Check, err))
+				continue
+			}
+			req.Vars = append(req.Vars, v)
+		}
 	}
 	return req
+}
+
+func toListMap(v any) map[string][]string {
+	switch m := v.(type) {
+	case map[string][]string:
+		return m
+	case map[string]any:
+		out := map[string][]string{}
+		for k, x := range m {
+			if xs, ok := x.([]any); ok {
+				for _, e := range xs {
+					if s, ok := e.(string); ok {
+						out[k] = append(out[k], s)
+					}
+				}
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 func severityPriority(s checks.Severity) int {
@@ -67,10 +105,29 @@ func severityPriority(s checks.Severity) int {
 	return 0
 }
 
-// EnvFrom returns the environment the findings call for, merged (a
-// variable two findings disagree on at equal weight is left out; use
-// EnvPlan to report it).
+// EnvSnippet renders vars in a format for h: a practice scenario's snippet
+// is marked and commented out (envsnippet.Options.Practice).
+func EnvSnippet(h *host.Host, format string, vars []envsnippet.Var) (string, error) {
+	return envsnippet.RenderWith(format, vars, envsnippet.Options{Practice: PracticeName(h)})
+}
+
+// EnvFrom returns the settings the findings call for, merged (a variable
+// two findings disagree on at equal weight is left out; use EnvPlan to
+// report it). Variables to remove are not included: it is what a job's
+// environment gets added (validation's candidate fix); EnvChanges has both.
 func EnvFrom(findings []checks.Finding) []envsnippet.Var {
+	var out []envsnippet.Var
+	for _, v := range EnvChanges(findings) {
+		if !v.Unset {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// EnvChanges returns the settings and the removals the findings call for,
+// merged, for a snippet.
+func EnvChanges(findings []checks.Finding) []envsnippet.Var {
 	vs, _ := envsnippet.Merge(envFrom(findings).Vars)
 	return vs
 }
@@ -108,7 +165,12 @@ func planEnv(_ context.Context, h *host.Host, r *request) *Fix {
 	var already []string
 	var todo []envsnippet.Var
 	for _, v := range vars {
-		if cur, ok := h.LookupEnv(v.Name); ok && cur == v.Value {
+		cur, ok := h.LookupEnv(v.Name)
+		switch {
+		case v.Unset && !ok && len(v.SetIn) == 0:
+			already = append(already, "no "+v.Name)
+			continue
+		case !v.Unset && ok && cur == v.Value:
 			already = append(already, v.Name+"="+v.Value)
 			continue
 		}
@@ -121,18 +183,29 @@ func planEnv(_ context.Context, h *host.Host, r *request) *Fix {
 		}
 		return r.note("env.export", why)
 	}
-	snippet, err := envsnippet.Render("bash", todo)
+	snippet, err := EnvSnippet(h, "bash", todo)
 	if err != nil {
 		return r.note("env.export", err.Error())
 	}
-	var names []string
+	var names, gone, files []string
 	for _, v := range todo {
-		if !v.LastResort {
+		switch {
+		case v.Unset:
+			gone = append(gone, v.Name)
+			files = append(files, v.SetIn...)
+		case !v.LastResort:
 			names = append(names, v.Name+"="+v.Value)
 		}
 	}
-	title := "Set " + strings.Join(names, " ") + " for the next run"
-	if len(names) == 0 {
+	var parts []string
+	if len(names) > 0 {
+		parts = append(parts, "set "+strings.Join(names, " "))
+	}
+	if len(gone) > 0 {
+		parts = append(parts, "unset "+strings.Join(gone, " "))
+	}
+	title := capitalize(strings.Join(parts, "; ")) + " for the next run"
+	if len(parts) == 0 {
 		title = "Last-resort environment settings (commented out)"
 	}
 	var warnings []string
@@ -151,13 +224,28 @@ func planEnv(_ context.Context, h *host.Host, r *request) *Fix {
 			guide, best = f.Guide, p
 		}
 	}
+	summary := "The environment the findings call for, each setting with its reason. ncclwiz cannot change the environment of your shell or of a job " +
+		"that is already running: put these in the job script before launching. `ncclwiz env --shell bash|zsh|fish|python|dotenv|slurm|docker|k8s` " +
+		"prints them for other places. A setting marked last resort is commented out: use it only if the real fix cannot be made."
+	if len(gone) > 0 {
+		summary += " Names that do nothing or were renamed are unset; the init_process_group(timeout=…) line, where shown, replaces NCCL_TIMEOUT."
+	}
+	steps := []Step{{Comment: "in the job script (or: ncclwiz env --shell bash > nccl.env; source nccl.env)", Lines: lines}}
+	if len(files) > 0 {
+		// Startup files set them again in every new shell: the user deletes
+		// those lines (ncclwiz reads them, never edits them).
+		summary += " They are also set in shell startup files: delete those lines by hand (ncclwiz does not edit them)."
+		var del []string
+		for _, w := range files {
+			del = append(del, "#   "+w)
+		}
+		steps = append(steps, Step{Comment: "delete these lines by hand, then open a new shell", Lines: del})
+	}
 	return &Fix{
 		ID: "env.export", Title: title,
-		Summary: "The environment the findings call for, each setting with its reason. ncclwiz cannot change the environment of your shell or of a job " +
-			"that is already running: put these in the job script before launching. `ncclwiz env --shell bash|zsh|fish|python|dotenv|slurm|docker|k8s` " +
-			"prints them for other places. A setting marked last resort is commented out: use it only if the real fix cannot be made.",
-		Guide: guide, Risk: RiskNone, Manual: true,
-		Steps:    []Step{{Comment: "in the job script (or: ncclwiz env --shell bash > nccl.env; source nccl.env)", Lines: lines}},
+		Summary: summary,
+		Guide:   guide, Risk: RiskNone, Manual: true,
+		Steps:    steps,
 		Warnings: warnings,
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/practice"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
@@ -70,6 +71,22 @@ func (s *script) say(msg string) {
 	s.b.WriteString("say " + ShellQuote(ind+oneLine(msg)) + "\n")
 }
 
+// PracticeName is the scenario a simulated host was built from ("" for a
+// real machine): everything exported from it carries PracticeMarker.
+func PracticeName(h *host.Host) string {
+	if h == nil || !h.Simulated {
+		return ""
+	}
+	if n := oneLine(h.Name); n != "" {
+		return n
+	}
+	return "simulation"
+}
+
+// PracticeMarker is the line that marks a script or snippet exported from
+// a practice scenario; tests and users can grep for it.
+func PracticeMarker(name string) string { return practice.Marker(name) }
+
 func oneLine(s string) string { return textsafe.Clean(strings.Join(strings.Fields(s), " ")) }
 
 // ExportScriptWith writes a bash script that applies the fixes as planned
@@ -111,18 +128,23 @@ func ExportScriptWith(w io.Writer, h *host.Host, fixes []Fix, findings []checks.
 
 	var b strings.Builder
 	b.WriteString("#!/usr/bin/env bash\n")
-	fmt.Fprintf(&b, "# ncclwiz fix script for %s, written by ncclwiz %s on %s.\n", oneLine(h.Name), oneLine(version), h.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	b.WriteString(`#
-# Review it, then run:
-#   bash THIS_SCRIPT            a dry run: says what it would do, changes nothing
-#   bash THIS_SCRIPT --apply    does it; the root steps need: sudo bash THIS_SCRIPT --apply
-#
-# Every step re-checks its precondition right before it acts, and does
-# nothing when there is nothing left to do, so it is safe to run again.
-# Files are named by path and checked by inode, processes by PID and start
-# time; nothing is matched by a name pattern and nothing is killed with -9.
-#
+	practice := PracticeName(h)
+	if practice != "" {
+		fmt.Fprintf(&b, "# %s\n", PracticeMarker(practice))
+		b.WriteString(`#
+# PRACTICE SCRIPT. It was exported from a simulated server, so its steps
+# (segments, PIDs, sizes, files) describe the simulation, not this machine.
+# It is for reading: it runs none of them, and with --apply it refuses and
+# exits 3 before any action. For this machine: ncclwiz fix --export fix.sh
+# (without --scenario).
 `)
+	}
+	fmt.Fprintf(&b, "# ncclwiz fix script for %s, written by ncclwiz %s on %s.\n", oneLine(h.Name), oneLine(version), h.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	if practice == "" {
+		b.WriteString(howToRun)
+	} else {
+		b.WriteString("#\n# (A real machine's script says here how to run it; this one does not run.)\n#\n")
+	}
 	b.WriteString("# Findings it answers:\n")
 	seen := map[string]bool{}
 	n := 0
@@ -153,7 +175,9 @@ func ExportScriptWith(w io.Writer, h *host.Host, fixes []Fix, findings []checks.
 	}
 	b.WriteString("\nset -euo pipefail\nexport LC_ALL=C\n")
 	fmt.Fprintf(&b, "ETC=%s\n", ShellQuote(etc))
+	fmt.Fprintf(&b, "NCCLWIZ_PRACTICE=%s\n", ShellQuote(practice))
 	b.WriteString(scriptPrelude)
+	b.WriteString(practiceGuard)
 	for _, name := range helperOrder {
 		if body.helpers[name] {
 			b.WriteString("\n" + helperText[name])
@@ -181,6 +205,19 @@ func ExportScriptWith(w io.Writer, h *host.Host, fixes []Fix, findings []checks.
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// howToRun is the header of a real machine's script.
+const howToRun = `#
+# Review it, then run:
+#   bash THIS_SCRIPT            a dry run: says what it would do, changes nothing
+#   bash THIS_SCRIPT --apply    does it; the root steps need: sudo bash THIS_SCRIPT --apply
+#
+# Every step re-checks its precondition right before it acts, and does
+# nothing when there is nothing left to do, so it is safe to run again.
+# Files are named by path and checked by inode, processes by PID and start
+# time; nothing is matched by a name pattern and nothing is killed with -9.
+#
+`
 
 // answered reports whether one of the fixes names the finding's check or
 // is named by the finding.

@@ -216,6 +216,11 @@ func (f Fix) Apply(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, 
 	if f.Manual || f.apply == nil {
 		return Outcome{Summary: "nothing to apply here: " + f.Summary, Verdict: VerdictUnproven}, nil
 	}
+	// A simulation acts on its private copy only: without a root of its
+	// own, its file fixes would reach the real /etc and /dev/shm.
+	if h.Simulated && (h.Root == "" || h.Root == "/") {
+		return Outcome{}, fmt.Errorf("%s: a simulated host must have its own root; refusing to act on /", f.ID)
+	}
 	if f.NeedsRoot && !h.IsRoot() && !h.Simulated && !o.DryRun {
 		return Outcome{}, fmt.Errorf("%s needs root: run sudo ncclwiz fix --apply %s, or export a script (ncclwiz fix --export fix.sh) for an administrator", f.ID, f.ID)
 	}

@@ -30,7 +30,12 @@ show() {
 }
 
 # act CMD ARGS: run the command with --apply, only show it otherwise.
+# A practice script never runs one (see the guard below the arguments).
 act() {
+  if [ -n "$NCCLWIZ_PRACTICE" ]; then
+    say "ncclwiz: refused, a practice script never acts: $(show "$@")" >&2
+    exit 3
+  fi
   if [ "$APPLY" = 1 ]; then
     say "  + $(show "$@")"
     if "$@"; then
@@ -43,6 +48,25 @@ act() {
     say "  would run: $(show "$@")"
   fi
 }
+`
+
+// practiceGuard stops a script exported from a practice scenario before
+// any step: its steps describe the simulation, so even a dry run would
+// compare them with this machine and mislead. act refuses too, in case
+// the guard is edited out.
+const practiceGuard = `
+if [ -n "$NCCLWIZ_PRACTICE" ]; then
+  if [ "$APPLY" = 1 ]; then
+    printf '%s\n' "ncclwiz: refusing --apply: this is a practice script from the simulated scenario '$NCCLWIZ_PRACTICE'." \
+      "Its steps are the simulation's, not this machine's; nothing was changed." \
+      "For this machine: ncclwiz fix --export fix.sh (without --scenario)." >&2
+    exit 3
+  fi
+  say "PRACTICE SCRIPT from the simulated scenario '$NCCLWIZ_PRACTICE': read it to see what the fixes would do there."
+  say "It runs none of its steps here, not even as a dry run; nothing was changed."
+  say "For this machine: ncclwiz fix --export fix.sh (without --scenario)."
+  exit 0
+fi
 `
 
 // scriptFooter reports and sets the exit status.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/ncclwiz/ncclwiz/checks/shm"
@@ -15,71 +14,18 @@ import (
 	"github.com/ncclwiz/ncclwiz/steps/fstab"
 )
 
-const gib = 1 << 30
-
-// memTotal reads MemTotal from /proc/meminfo, 0 if unknown.
-func memTotal(h *host.Host) uint64 {
-	b, err := h.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
-			kb, _ := strconv.ParseUint(f[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
-
-// RecommendSize proposes a size for the shared-memory tmpfs, with the
-// reason: half of RAM (what the kernel gives a tmpfs without size= and what
-// distributions mount /dev/shm with), in whole GiB, at least 1 GiB — enough
-// for an 8-GPU job's NCCL segments (about 150 MiB) plus DataLoader tensors.
-// A tmpfs only uses RAM for what is stored in it, so the size is a ceiling,
-// not a reservation. It returns 0 when the current size is already as big.
+// RecommendSize is shm.RecommendedSize (the one size rule, shm.SizeRule)
+// for a tmpfs of the current size: 0 when it is already as big.
 func RecommendSize(h *host.Host, current uint64) (uint64, string) {
-	ram := memTotal(h)
-	target := ram / 2 / gib * gib
-	why := fmt.Sprintf("half of RAM (%s of %s), the kernel's default size for a tmpfs and what distributions mount /dev/shm with", shm.Human(target), shm.Human(ram))
-	if target < gib {
-		target = gib
-		why = "1 GiB: room for the NCCL segments of an 8-GPU job (about 150 MiB) and DataLoader tensors"
-		if ram > 0 && ram < 2*gib {
-			why += fmt.Sprintf(" (more than half of this machine's %s of RAM; a tmpfs only uses what is stored in it)", shm.Human(ram))
-		}
-	}
-	if target <= current {
+	a := shm.RecommendedSize(h)
+	if a.Bytes <= current {
 		return 0, ""
 	}
-	return target, why
+	return a.Bytes, a.Reason
 }
 
 // sizeOption writes bytes the way mount's size= takes them.
-func sizeOption(b uint64) string {
-	switch {
-	case b%gib == 0:
-		return fmt.Sprintf("%dg", b/gib)
-	case b%(1<<20) == 0:
-		return fmt.Sprintf("%dm", b>>20)
-	}
-	return fmt.Sprintf("%dk", (b+1023)>>10)
-}
-
-// capSysAdmin reads CapEff from /proc/self/status (CAP_SYS_ADMIN is bit 21).
-func capSysAdmin(h *host.Host) bool {
-	b, err := h.ReadFile("/proc/self/status")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			v, err := strconv.ParseUint(strings.TrimSpace(rest), 16, 64)
-			return err == nil && v&(1<<21) != 0
-		}
-	}
-	return false
-}
+func sizeOption(b uint64) string { return shm.SizeOption(b) }
 
 // shmTarget is what shm.remount and shm.persist plan from.
 type shmTarget struct {
@@ -145,11 +91,11 @@ func planRemount(ctx context.Context, h *host.Host, r *request) *Fix {
 		Recheck: []string{"shm.mount"},
 	}
 	if c := t.container; c.InContainer() {
-		if !capSysAdmin(h) {
-			f.Impossible = fmt.Sprintf("ncclwiz runs inside a %s container, whose %s is set when the container starts (and it lacks CAP_SYS_ADMIN to remount it)", c.Runtime, m.Path)
-			f.Alternative = "start the container with a bigger /dev/shm: fix container.shm"
+		if !sysinfo.CapSysAdmin(h) {
+			f.Impossible = fmt.Sprintf("ncclwiz runs inside a %s container: %s", c.Runtime, sysinfo.ResizeInside(false))
+			f.Alternative = fmt.Sprintf("start the container with a %s /dev/shm: fix container.shm", shm.Human(size))
 		} else {
-			f.Summary += fmt.Sprintf(" Inside this %s container the new size lasts only until the container restarts; fix container.shm makes it permanent.", c.Runtime)
+			f.Summary += fmt.Sprintf(" %s Fix container.shm makes it permanent.", sysinfo.ResizeInside(true))
 		}
 	}
 	dir := h.ShmReal()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/envvars"
 	"github.com/ncclwiz/ncclwiz/guides"
 	"github.com/ncclwiz/ncclwiz/host"
@@ -55,6 +56,7 @@ func fixtureHost(t testing.TB) *host.Host {
 		"/proc/777/maps":           "",
 		"/etc/fstab":               "UUID=abcd / ext4 defaults 0 1\n",
 		"/etc/systemd/logind.conf": "[Login]\n#RemoveIPC=yes\n",
+		"/run/systemd/seats":       nil,
 	}, host.FixtureSpec{UID: uid, Statfs: map[string]host.StatFS{"/dev/shm": ft.StatfsTmpfs(64<<20, 60<<20)}})
 	old := time.Now().Add(-time.Hour)
 	for _, n := range []string{"nccl-old001", "nccl-held02", "nccl-other3"} {
@@ -115,7 +117,7 @@ func TestPlanOnlyWhatFindingsAskFor(t *testing.T) {
 		t.Errorf("other user's file: warnings %s preview %s", warn, pv)
 	}
 	rm, _ := ByID(fs, "shm.remount")
-	if !strings.Contains(strings.Join(rm.Preview(), "\n"), "mount -o remount,size=32g /dev/shm") || !strings.Contains(rm.Summary, "half of RAM (32 GiB of 64 GiB)") {
+	if !strings.Contains(strings.Join(rm.Preview(), "\n"), "mount -o remount,size=8g /dev/shm") || !strings.Contains(rm.Summary, "size=8g — room for an 8-GPU node") {
 		t.Errorf("remount: %v %s", rm.Preview(), rm.Summary)
 	}
 }
@@ -386,7 +388,7 @@ func TestEveryMentionedVariableIsSuggestible(t *testing.T) {
 		text.WriteString(f.Title + "\n" + f.Summary + "\n" + f.Impossible + "\n" + f.Alternative + "\n" + strings.Join(f.Preview(), "\n") + "\n" + strings.Join(f.Warnings, "\n"))
 	}
 	for _, rt := range []string{"docker", "kubernetes", "podman", "apptainer", "containerd", "lxc", "none"} {
-		for _, s := range ContainerSnippets(rt) {
+		for _, s := range ContainerSnippets(rt, shm.RecommendSize(64<<30, 0)) {
 			text.WriteString(s.Comment + "\n" + strings.Join(s.Lines, "\n") + "\n")
 		}
 	}
@@ -491,7 +493,7 @@ func TestExportedScriptEveryFix(t *testing.T) {
 		t.Errorf("bash -n: %v %s", err, out)
 	}
 	for _, want := range []string{"set -euo pipefail", "APPLY=0", "== %s", "section 'steps that need root'", "remove_unused", "stop_rank 777 424242",
-		"remount_shm /dev/shm 32g", "fstab_set \"$ETC/fstab\" /dev/shm 32g rw,nosuid,nodev", "RemoveIPC=no", "memlock",
+		"remount_shm /dev/shm 8g", "fstab_set \"$ETC/fstab\" /dev/shm 8g rw,nosuid,nodev", "RemoveIPC=no", "memlock",
 		"#   [warn] shm.segments: 1 orphaned NCCL segment \\x1b[31mred\\x1b[0m second line"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("script lacks %q", want)

@@ -74,6 +74,11 @@ func (m summaryModel) update(msg tea.Msg) (summaryModel, tea.Cmd) {
 			return m, func() tea.Msg { return statusMsg("export failed: " + msg.err.Error()) }
 		}
 		m.exported = msg.path
+		if m.c.deps.Host != nil && m.c.deps.Host.Simulated {
+			return m, func() tea.Msg {
+				return statusMsg("wrote " + msg.path + ": a practice script (read it; it refuses --apply)")
+			}
+		}
 		return m, func() tea.Msg { return statusMsg("wrote " + msg.path + " (dry run by default; run it with --apply)") }
 	case tea.KeyPressMsg:
 		if m.exporting {

@@ -30,6 +30,8 @@ type Setting struct {
 	// Shadowed is true for a config-file value the environment overrides
 	// (NCCL reads config files with setenv(..., 0)).
 	Shadowed bool
+	// Line is the line number in a config file (0 for the environment).
+	Line int
 }
 
 // Collect gathers NCCL_*, TORCH_NCCL_*, TORCH_DISTRIBUTED_* and related
@@ -73,7 +75,7 @@ func Collect(h *host.Host) ([]Setting, []string) {
 				problems = append(problems, fmt.Sprintf("%s:%d: not NAME=value: %s", f, i+1, line))
 				continue
 			}
-			out = append(out, Setting{Name: name, Value: strings.TrimSpace(val), Source: f, Shadowed: seen[name]})
+			out = append(out, Setting{Name: name, Value: strings.TrimSpace(val), Source: f, Shadowed: seen[name], Line: i + 1})
 			seen[name] = true
 		}
 	}
@@ -117,14 +119,19 @@ func run(_ context.Context, h *host.Host) ([]checks.Finding, error) {
 			Detail: p + "\nNCCL ignores lines it cannot parse; the setting you meant is not applied.", Guide: "env-reference"})
 	}
 
+	var names []string
+	for _, s := range ss {
+		names = append(names, s.Name)
+	}
+	setIn := FindSetters(h, names)
 	for _, s := range ss {
 		if s.Shadowed {
 			continue
 		}
-		fs = append(fs, judgeName(s)...)
+		fs = append(fs, judgeName(s, ss, setIn)...)
 		fs = append(fs, judgeValue(s)...)
 	}
-	fs = append(fs, contradictions(ss)...)
+	fs = append(fs, contradictions(ss, setIn)...)
 
 	// Config-file values that differ from the environment surprise people.
 	for _, s := range ss {
@@ -163,48 +170,71 @@ func run(_ context.Context, h *host.Host) ([]checks.Finding, error) {
 	return append([]checks.Finding{summary}, fs...), nil
 }
 
-func judgeName(s Setting) []checks.Finding {
+// judgeName flags names that do nothing (invented, misspelt, removed) or
+// have a new name, and attaches the fix: unset it, delete it where it is
+// set (setIn: startup files), set the new name for a rename, and for
+// NCCL_TIMEOUT the init_process_group(timeout=…) line.
+func judgeName(s Setting, ss []Setting, setIn map[string][]string) []checks.Finding {
 	v, known := envvars.Lookup(s.Name)
 	where := ""
 	if s.Source != "environment" {
 		where = " (in " + s.Source + ")"
 	}
+	var f checks.Finding
+	rm := removal{name: s.Name}
 	switch {
 	case !known && envvars.Governed(s.Name):
-		f := checks.Finding{Severity: checks.Warn, Title: fmt.Sprintf("%s%s is not a known NCCL or PyTorch variable", s.Name, where),
+		f = checks.Finding{Severity: checks.Warn, Title: fmt.Sprintf("%s%s is not a known NCCL or PyTorch variable", s.Name, where),
 			Detail: "Neither NCCL nor PyTorch reads this name, so it has no effect.", Guide: "env-reference",
 			Evidence: map[string]any{"name": s.Name}}
+		rm.reason = "neither NCCL nor PyTorch reads this name"
 		if c := envvars.Closest(s.Name); c != "" {
 			f.Title += "; did you mean " + c + "?"
 			f.Evidence["did_you_mean"] = c
+			rm.reason += "; if you meant " + c + ", set that instead"
 		}
-		return []checks.Finding{f}
 	case !known:
 		return nil
 	case v.Status == envvars.Nonexistent:
-		return []checks.Finding{{Severity: checks.Warn, Title: fmt.Sprintf("%s%s does not exist: setting it does nothing", s.Name, where),
+		f = checks.Finding{Severity: checks.Warn, Title: fmt.Sprintf("%s%s does not exist: setting it does nothing", s.Name, where),
 			Detail: "Neither NCCL nor PyTorch reads it (" + v.Meaning + "). Instead: " + v.Advice + ". Source: " + v.Source + ".", Guide: "env-reference",
-			Evidence: map[string]any{"name": s.Name}}}
-	case v.Status == envvars.Removed:
-		return []checks.Finding{{Severity: checks.Warn, Title: fmt.Sprintf("%s%s was removed from NCCL", s.Name, where),
-			Detail: v.Advice + ". (" + v.Source + ")", Guide: "env-reference", Evidence: map[string]any{"name": s.Name}}}
-	case v.Status == envvars.Deprecated:
-		f := checks.Finding{Severity: checks.Info, Title: fmt.Sprintf("%s%s is deprecated", s.Name, where), Guide: "env-deprecated",
 			Evidence: map[string]any{"name": s.Name}}
+		rm.reason = "it does not exist, setting it does nothing; instead: " + v.Advice
+		if s.Name == "NCCL_TIMEOUT" {
+			rm.code = timeoutCode(s.Value)
+		}
+	case v.Status == envvars.Removed:
+		f = checks.Finding{Severity: checks.Warn, Title: fmt.Sprintf("%s%s was removed from NCCL", s.Name, where),
+			Detail: v.Advice + ". (" + v.Source + ")", Guide: "env-reference", Evidence: map[string]any{"name": s.Name}}
+		rm.reason = "no longer read: " + v.Advice
+	case v.Status == envvars.Deprecated:
+		f = checks.Finding{Severity: checks.Info, Title: fmt.Sprintf("%s%s is deprecated", s.Name, where), Guide: "env-deprecated",
+			Evidence: map[string]any{"name": s.Name}}
+		rm.reason = "deprecated"
 		if v.ReplacedBy != "" {
 			f.Title += "; use " + v.ReplacedBy
 			f.Evidence["replaced_by"] = v.ReplacedBy
 			f.Detail = fmt.Sprintf("Rename it to %s. (%s)", v.ReplacedBy, v.Source)
+			rm.reason = "renamed to " + v.ReplacedBy
+			// The new name gets the old value, unless it is set already
+			// (contradictions() reports a disagreement) or the value is not
+			// one it accepts.
+			if _, set := effective(ss, v.ReplacedBy); !set && len(judgeValue(Setting{Name: v.ReplacedBy, Value: s.Value})) == 0 {
+				rm.rename, rm.value = v.ReplacedBy, strings.TrimSpace(s.Value)
+			}
 		} else {
 			f.Detail = strings.TrimSpace(v.Advice + " (" + v.Source + ")")
+			rm.reason = strings.TrimSpace("deprecated; " + v.Advice)
 		}
 		// An NCCL rename means the old name is no longer read at all.
 		if v.Owner == "nccl" && v.ReplacedBy != "" {
 			f.Severity = checks.Warn
 		}
-		return []checks.Finding{f}
+	default:
+		return nil
 	}
-	return nil
+	rm.attach(&f, s, setIn)
+	return []checks.Finding{f}
 }
 
 var enumValues = map[string][]string{
@@ -268,7 +298,7 @@ func judgeValue(s Setting) []checks.Finding {
 	return nil
 }
 
-func contradictions(ss []Setting) []checks.Finding {
+func contradictions(ss []Setting, setIn map[string][]string) []checks.Finding {
 	get := func(n string) string { v, _ := effective(ss, n); return strings.TrimSpace(v) }
 	var fs []checks.Finding
 	if get("NCCL_P2P_DISABLE") == "1" && get("NCCL_SHM_DISABLE") == "1" {
@@ -291,8 +321,16 @@ func contradictions(ss []Setting) []checks.Finding {
 	} {
 		o, n := get(pair[0]), get(pair[1])
 		if o != "" && n != "" && o != n {
-			fs = append(fs, checks.Finding{Severity: checks.Warn, Title: fmt.Sprintf("%s=%s and %s=%s disagree", pair[0], o, pair[1], n),
-				Detail: "PyTorch reads the TORCH_ name first and only falls back to the old one; remove the old name to avoid confusion.", Guide: "env-deprecated"})
+			f := checks.Finding{Severity: checks.Warn, Title: fmt.Sprintf("%s=%s and %s=%s disagree", pair[0], o, pair[1], n),
+				Detail: "PyTorch reads the TORCH_ name first and only falls back to the old one; remove the old name to avoid confusion.", Guide: "env-deprecated"}
+			old := Setting{Name: pair[0], Source: "environment"}
+			for _, s := range ss {
+				if s.Name == pair[0] && !s.Shadowed {
+					old = s
+				}
+			}
+			removal{name: pair[0], reason: fmt.Sprintf("%s=%s is what PyTorch uses; the old name only confuses", pair[1], n)}.attach(&f, old, setIn)
+			fs = append(fs, f)
 		}
 	}
 	if get("TORCH_NCCL_BLOCKING_WAIT") == "1" && get("TORCH_NCCL_ASYNC_ERROR_HANDLING") != "" {

@@ -130,7 +130,7 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	const safe = "ncclwiz removes exactly these files, re-proving each one unused (and the same file) right before removing it."
 	if n := len(ownNCCL); n > 0 {
 		sev, detail := checks.Warn, why+safe
-		if p := share(allOrp); p >= 50 {
+		if p := share(ownNCCLBytes + ownOtherBytes); fillsTmpfs(p) {
 			sev = checks.Error
 			detail = fmt.Sprintf("Orphaned segments fill %d%% of %s. ", p, dir) + detail
 		}
@@ -144,7 +144,7 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 		// PyTorch tensors (torch_*) and Python semaphores (sem.*) left by
 		// killed DataLoader workers: tidy, not an NCCL failure by themselves.
 		sev, detail := checks.Info, "No live process has them open or mapped: left by killed PyTorch or Python multiprocessing workers. They use RAM until removed. "+safe
-		if p := share(allOrp); p >= 50 {
+		if p := share(ownOtherBytes); fillsTmpfs(p) {
 			sev, detail = checks.Error, fmt.Sprintf("Orphaned files fill %d%% of %s, leaving little room for NCCL's ~9.2 MiB segments. ", p, dir)+detail
 		}
 		add(checks.Finding{Severity: sev,
@@ -157,9 +157,9 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 		if h.IsRoot() {
 			detail = "They look unused. As root you may remove them too: ncclwiz fix --apply shm.cleanup --all-users (each is re-proven unused first)."
 		}
-		if p := share(allOrp); p >= 50 {
+		if p := share(othersBytes); fillsTmpfs(p) {
 			sev = checks.Warn
-			detail = fmt.Sprintf("Orphaned segments fill %d%% of %s. ", p, dir) + detail
+			detail = fmt.Sprintf("Other users' orphaned segments fill %d%% of %s. ", p, dir) + detail
 		}
 		add(checks.Finding{Severity: sev,
 			Title:  fmt.Sprintf("%d orphaned segment%s of other users %s %s in %s (uid %s)", n, plural(n), verb(n), Human(uint64(othersBytes)), dir, uidList(others)),
@@ -226,6 +226,13 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	}
 	return out, nil
 }
+
+// fillsTmpfs is the one rule that escalates a group of orphans: they
+// fill half of the tmpfs or more. Each group (own NCCL segments, own other
+// files, other users' files) is judged on its own bytes only, so removing
+// one group never changes another's severity: other users' orphans read
+// the same before and after the user's own cleanup.
+func fillsTmpfs(percent uint64) bool { return percent >= 50 }
 
 func segmentEvidence(s Segment, now time.Time) map[string]any {
 	e := map[string]any{"name": textsafe.Sanitize(s.Name), "kind": s.Kind, "size": s.Size, "allocated": s.Allocated,

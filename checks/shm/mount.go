@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/checks/sysinfo"
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 )
@@ -316,12 +317,14 @@ func runMount(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 		return nil, err
 	}
 	dir := m.Path
+	rec := RecommendedSize(h)
 	if !m.Found {
 		return []checks.Finding{{Severity: checks.Error, Title: dir + " " + m.Problem,
-			Detail: "NCCL's shared-memory transport creates its segments as files in /dev/shm (the path is fixed in NCCL's source), " +
-				"so ranks on one node cannot use it. On a host, mount a tmpfs there (mount -t tmpfs -o size=8g tmpfs /dev/shm); " +
-				"in a container, start it with --shm-size=8g or --ipc=host (Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm). " +
-				"NCCL_SHM_DISABLE=1 avoids it at the cost of speed.",
+			Detail: fmt.Sprintf("NCCL's shared-memory transport creates its segments as files in /dev/shm (the path is fixed in NCCL's source), "+
+				"so ranks on one node cannot use it. On a host, mount a tmpfs there (mount -t tmpfs -o size=%s tmpfs /dev/shm); "+
+				"in a container, start it with --shm-size=%s or --ipc=host (Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm). "+
+				"ncclwiz recommends %s (%s). NCCL_SHM_DISABLE=1 avoids it at the cost of speed.",
+				rec.Option(), rec.Option(), Human(rec.Bytes), rec.Reason),
 			Evidence: map[string]any{"path": dir, "problem": m.Problem}, Guide: "shm-no-space", Fixes: []string{"container.shm"}}}, nil
 	}
 	ev := map[string]any{"path": dir, "fstype": m.FSType, "mount_source": m.Source, "mount_point": m.MountPoint,
@@ -360,12 +363,15 @@ func runMount(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	add := func(sev checks.Severity, title, detail, guide string, fixes ...string) {
 		out = append(out, checks.Finding{Severity: sev, Title: title, Detail: detail, Guide: guide, Fixes: fixes})
 	}
-	// Both remedies are named: whether this is a container is host.container's call.
-	// Sizes are the fixes' business (shm.remount: half of RAM, as distributions
-	// mount it; container.shm: 8 GiB), so the text names none.
-	const grow = "On a host, remount it bigger (fix shm.remount proposes a size; shm.persist keeps it in /etc/fstab). " +
-		"In a container it cannot be resized from inside: start a new one with a bigger --shm-size or --ipc=host " +
-		"(Kubernetes: an emptyDir with medium: Memory and a sizeLimit mounted at /dev/shm)."
+	// Both remedies are named: whether this is a container is host.container's
+	// call (and whether it may remount, sysinfo.ResizeInside's). The size is
+	// the one every fix, script and guide uses (RecommendedSize).
+	ev["recommended_size_bytes"] = rec.Bytes
+	ev["recommended_size_reason"] = rec.Reason
+	grow := fmt.Sprintf("ncclwiz recommends %s (%s). On a host, remount it to that size (fix shm.remount; shm.persist keeps it in /etc/fstab). "+
+		"A container's /dev/shm is set when it starts: start a new one with --shm-size=%dg or --ipc=host "+
+		"(Kubernetes: an emptyDir with medium: Memory and sizeLimit: %dGi mounted at /dev/shm); from inside, only a process with CAP_SYS_ADMIN "+
+		"can grow it, and only until the container restarts.", Human(rec.Bytes), rec.Reason, rec.GiB(), rec.GiB())
 
 	if !m.IsTmpfs {
 		add(checks.Warn, fmt.Sprintf("%s is %s, not tmpfs", dir, orUnknown(m.FSType)),
@@ -491,4 +497,75 @@ func shmDir(h *host.Host) string {
 		}
 	}
 	return path.Clean(d)
+}
+
+// The recommended size of the shared-memory tmpfs. It is the one rule every
+// screen uses: shm.mount's advice, shm.remount, shm.persist, container.shm,
+// the exported scripts, and the guides (which state SizeRule; a test holds
+// them to it).
+const (
+	// RecommendedCap is the size ncclwiz proposes where memory allows:
+	// an 8-GPU node's NCCL segments need about 150 MiB (16 × 9.2 MiB),
+	// and PyTorch DataLoader workers pass every batch through /dev/shm too.
+	RecommendedCap = 8 << 30
+	// RecommendedMin is NCCL's own documented example (--shm-size=1g).
+	RecommendedMin = 1 << 30
+	// SizeRule states the rule in words.
+	SizeRule = "8 GiB, or half of the memory when that is less (RAM, or the container's memory limit), and at least 1 GiB"
+)
+
+// SizeAdvice is the recommended size with its reason.
+type SizeAdvice struct {
+	// Bytes is always a whole number of GiB.
+	Bytes uint64
+	// Reason says why, with this machine's numbers.
+	Reason string
+}
+
+// GiB is the size in GiB, for --shm-size=Ng, sizeLimit: NGi and size=Ng.
+func (a SizeAdvice) GiB() uint64 { return a.Bytes >> 30 }
+
+// Option writes the size as mount's size= and docker's --shm-size take it.
+func (a SizeAdvice) Option() string { return SizeOption(a.Bytes) }
+
+// RecommendSize applies SizeRule to the memory that bounds the tmpfs: RAM
+// (MemTotal) and, when set, the cgroup memory limit, which tmpfs pages are
+// charged to (0 = unknown/none). A tmpfs only uses memory for what it
+// holds, so the size is a ceiling, not a reservation; half of memory is
+// the kernel's default ceiling for a tmpfs and keeps a runaway job from
+// taking all of it.
+func RecommendSize(ram, cgroupLimit uint64) SizeAdvice {
+	mem, what := ram, "RAM"
+	if cgroupLimit > 0 && (mem == 0 || cgroupLimit < mem) {
+		mem, what = cgroupLimit, "this cgroup's memory limit"
+	}
+	a := SizeAdvice{Bytes: RecommendedCap, Reason: "room for an 8-GPU node's NCCL segments (about 150 MiB) many times over and for DataLoader workers' batches; a tmpfs only uses memory for what it holds"}
+	half := mem / 2 / (1 << 30) * (1 << 30)
+	if mem > 0 && half < a.Bytes {
+		a = SizeAdvice{Bytes: half, Reason: fmt.Sprintf("half of %s (%s), the kernel's default ceiling for a tmpfs, so that a full /dev/shm cannot take all memory", what, Human(mem))}
+	}
+	if a.Bytes < RecommendedMin {
+		a = SizeAdvice{Bytes: RecommendedMin, Reason: "NCCL's own example (--shm-size=1g), room for an 8-GPU node's NCCL segments (about 150 MiB)"}
+		if mem > 0 {
+			a.Reason += fmt.Sprintf(", although it is more than half of %s (%s)", what, Human(mem))
+		}
+	}
+	return a
+}
+
+// RecommendedSize reads the machine's memory and applies SizeRule.
+func RecommendedSize(h *host.Host) SizeAdvice {
+	limit, _ := sysinfo.CgroupMemoryMax(h)
+	return RecommendSize(sysinfo.MemInfo(h)["MemTotal"], limit)
+}
+
+// SizeOption writes bytes the way mount's size= takes them (8g, 512m, 100k).
+func SizeOption(b uint64) string {
+	switch {
+	case b%(1<<30) == 0:
+		return fmt.Sprintf("%dg", b>>30)
+	case b%(1<<20) == 0:
+		return fmt.Sprintf("%dm", b>>20)
+	}
+	return fmt.Sprintf("%dk", (b+1023)>>10)
 }

@@ -148,19 +148,32 @@ func runContainer(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	}
 	// shm.mount judges the size; this finding says why it is that size and
 	// where it must be fixed, so the same problem is not counted twice.
+	canRemount := CapSysAdmin(h)
+	ev["cap_sys_admin"] = canRemount
 	f := checks.Finding{Severity: checks.Info, Title: fmt.Sprintf("Running inside a %s container", c.Runtime), Evidence: ev, Guide: "container-shm",
 		Detail: "Inside a container, /dev/shm and memory limits are set by whoever started it: " +
-			"resizing them needs a new container (docker --shm-size or --ipc=host, a Kubernetes emptyDir with medium: Memory), not a remount inside it."}
+			"a lasting change needs a new container (docker --shm-size or --ipc=host, a Kubernetes emptyDir with medium: Memory). " + ResizeInside(canRemount)}
 	if shmTotal > 0 && shmTotal <= DockerDefaultShm {
 		f.Title = fmt.Sprintf("Running inside a %s container with the %s default /dev/shm of %s", c.Runtime, runtimeDefaultName(c.Runtime), human(shmTotal))
 		f.Detail = runtimeDefaultName(c.Runtime) + " gives containers a 64 MiB /dev/shm unless told otherwise. One NCCL shared-memory " +
 			"receive buffer is about 9.2 MiB with default settings, so a few local ranks fill it and NCCL fails with " +
-			"'failed to extend /dev/shm/nccl-…' (or a Bus error on NCCL 2.12-2.18). A remount inside the container is not the fix: " +
-			"restart it with a bigger /dev/shm (--shm-size, --ipc=host, or a memory-backed emptyDir)."
+			"'failed to extend /dev/shm/nccl-…' (or a Bus error on NCCL 2.12-2.18). The fix is to restart it with a bigger /dev/shm " +
+			"(--shm-size, --ipc=host, or a memory-backed emptyDir). " + ResizeInside(canRemount)
 		f.Fixes = []string{"container.shm"}
 	}
 	fs := []checks.Finding{f}
 	return fs, nil
+}
+
+// ResizeInside says whether /dev/shm can be grown from inside this
+// container — the same statement the container finding, shm.mount's advice
+// and the container.shm fix make: only with CAP_SYS_ADMIN (shm.remount is
+// then offered), and only until the container restarts.
+func ResizeInside(capSysAdmin bool) string {
+	if capSysAdmin {
+		return "This container has CAP_SYS_ADMIN, so shm.remount can grow it now, but only until the container restarts."
+	}
+	return "This container lacks CAP_SYS_ADMIN, so /dev/shm cannot be resized from inside it (shm.remount is not possible here)."
 }
 
 func runtimeDefaultName(rt string) string {

@@ -24,6 +24,35 @@ type RemoveIPC struct {
 	Default bool   // nobody set it; systemd's default (yes) applies
 	Source  string // file that set it last
 	Logind  bool   // systemd-logind appears to be installed
+	// Running: systemd-logind runs in this host or namespace, so RemoveIPC
+	// acts here; RunningWhy says what showed it (or what was looked at).
+	Running    bool
+	RunningWhy string
+}
+
+// logindRunning looks for a running systemd-logind: the state directory it
+// creates at start (/run/systemd/seats, /run/systemd/sessions) or its
+// process. A container image often ships logind.conf without running
+// logind; then nothing removes users' shared memory at logout.
+func logindRunning(h *host.Host) (bool, string) {
+	for _, d := range []string{"/run/systemd/seats", "/run/systemd/sessions"} {
+		if fi, err := h.Lstat(d); err == nil && fi.IsDir() {
+			return true, d + " exists (systemd-logind's state)"
+		}
+	}
+	ents, err := h.ReadDir("/proc")
+	if err != nil {
+		return false, "no /run/systemd/seats and /proc cannot be listed"
+	}
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		if b, err := h.ReadFile("/proc/" + e.Name() + "/comm"); err == nil && strings.TrimSpace(string(b)) == "systemd-logind" {
+			return true, "systemd-logind runs as PID " + e.Name()
+		}
+	}
+	return false, "no /run/systemd/seats or /run/systemd/sessions and no systemd-logind process"
 }
 
 // ReadRemoveIPC parses logind.conf and its drop-ins. systemd's default is
@@ -59,6 +88,9 @@ func ReadRemoveIPC(h *host.Host) RemoveIPC {
 	sort.Strings(names)
 	for _, n := range names {
 		files = append(files, byName[n])
+	}
+	if r.Logind {
+		r.Running, r.RunningWhy = logindRunning(h)
 	}
 	for _, f := range files {
 		b, err := h.ReadFile(f)
@@ -183,8 +215,8 @@ func ReadNUMA(h *host.Host) ([]NUMANode, error) {
 	return out, nil
 }
 
-// meminfo returns /proc/meminfo values in bytes.
-func meminfo(h *host.Host) map[string]uint64 {
+// MemInfo returns /proc/meminfo values in bytes (MemTotal, MemAvailable …).
+func MemInfo(h *host.Host) map[string]uint64 {
 	out := map[string]uint64{}
 	b, err := h.ReadFile("/proc/meminfo")
 	if err != nil {
@@ -204,9 +236,10 @@ func meminfo(h *host.Host) map[string]uint64 {
 	return out
 }
 
-// cgroupMemoryMax returns the memory limit of this process's cgroup (v2
-// memory.max, else v1 memory.limit_in_bytes); 0 means none found.
-func cgroupMemoryMax(h *host.Host) (uint64, string) {
+// CgroupMemoryMax returns the memory limit of this process's cgroup (v2
+// memory.max, else v1 memory.limit_in_bytes) and the file it came from;
+// 0 means none found.
+func CgroupMemoryMax(h *host.Host) (uint64, string) {
 	b, err := h.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return 0, ""
@@ -290,11 +323,18 @@ func runIPC(_ context.Context, h *host.Host) ([]checks.Finding, error) {
 	// systemd-logind RemoveIPC.
 	rip := ReadRemoveIPC(h)
 	if rip.Logind {
-		ev := map[string]any{"remove_ipc": rip.Value, "default": rip.Default, "uid": h.UID}
+		ev := map[string]any{"remove_ipc": rip.Value, "default": rip.Default, "uid": h.UID, "logind_running": rip.Running, "logind_evidence": rip.RunningWhy}
 		if rip.Source != "" {
 			ev["source"] = rip.Source
 		}
 		switch {
+		case rip.Value && !rip.Running:
+			// Configured but nobody acts on it here (a container image with
+			// logind.conf, say): nothing removes shared memory at logout.
+			fs = append(fs, checks.Finding{Severity: checks.OK,
+				Title:    "systemd-logind does not run here, so its RemoveIPC setting does not apply",
+				Detail:   "logind.conf is installed but systemd-logind is not running (" + rip.RunningWhy + "); RemoveIPC only matters where it runs.",
+				Evidence: ev})
 		case !rip.Value:
 			fs = append(fs, checks.Finding{Severity: checks.OK, Title: "systemd-logind RemoveIPC=no", Evidence: ev})
 		default:
@@ -386,11 +426,11 @@ func runIPC(_ context.Context, h *host.Host) ([]checks.Finding, error) {
 	// Host RAM and cgroup limit vs /dev/shm: tmpfs pages are RAM, charged to
 	// the cgroup that touches them.
 	if st, err := h.Statfs(h.ShmLogical()); err == nil && st.Total() > 0 {
-		mi := meminfo(h)
+		mi := MemInfo(h)
 		shm := st.Total()
 		ev := map[string]any{"shm_size_bytes": shm, "mem_total_bytes": mi["MemTotal"], "mem_available_bytes": mi["MemAvailable"]}
 		f := checks.Finding{Severity: checks.OK, Title: fmt.Sprintf("/dev/shm (%s) fits in RAM (%s)", human(shm), human(mi["MemTotal"])), Evidence: ev}
-		if limit, file := cgroupMemoryMax(h); limit > 0 {
+		if limit, file := CgroupMemoryMax(h); limit > 0 {
 			ev["cgroup_memory_max_bytes"], ev["cgroup_file"] = limit, file
 			if shm > limit {
 				f.Severity = checks.Warn

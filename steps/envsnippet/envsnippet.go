@@ -11,11 +11,13 @@ package envsnippet
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/ncclwiz/ncclwiz/envvars"
+	"github.com/ncclwiz/ncclwiz/internal/practice"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
@@ -31,6 +33,31 @@ type Var struct {
 	Priority int
 	// From names where the recommendation came from (a check ID, "user").
 	From string
+	// Unset asks to remove the variable (an invented, removed or renamed
+	// name): `unset` in shells, os.environ.pop in Python, "remove the
+	// entry" for docker and Kubernetes. Value is empty then.
+	Unset bool
+	// Code is a line for the training script that does what the variable
+	// was meant to (init_process_group(timeout=…) for NCCL_TIMEOUT); it is
+	// printed as a comment in every format.
+	Code string
+	// SetIn lists where the variable is set ("~/.bashrc:12: export
+	// NCCL_TIMEOUT=1800"): lines to delete by hand, since a snippet cannot
+	// undo a shell's startup file.
+	SetIn []string
+}
+
+// varName is what an environment variable's name may be in a snippet.
+func varName(s string) bool {
+	if s == "" || (s[0] >= '0' && s[0] <= '9') {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || (r >= 'A' && r <= 'Z') || (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9')) {
+			return false
+		}
+	}
+	return true
 }
 
 // Formats lists the supported formats, in the order help texts show them.
@@ -56,6 +83,19 @@ func Normalize(format string) (string, error) {
 // cannot be written safely.
 func Validate(vs []Var) error {
 	for _, v := range vs {
+		for _, x := range append([]string{v.Code}, v.SetIn...) {
+			if !textsafe.IsClean(x) {
+				return fmt.Errorf("%s: a note contains control characters", textsafe.Sanitize(v.Name))
+			}
+		}
+		if v.Unset {
+			// Removing is always allowed for a name ncclwiz governs or
+			// knows (invented and deprecated names are why it is removed).
+			if _, known := envvars.Lookup(v.Name); !varName(v.Name) || (!known && !envvars.Governed(v.Name)) {
+				return fmt.Errorf("%s is not an NCCL/PyTorch variable ncclwiz would remove", textsafe.Sanitize(v.Name))
+			}
+			continue
+		}
 		ev, ok := envvars.Lookup(v.Name)
 		if !ok {
 			return fmt.Errorf("%s is not a variable ncclwiz knows; it suggests only documented NCCL/PyTorch/CUDA variables", textsafe.Sanitize(v.Name))
@@ -86,6 +126,9 @@ func (c Conflict) String() string {
 	var parts []string
 	for _, v := range c.Values {
 		s := fmt.Sprintf("%s=%s", c.Name, v.Value)
+		if v.Unset {
+			s = "unset " + c.Name
+		}
 		if v.From != "" {
 			s += " (" + v.From + ")"
 		}
@@ -117,9 +160,17 @@ func Merge(vs []Var) ([]Var, []Conflict) {
 		}
 		merged, ok := top[0], true
 		for _, c := range top[1:] {
-			if c.Value != merged.Value {
+			if c.Value != merged.Value || c.Unset != merged.Unset {
 				ok = false
 				break
+			}
+			if merged.Code == "" {
+				merged.Code = c.Code
+			}
+			for _, w := range c.SetIn {
+				if !slices.Contains(merged.SetIn, w) {
+					merged.SetIn = append(merged.SetIn, w)
+				}
 			}
 			if c.Reason != "" && !strings.Contains(merged.Reason, c.Reason) {
 				merged.Reason = strings.TrimPrefix(merged.Reason+"; "+c.Reason, "; ")
@@ -200,9 +251,39 @@ func reason(v Var) string {
 // splits on commas and whitespace.
 func slurmSafe(s string) bool { return s != "" && !strings.ContainsAny(s, ", \"'\\$") }
 
-// Render writes vs in the given format. Duplicates are merged; a conflict
-// is an error (the caller decides which value to keep).
-func Render(format string, vs []Var) (string, error) {
+// Options tune RenderWith.
+type Options struct {
+	// Practice names the practice scenario the settings were found on: the
+	// snippet is then marked and every line is commented out, because it
+	// describes a simulated server, not the machine it may be pasted on.
+	Practice string
+}
+
+// Render writes vs in the given format; see RenderWith.
+func Render(format string, vs []Var) (string, error) { return RenderWith(format, vs, Options{}) }
+
+// RenderWith writes vs in the given format. Duplicates are merged; a
+// conflict is an error (the caller decides which value to keep).
+func RenderWith(format string, vs []Var, opt Options) (string, error) {
+	out, err := render(format, vs)
+	if err != nil || opt.Practice == "" {
+		return out, err
+	}
+	var b strings.Builder
+	b.WriteString("# " + practice.Marker(textsafe.Sanitize(opt.Practice)) + "\n")
+	b.WriteString("# PRACTICE SNIPPET: these settings were found on a simulated server. Every line is\n" +
+		"# commented out so that pasting or sourcing it changes nothing; run ncclwiz env\n" +
+		"# without --scenario for this machine's settings.\n")
+	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") && strings.TrimSpace(l) != "" {
+			l = "# " + l
+		}
+		b.WriteString(l + "\n")
+	}
+	return b.String(), nil
+}
+
+func render(format string, vs []Var) (string, error) {
 	f, err := Normalize(format)
 	if err != nil {
 		return "", err
@@ -218,6 +299,16 @@ func Render(format string, vs []Var) (string, error) {
 		}
 		return "", fmt.Errorf("findings disagree: %s", strings.Join(cs, "; "))
 	}
+	var unsets []Var
+	sets := vs[:0:0]
+	for _, v := range vs {
+		if v.Unset {
+			unsets = append(unsets, v)
+		} else {
+			sets = append(sets, v)
+		}
+	}
+	vs = sets
 	var b strings.Builder
 	const head = "# NCCL/PyTorch settings suggested by ncclwiz, each with its reason.\n"
 	line := func(v Var, text string) {
@@ -231,6 +322,10 @@ func Render(format string, vs []Var) (string, error) {
 		if r := reason(v); r != "" {
 			b.WriteString(prefix + r + "\n")
 		}
+	}
+	norm := f
+	if len(vs) == 0 {
+		f = "" // only removals: no section of settings to write
 	}
 	switch f {
 	case "bash", "zsh":
@@ -326,5 +421,57 @@ func Render(format string, vs []Var) (string, error) {
 			b.WriteString(item + "\n")
 		}
 	}
+	if len(unsets) > 0 {
+		if len(vs) == 0 {
+			b.WriteString(head)
+		}
+		b.WriteString(removeSection(norm, unsets))
+	}
+	for _, v := range append(sets, unsets...) {
+		b.WriteString(notes(v))
+	}
 	return b.String(), nil
+}
+
+// removeSection writes, in the format's own idiom, how to remove variables
+// that should not be set: unset in shells (and in a batch script's body,
+// since --export=ALL passes the submitting shell's variables on),
+// os.environ.pop in Python; dotenv, docker and Kubernetes hold entries,
+// which are to be deleted.
+func removeSection(f string, vs []Var) string {
+	var b strings.Builder
+	b.WriteString("# Remove these: they do nothing, or have a new name.\n")
+	for _, v := range vs {
+		if r := reason(v); r != "" {
+			b.WriteString("# " + v.Name + ": " + r + "\n")
+		}
+		switch f {
+		case "bash", "zsh", "slurm":
+			b.WriteString("unset " + v.Name + "\n")
+		case "fish":
+			b.WriteString("set -e " + v.Name + "\n")
+		case "python":
+			b.WriteString(fmt.Sprintf("os.environ.pop(%s, None)\n", pyQuote(v.Name)))
+		case "dotenv":
+			b.WriteString("# delete the line " + v.Name + "=… from this file and from other env files\n")
+		case "docker":
+			b.WriteString("# delete -e " + v.Name + "=… from the docker run command (and " + v.Name + " from --env-file files and compose environment:)\n")
+		case "k8s":
+			b.WriteString("# delete the env entry \"- name: " + v.Name + "\" from the container spec (and from ConfigMaps it is loaded from)\n")
+		}
+	}
+	return b.String()
+}
+
+// notes writes a variable's code line and the places it is set, as
+// comments (the same in every format).
+func notes(v Var) string {
+	var b strings.Builder
+	if v.Code != "" {
+		b.WriteString("# instead of " + v.Name + ", in the training script: " + textsafe.Sanitize(v.Code) + "\n")
+	}
+	for _, w := range v.SetIn {
+		b.WriteString("# " + v.Name + " is set in " + textsafe.Sanitize(w) + ": delete that line (ncclwiz does not edit it)\n")
+	}
+	return b.String()
 }

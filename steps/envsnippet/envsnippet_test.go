@@ -191,3 +191,32 @@ for line in open(sys.argv[1]):
 		}
 	}
 }
+
+// A snippet from a practice scenario is marked and changes nothing where
+// it is pasted: in every format each line is a comment, and sourcing the
+// bash one sets no variable.
+func TestPracticeSnippetIsInert(t *testing.T) {
+	for _, f := range Formats {
+		out, err := RenderWith(f, sample, Options{Practice: "shm-orphans"})
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if !strings.Contains(out, "ncclwiz-practice-scenario: shm-orphans") {
+			t.Errorf("%s: no marker:\n%s", f, out)
+		}
+		for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+			if strings.TrimSpace(l) != "" && !strings.HasPrefix(strings.TrimSpace(l), "#") {
+				t.Errorf("%s: active line %q", f, l)
+			}
+		}
+		plain, _ := Render(f, sample)
+		if strings.Contains(plain, "practice") {
+			t.Errorf("%s: a real machine's snippet is marked", f)
+		}
+	}
+	out, _ := RenderWith("bash", sample, Options{Practice: "x"})
+	got, err := exec.Command("env", "-i", "bash", "-c", out+"\nenv | grep -c '^NCCL_' || true").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(got)) != "0" {
+		t.Errorf("sourcing the practice snippet set variables: %s %v", got, err)
+	}
+}
