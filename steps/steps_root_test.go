@@ -21,6 +21,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(envCleanupDir); dir != "" {
+		os.Exit(cleanupAndPrint(dir, os.Getenv(envCleanupAllUsers) != ""))
+	}
 	shmtest.Main()
 	os.Exit(m.Run())
 }

@@ -134,9 +134,21 @@ func RequireRoot(t testing.TB) {
 // MountTmpfs mounts a real tmpfs and unmounts it when the test ends.
 func MountTmpfs(t testing.TB, size string) string {
 	t.Helper()
+	return mountTmpfs(t, size, "tmpfs")
+}
+
+// MountShm mounts a tmpfs named "shm", as Docker, Podman and containerd
+// name a container's /dev/shm.
+func MountShm(t testing.TB, size string) string {
+	t.Helper()
+	return mountTmpfs(t, size, "shm")
+}
+
+func mountTmpfs(t testing.TB, size, source string) string {
+	t.Helper()
 	RequireRoot(t)
 	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=1777", "tmpfs", dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=1777", source, dir).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount tmpfs here: %v %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
