@@ -204,10 +204,6 @@ batches:
 			o.progress("proved %d of %d files: %d removed so far (%s freed)", done, len(cands), c.removed, shm.Human(uint64(c.freed)))
 		}
 	}
-	if stopped != "" {
-		out.Skipped = append(out.Skipped, fmt.Sprintf("interrupted (%s) after %d of %d files; the other %d were not touched",
-			stopped, done, len(cands), len(cands)-done))
-	}
 	if n := c.removed - c.listed; n > 0 {
 		out.Changed = append(out.Changed, fmt.Sprintf("… and %d more %s", n, map[bool]string{true: "would be removed", false: "removed"}[o.DryRun]))
 	}
@@ -227,7 +223,7 @@ batches:
 		out.Summary += fmt.Sprintf(" (%s used: %s → %s)", dir, shm.Human(before.Used()), shm.Human(after.Used()))
 	}
 	if stopped != "" {
-		out.Summary = "interrupted: " + out.Summary + fmt.Sprintf("; %d of %d files not reached", len(cands)-done, len(cands))
+		out.Summary = "interrupted: " + out.Summary + fmt.Sprintf("; the other %d of %d files were not touched", len(cands)-done, len(cands))
 	}
 	if len(out.Skipped) > 0 {
 		out.Summary += fmt.Sprintf("; %d left alone", len(out.Skipped))

@@ -232,6 +232,7 @@ func (f Fix) Apply(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, 
 		// Interrupted: the outcome says how far it got; a re-check now
 		// would only be cancelled too.
 		out.Verdict = VerdictUnproven
+		out.Proof = "none yet, it was interrupted; `ncclwiz check` shows what is left"
 		return out, nil
 	}
 	if len(f.Recheck) > 0 {

@@ -310,3 +310,64 @@ func TestCleanupWithoutLease(t *testing.T) {
 		}
 	}
 }
+
+// makeEmptyOrphans creates n empty, hour-old segments quickly.
+func makeEmptyOrphans(t testing.TB, dir, prefix string, n int) {
+	t.Helper()
+	old := time.Now().Add(-time.Hour)
+	for i := range n {
+		p := filepath.Join(dir, fmt.Sprintf("%s%06d", prefix, i))
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCleanupInterrupted: a cancelled context (Ctrl-C in fix) stops the
+// cleanup between files: the outcome says so, counts exactly what was
+// removed, every other file is untouched, and nothing is left renamed.
+func TestCleanupInterrupted(t *testing.T) {
+	dir := shmtest.MountTmpfs(t, "64M")
+	const n = 2*proofBatch + 100
+	makeEmptyOrphans(t, dir, "nccl-cut-", n)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := localHost(dir)
+	fx, ok := ByID(Plan(ctx, h, wantCleanup()), "shm.cleanup")
+	if !ok {
+		t.Fatal("not planned")
+	}
+	var progress []string
+	out, err := fx.Apply(ctx, h, ApplyOptions{Yes: true, Progress: func(s string) {
+		progress = append(progress, s)
+		cancel() // Ctrl-C as the first batch is reported
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	left := 0
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "nccl-ncclwiz-rm-") {
+			t.Errorf("left renamed: %s", e.Name())
+		}
+		left++
+	}
+	removed := out.After["segments_removed"].(int)
+	if removed != proofBatch || removed+left != n || out.After["interrupted"] != true {
+		t.Errorf("removed %d, %d left of %d: %+v", removed, left, n, out.After)
+	}
+	want := fmt.Sprintf("interrupted: removed %d segments", proofBatch)
+	if !strings.HasPrefix(out.Summary, want) || !strings.Contains(out.Summary, fmt.Sprintf("the other %d of %d files were not touched", n-proofBatch, n)) {
+		t.Errorf("summary %q", out.Summary)
+	}
+	if len(progress) != 1 || !strings.HasPrefix(progress[0], fmt.Sprintf("proved %d of %d files", proofBatch, n)) {
+		t.Errorf("progress %q", progress)
+	}
+	if len(out.Changed) != changedListed+1 || !strings.Contains(out.Changed[changedListed], "more removed") {
+		t.Errorf("changed lists %d lines", len(out.Changed))
+	}
+}
