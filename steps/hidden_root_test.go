@@ -371,3 +371,106 @@ func TestCleanupInterrupted(t *testing.T) {
 		t.Errorf("changed lists %d lines", len(out.Changed))
 	}
 }
+
+// exportCleanup plans shm.cleanup on dir now and writes it as a script
+// that anyone may run.
+func exportCleanup(t *testing.T, dir string) string {
+	t.Helper()
+	ctx := context.Background()
+	h := localHost(dir)
+	fx, ok := ByID(Plan(ctx, h, wantCleanup()), "shm.cleanup")
+	if !ok {
+		t.Fatal("shm.cleanup not planned")
+	}
+	var buf strings.Builder
+	if err := ExportScriptWith(&buf, h, []Fix{fx}, wantCleanup(), ExportOptions{Version: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	// A script of shm.cleanup alone never uses $ETC, which export.go always
+	// sets (SC2034); TestExportedScriptEveryFix lints the whole script.
+	shellcheck(t, strings.Replace(buf.String(), "\nETC=", "\nexport ETC=", 1))
+	p := filepath.Join(shmtest.PublicDir(t), "fix.sh")
+	if err := os.WriteFile(p, []byte(buf.String()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestExportedScriptHiddenHolders (items 1-4 for the exported script): the
+// plan is made while nothing holds the files; then processes hold them the
+// ways /proc/PID/fd and maps alone miss (a thread after the leader exited,
+// a thread's own file table, a bind mount under another name). The
+// script's own last proof keeps every one and removes the orphan. Run in
+// a nested PID namespace or as nobody, it cannot see every process and
+// refuses even the orphan, saying why.
+func TestExportedScriptHiddenHolders(t *testing.T) {
+	needTool(t, "bash")
+	dir := shmtest.MountTmpfs(t, "16M")
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	holder := shmtest.BuildHolder(t)
+	ways := []string{"leader-map", "leader-fd", "thread-files", "bind", "open"}
+	var paths []string
+	for i, w := range ways {
+		paths = append(paths, shmtest.MakeSegment(t, dir, fmt.Sprintf("nccl-S%02d-%s", i, w), 4096, time.Hour))
+	}
+	orphan := shmtest.MakeSegment(t, dir, "nccl-Orph01", 4096, time.Hour)
+	script := exportCleanup(t, dir)
+	var held []heldSeg
+	for i, w := range ways {
+		var p *shmtest.Process
+		switch w {
+		case "bind":
+			p = startThroughBind(t, paths[i])
+		case "open":
+			p = shmtest.Start(t, "open", paths[i])
+		default:
+			p = shmtest.StartCmd(t, exec.Command(holder, w, paths[i]))
+		}
+		held = append(held, heldSeg{path: paths[i], how: w, ino: inode(t, paths[i]), proc: p})
+	}
+	run := func(wrapper ...string) string {
+		t.Helper()
+		argv := append(append([]string{}, wrapper...), "bash", script, "--apply")
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = "/"
+		out, _ := cmd.CombinedOutput() // kept files are not failures
+		return string(out)
+	}
+	for _, tc := range []struct {
+		name    string
+		wrapper []string
+		why     string
+	}{
+		{"nested PID namespace", []string{"unshare", "--pid", "--fork", "--mount-proc"}, "not in the initial PID namespace"},
+		{"nobody", []string{"setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "--"}, "only root can inspect every process"},
+	} {
+		if _, err := exec.LookPath(tc.wrapper[0]); err != nil {
+			t.Logf("%s: %s missing, skipped", tc.name, tc.wrapper[0])
+			continue
+		}
+		out := run(tc.wrapper...)
+		if !exists(orphan) || !strings.Contains(out, "kept "+orphan+": ") || !strings.Contains(out, tc.why) {
+			t.Errorf("%s: the script did not refuse:\n%s", tc.name, out)
+		}
+		checkHeld(t, held)
+	}
+	out := run()
+	if exists(orphan) {
+		t.Errorf("the orphan survived:\n%s", out)
+	}
+	for _, hs := range held {
+		if !strings.Contains(out, "kept "+hs.path+": ") {
+			t.Errorf("%s (%s) not reported kept:\n%s", hs.path, hs.how, out)
+		}
+	}
+	checkHeld(t, held)
+	finishHolders(t, held)
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "nccl-ncclwiz-rm-") {
+			t.Errorf("left moved aside: %s", e.Name())
+		}
+	}
+}
