@@ -225,15 +225,30 @@ func StartCmd(t testing.TB, cmd *exec.Cmd) *Process {
 // read, and returns the binary's path. It skips the test without gcc.
 func BuildHolder(t testing.TB) string {
 	t.Helper()
+	return buildHolder(t)
+}
+
+// BuildHolderStatic is BuildHolder linked statically, for a container
+// image that holds nothing else.
+func BuildHolderStatic(t testing.TB) string {
+	t.Helper()
+	return buildHolder(t, "-static")
+}
+
+func buildHolder(t testing.TB, flags ...string) string {
+	t.Helper()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		t.Skip("gcc is needed to build the C holder (testdata/holder.c)")
 	}
 	_, file, _, _ := runtime.Caller(0)
 	src := filepath.Join(filepath.Dir(file), "testdata", "holder.c")
-	dir := PublicDir(t)
-	bin := filepath.Join(dir, "holder")
-	if out, err := exec.Command(gcc, "-O2", "-Wall", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
+	bin := filepath.Join(PublicDir(t), "holder")
+	args := append([]string{"-O2", "-Wall", "-pthread", "-o", bin, src}, flags...)
+	if out, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
+		if len(flags) > 0 {
+			t.Skipf("gcc %v cannot build here: %v\n%s", flags, err, out)
+		}
 		t.Fatalf("gcc %s: %v\n%s", src, err, out)
 	}
 	return bin
