@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -54,8 +56,13 @@ SIGKILL of a rank that ignores SIGTERM is never implied by --yes: it is asked
 on a terminal, or agreed in advance with --kill.
 
 Fix IDs: ` + strings.Join(steps.IDs(), ", ") + `.
+Ctrl-C (or SIGTERM, SIGHUP) while a fix is applied stops it after the file or
+process it is on — never half-way through one — and prints what was done; the
+fixes after it are not applied.
+
 Exit codes: 0 done or nothing to do; 1 a fix failed, could not be applied, or
-its re-check still reports the problem; 2 usage error or no consent.`,
+its re-check still reports the problem; 2 usage error or no consent;
+130 interrupted.`,
 		Example: `  ncclwiz fix
   ncclwiz fix --apply shm.cleanup --dry-run
   ncclwiz fix --apply shm.cleanup,proc.stale
@@ -141,7 +148,7 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 		return ans == "y" || ans == "yes"
 	}
 	failed := false
-	for _, fx := range plan {
+	for i, fx := range plan {
 		printFix(out, fx, true)
 		switch {
 		case fx.Impossible != "":
@@ -162,17 +169,25 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 		if interactive {
 			opts.Confirm = prompt
 		}
-		res, err := fx.Apply(ctx, h, opts)
+		res, interrupted, err := applyInterruptible(ctx, h, fx, opts)
 		if err != nil {
 			fmt.Fprintf(out, "  failed: %s\n", textsafe.Clean(err.Error()))
 			failed = true
-			continue
+		} else {
+			if progressed > 0 {
+				res.Changed = nil // already shown as they happened
+			}
+			if !printOutcome(out, res, f.dryRun) {
+				failed = true
+			}
 		}
-		if progressed > 0 {
-			res.Changed = nil // already shown as they happened
-		}
-		if !printOutcome(out, res, f.dryRun) {
-			failed = true
+		if interrupted != nil {
+			fmt.Fprintf(out, "\nInterrupted (%s): %s stopped where shown above", interrupted, fx.ID)
+			if rest := len(plan) - 1 - i; rest > 0 {
+				fmt.Fprintf(out, "; %s not applied", units.Count(rest, "more fix was", "more fixes were"))
+			}
+			fmt.Fprintln(out, ".")
+			return ExitError{Code: 130}
 		}
 	}
 	if f.dryRun {
@@ -183,6 +198,43 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 	}
 	return nil
 }
+
+// applyInterruptible applies one fix with SIGINT, SIGTERM and SIGHUP
+// turned into a cancelled context, so that the fix finishes (or leaves
+// untouched) what it is on and returns what it did instead of the process
+// dying mid-way. Outside Apply the signals act as usual. The signal that
+// stopped it is returned, else nil.
+func applyInterruptible(ctx context.Context, h *host.Host, fx steps.Fix, opts steps.ApplyOptions) (steps.Outcome, os.Signal, error) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	stopped := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case sig := <-sigs:
+			cancel()
+			stopped <- sig
+		case <-done:
+			stopped <- nil
+		}
+	}()
+	res, err := fx.Apply(ctx, h, opts)
+	close(done)
+	got := <-stopped
+	if got == nil && ctx.Err() != nil {
+		got = interruptedBy{ctx.Err()} // the caller's context ended
+	}
+	return res, got, err
+}
+
+// interruptedBy names a cancellation that came from the caller's context.
+type interruptedBy struct{ err error }
+
+func (i interruptedBy) String() string { return i.err.Error() }
+func (interruptedBy) Signal()          {}
 
 // chosen keeps the planned fixes the user named, and says for the others
 // why there is nothing to do.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"strconv"
 	"strings"
@@ -95,7 +96,7 @@ func planCleanup(ctx context.Context, h *host.Host, r *request) *Fix {
 	}
 	steps := []Step{}
 	if len(own) > 0 {
-		steps = append(steps, Step{Comment: "yours; each re-proven unused, and the same file, right before it is removed", Lines: own})
+		steps = append(steps, Step{Comment: "yours; each proven unused (kernel lease), and the same file, right before it is removed", Lines: own})
 	}
 	if len(others) > 0 {
 		steps = append(steps, Step{Comment: "OTHER USERS' files (--all-users); each re-proven unused right before removal", Lines: others, Root: true})
@@ -103,10 +104,11 @@ func planCleanup(ctx context.Context, h *host.Host, r *request) *Fix {
 	f := &Fix{
 		ID:    "shm.cleanup",
 		Title: fmt.Sprintf("Remove %d orphaned segment%s (%s) from %s", len(cands), plural(len(cands)), shm.Human(uint64(total)), inv.Dir),
-		Summary: fmt.Sprintf("Removes %d file%s (%s) that no running process has open or mapped. Right before each removal ncclwiz proves it again "+
-			"(a fresh pass over every /proc/PID/fd and maps), moves it aside so nothing can open it by name, checks it is still the same file "+
-			"(device and inode), proves it unused once more and only then unlinks it; any doubt puts it back. Symlinks, hard-linked files, "+
-			"files modified in the last %d minutes and other users' files are left alone.",
+		Summary: fmt.Sprintf("Removes %d file%s (%s) that nothing has open or mapped. Right before each removal ncclwiz takes the kernel's "+
+			"exclusive lease on it, which the kernel grants only when no other open file exists anywhere (any process, thread or container, "+
+			"or a descriptor in flight over a socket), checks it is still the same file (device and inode) and unlinks it while holding "+
+			"the lease; a file that cannot be leased is removed only if a fresh scan of every process and thread proves it unused. "+
+			"Symlinks, hard-linked files, files modified in the last %d minutes and other users' files are left alone.",
 			len(cands), plural(len(cands)), shm.Human(uint64(total)), int(shm.YoungAge.Minutes())),
 		Guide: "shm-stale-segments", Risk: RiskLow,
 		NeedsRoot: len(others) > 0,
@@ -121,8 +123,32 @@ func planCleanup(ctx context.Context, h *host.Host, r *request) *Fix {
 	return f
 }
 
+// proofBatch is how many segments one pass over /proc covers. The pass
+// explains who holds a file and is the whole proof only where no lease can
+// be taken; the per-file lease is the proof everywhere else, so a batch can
+// be large: 100,000 orphans cost 25 passes, not 200,000.
+const proofBatch = 4096
+
+// changedListed caps Outcome.Changed; the counts in the summary stay exact.
+const changedListed = 200
+
+// cleaner removes one plan's segments and records what it did.
+type cleaner struct {
+	h               *host.Host
+	o               ApplyOptions
+	dirfd           int
+	dir             string
+	real            bool
+	out             *Outcome
+	removed, listed int
+	freed           int64
+}
+
 // applyCleanup removes the planned segments that are still provably
-// orphaned, one by one.
+// orphaned, batch by batch: one /proc scan per batch, then per file a
+// kernel write lease taken right before the unlink and held across it.
+// An interrupt (ctx) is honoured between files, never inside one, so every
+// file is either removed or untouched and the outcome says how far it got.
 func applyCleanup(ctx context.Context, h *host.Host, cands []shm.Segment, o ApplyOptions) (Outcome, error) {
 	dir := h.ShmLogical()
 	before, beforeErr := h.Statfs(dir)
@@ -130,72 +156,269 @@ func applyCleanup(ctx context.Context, h *host.Host, cands []shm.Segment, o Appl
 	if beforeErr == nil {
 		out.Before["used_bytes"] = before.Used()
 	}
-	// The directory itself may be a symlink (old Debian: /dev/shm ->
-	// /run/shm): open what it resolves to inside the host's root, and never
-	// follow a link from there on.
-	real := h.ShmReal()
-	if m, err := shm.ReadMount(ctx, h); err == nil && m.LinkTarget != "" {
-		real = h.Path(m.LinkTarget)
-	}
-	dirfd, err := unix.Open(real, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	dirfd, err := shm.OpenDir(h)
 	if err != nil {
-		return out, fmt.Errorf("open %s: %w", dir, err)
+		return out, err
 	}
 	defer unix.Close(dirfd)
-	var freed int64
-	removed := 0
-	for _, s := range cands {
+	c := &cleaner{h: h, o: o, dirfd: dirfd, dir: dir, real: h.Root == "" || h.Root == "/", out: &out}
+	if h.Simulated {
+		c.real = false
+	}
+	done := 0
+	stopped := ""
+batches:
+	for start := 0; start < len(cands); start += proofBatch {
+		batch := cands[start:min(start+proofBatch, len(cands))]
 		if err := ctx.Err(); err != nil {
-			out.Skipped = append(out.Skipped, "stopped: "+err.Error())
+			stopped = err.Error()
 			break
 		}
-		name := textsafe.Sanitize(s.Name)
-		ok, holders, err := shm.ProveOrphaned(ctx, h, s)
-		switch {
-		case len(holders) > 0:
-			out.Skipped = append(out.Skipped, fmt.Sprintf("%s: now in use by pid %d (%s)", name, holders[0].PID, textsafe.Sanitize(holders[0].Comm)))
-			continue
-		case err != nil && errors.Is(err, unix.ENOENT):
-			out.Skipped = append(out.Skipped, name+": already gone")
-			continue
-		case err != nil || !ok:
-			out.Skipped = append(out.Skipped, name+": "+reason(err, "not proven unused"))
-			continue
-		}
-		if o.DryRun {
-			out.Changed = append(out.Changed, fmt.Sprintf("would remove %s (%s): proven unused just now", path.Join(dir, name), shm.Human(uint64(s.Allocated))))
-			freed += s.Allocated
+		proof, err := shm.ProveBatch(ctx, h, batch)
+		if err != nil {
+			if ctx.Err() != nil {
+				stopped = ctx.Err().Error()
+				break
+			}
+			for _, s := range batch {
+				out.Skipped = append(out.Skipped, textsafe.Sanitize(s.Name)+": not proven unused ("+reason(err, "scan failed")+")")
+			}
+			done += len(batch)
 			continue
 		}
-		if err := removeProven(ctx, h, dirfd, s); err != nil {
-			out.Skipped = append(out.Skipped, name+": "+err.Error())
-			continue
+		var queued []int // to prove by the scan alone (no lease possible)
+		for i, s := range batch {
+			if err := ctx.Err(); err != nil {
+				stopped = err.Error()
+				done += i
+				c.fallback(ctx, batch, queued)
+				break batches
+			}
+			if c.one(i, s, proof) {
+				queued = append(queued, i)
+			}
 		}
-		removed++
-		freed += s.Allocated
-		out.Changed = append(out.Changed, fmt.Sprintf("removed %s (%s)", path.Join(dir, name), shm.Human(uint64(s.Allocated))))
-		o.progress("removed %s (%s)", name, shm.Human(uint64(s.Allocated)))
+		c.fallback(ctx, batch, queued)
+		done += len(batch)
+		if len(cands) > proofBatch {
+			o.progress("proved %d of %d files: %d removed so far (%s freed)", done, len(cands), c.removed, shm.Human(uint64(c.freed)))
+		}
+	}
+	if n := c.removed - c.listed; n > 0 {
+		out.Changed = append(out.Changed, fmt.Sprintf("… and %d more %s", n, map[bool]string{true: "would be removed", false: "removed"}[o.DryRun]))
 	}
 	after, afterErr := h.Statfs(dir)
-	out.After = map[string]any{"segments_removed": removed, "freed_bytes": freed}
+	out.After = map[string]any{"segments_removed": c.removed, "freed_bytes": c.freed}
+	if stopped != "" {
+		out.After["interrupted"] = true
+	}
 	if afterErr == nil {
 		out.After["used_bytes"] = after.Used()
 	}
-	verb := "removed"
+	n := c.removed
+	out.Summary = fmt.Sprintf("removed %d segment%s, %s freed", n, plural(n), shm.Human(uint64(c.freed)))
 	if o.DryRun {
-		verb = "would remove"
-		removed = len(out.Changed)
-	}
-	out.Summary = fmt.Sprintf("%s %d segment%s, %s freed", verb, removed, plural(removed), shm.Human(uint64(freed)))
-	if o.DryRun {
-		out.Summary = fmt.Sprintf("would remove %d segment%s (%s); nothing changed", removed, plural(removed), shm.Human(uint64(freed)))
+		out.Summary = fmt.Sprintf("would remove %d segment%s (%s); nothing changed", n, plural(n), shm.Human(uint64(c.freed)))
 	} else if beforeErr == nil && afterErr == nil {
 		out.Summary += fmt.Sprintf(" (%s used: %s → %s)", dir, shm.Human(before.Used()), shm.Human(after.Used()))
+	}
+	if stopped != "" {
+		out.Summary = "interrupted: " + out.Summary + fmt.Sprintf("; the other %d of %d files were not touched", len(cands)-done, len(cands))
 	}
 	if len(out.Skipped) > 0 {
 		out.Summary += fmt.Sprintf("; %d left alone", len(out.Skipped))
 	}
 	return out, nil
+}
+
+// one decides and, when proven, removes the batch's i-th segment. It
+// returns true when the file may only be proven by the /proc scan (no
+// lease possible here) and that scan saw everything: then fallback
+// decides it.
+func (c *cleaner) one(i int, s shm.Segment, proof *shm.Proof) bool {
+	name := textsafe.Sanitize(s.Name)
+	if hs := proof.Holders[i]; len(hs) > 0 {
+		c.skip(fmt.Sprintf("%s: now in use by pid %d (%s)", name, hs[0].PID, textsafe.Sanitize(hs[0].Comm)))
+		return false
+	}
+	if !c.real {
+		return c.scanAlone(i, s, proof, shm.LeaseResult{})
+	}
+	l, lr := shm.TakeLease(c.dirfd, s.Name, s.Dev, s.Ino)
+	switch lr.Verdict {
+	case shm.LeaseFree:
+		defer l.Release()
+	case shm.LeaseUnavailable:
+		return c.scanAlone(i, s, proof, lr)
+	default:
+		c.skip(name + ": " + textsafe.Sanitize(lr.Why))
+		return false
+	}
+	cur, err := c.current(s)
+	if err != nil {
+		c.skip(name + ": " + err.Error())
+		return false
+	}
+	if st, why := proof.Judge(i, cur, lr, c.h.Now()); st != shm.Orphaned {
+		c.skip(name + ": " + textsafe.Sanitize(why))
+		return false
+	}
+	if c.o.DryRun {
+		c.done(s, "would remove %s (%s): the kernel granted an exclusive lease just now")
+		return false
+	}
+	// Held across the unlink: anything that opens the file from the moment
+	// the lease was granted breaks it, and then the file stays.
+	if l.Broken() {
+		c.skip(name + ": a process began opening it just now; kept")
+		return false
+	}
+	if err := sameFile(c.dirfd, s.Name, s); err != nil {
+		c.skip(name + ": " + err.Error())
+		return false
+	}
+	if err := unix.Unlinkat(c.dirfd, s.Name, 0); err != nil {
+		c.skip(name + ": unlink: " + err.Error())
+		return false
+	}
+	if l.Broken() {
+		// Its open had resolved the name before the unlink: it keeps a
+		// working (now nameless) file, as if it had opened it first.
+		c.done(s, "removed %s (%s); a process opened it at that very moment and keeps its copy")
+		return false
+	}
+	c.done(s, "removed %s (%s)")
+	return false
+}
+
+// scanAlone handles a file no lease can prove (not its owner and no
+// CAP_LEASE, no lease support, a fixture tree): only a scan that saw every
+// process and thread may prove it, and it is queued for fallback.
+func (c *cleaner) scanAlone(i int, s shm.Segment, proof *shm.Proof, lr shm.LeaseResult) bool {
+	name := textsafe.Sanitize(s.Name)
+	cur, err := c.current(s)
+	if err != nil {
+		c.skip(name + ": " + err.Error())
+		return false
+	}
+	if st, why := proof.Judge(i, cur, lr, c.h.Now()); st != shm.Orphaned {
+		c.skip(name + ": not proven unused (" + textsafe.Sanitize(why) + ")")
+		return false
+	}
+	if c.o.DryRun {
+		c.done(s, "would remove %s (%s): proven unused just now by a scan of every process")
+		return false
+	}
+	return true
+}
+
+// fallback removes the queued files that only a /proc scan can prove: each
+// is moved aside (so nothing can open it by its name), one more scan
+// covers them all, and each is unlinked if still unheld, else put back.
+// Once a file is moved it is finished whatever happens, so the second scan
+// ignores an interrupt.
+func (c *cleaner) fallback(ctx context.Context, batch []shm.Segment, queued []int) {
+	if len(queued) == 0 || ctx.Err() != nil {
+		for _, i := range queued {
+			c.skip(textsafe.Sanitize(batch[i].Name) + ": interrupted before it was proven; not touched")
+		}
+		return
+	}
+	var moved []shm.Segment
+	var orig []shm.Segment
+	for _, i := range queued {
+		s := batch[i]
+		name := textsafe.Sanitize(s.Name)
+		if err := sameFile(c.dirfd, s.Name, s); err != nil {
+			c.skip(name + ": " + err.Error())
+			continue
+		}
+		q := quarantineName(s)
+		if err := unix.Renameat2(c.dirfd, s.Name, c.dirfd, q, unix.RENAME_NOREPLACE); err != nil {
+			c.skip(name + ": could not be moved aside to prove it (" + err.Error() + "); kept")
+			continue
+		}
+		if err := sameFile(c.dirfd, q, s); err != nil {
+			c.skip(c.putBack(s, q, "a different file was moved aside").Error())
+			continue
+		}
+		m := s
+		m.Name = q
+		m.Path = path.Join(c.dir, q)
+		m.RealPath = c.h.Path(m.Path)
+		moved = append(moved, m)
+		orig = append(orig, s)
+	}
+	if len(moved) == 0 {
+		return
+	}
+	proof, err := shm.ProveBatch(context.WithoutCancel(ctx), c.h, moved)
+	for k, m := range moved {
+		s := orig[k]
+		name := textsafe.Sanitize(s.Name)
+		if err != nil {
+			c.skip(name + ": " + c.putBack(s, m.Name, "no longer provably unused ("+reason(err, "scan failed")+")").Error())
+			continue
+		}
+		if hs := proof.Holders[k]; len(hs) > 0 {
+			c.skip(name + ": " + c.putBack(s, m.Name, fmt.Sprintf("pid %d (%s) opened it meanwhile", hs[0].PID, textsafe.Sanitize(hs[0].Comm))).Error())
+			continue
+		}
+		cur, cerr := c.current(m)
+		if cerr != nil {
+			c.skip(name + ": " + c.putBack(s, m.Name, cerr.Error()).Error())
+			continue
+		}
+		if st, why := proof.Judge(k, cur, shm.LeaseResult{}, c.h.Now()); st != shm.Orphaned {
+			c.skip(name + ": " + c.putBack(s, m.Name, "no longer provably unused ("+textsafe.Sanitize(why)+")").Error())
+			continue
+		}
+		if err := unix.Unlinkat(c.dirfd, m.Name, 0); err != nil {
+			c.skip(name + ": " + c.putBack(s, m.Name, "unlink failed: "+err.Error()).Error())
+			continue
+		}
+		c.done(s, "removed %s (%s)")
+	}
+}
+
+// current is s as it is now in the directory (same file checked), for the
+// last judgement: a file modified since the scan may belong to a new job.
+func (c *cleaner) current(s shm.Segment) (shm.Segment, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(c.dirfd, s.Name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return s, errors.New("already gone")
+		}
+		return s, fmt.Errorf("stat: %w", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Ino != s.Ino || uint64(st.Dev) != s.Dev {
+		return s, errors.New("it changed since it was scanned (not the same file); left alone")
+	}
+	if st.Nlink > 1 {
+		return s, errors.New("it has other hard links now; left alone")
+	}
+	if int(st.Uid) != s.UID {
+		return s, fmt.Errorf("its owner changed (uid %d, planned %d); left alone", st.Uid, s.UID)
+	}
+	s.ModTime = time.Unix(st.Mtim.Unix())
+	s.Mode = fs.FileMode(st.Mode & 0o777)
+	return s, nil
+}
+
+func (c *cleaner) skip(why string) { c.out.Skipped = append(c.out.Skipped, why) }
+
+// done records a removal (or, in a dry run, one that would happen).
+func (c *cleaner) done(s shm.Segment, format string) {
+	c.removed++
+	c.freed += s.Allocated
+	line := fmt.Sprintf(format, path.Join(c.dir, textsafe.Sanitize(s.Name)), shm.Human(uint64(s.Allocated)))
+	if c.listed < changedListed {
+		c.out.Changed = append(c.out.Changed, line)
+		c.listed++
+	}
+	if c.out.Before["segments_planned"].(int) <= proofBatch && !c.o.DryRun {
+		c.o.progress("removed %s (%s)", textsafe.Sanitize(s.Name), shm.Human(uint64(s.Allocated)))
+	}
 }
 
 func reason(err error, def string) string {
@@ -205,9 +428,9 @@ func reason(err error, def string) string {
 	return textsafe.Sanitize(err.Error())
 }
 
-// quarantineName is where a segment waits between its two proofs. It
-// starts with "nccl-" so that, should ncclwiz die right there, the next scan
-// finds it as an orphan again.
+// quarantineName is where a segment the scan alone must prove waits
+// between its two scans. It starts with "nccl-" so that, should ncclwiz be
+// killed right there, the next scan finds it as an orphan again.
 func quarantineName(s shm.Segment) string {
 	return "nccl-ncclwiz-rm-" + strconv.FormatUint(s.Ino, 36) + "-" + strconv.Itoa(syscall.Getpid())
 }
@@ -228,53 +451,13 @@ func sameFile(dirfd int, name string, s shm.Segment) error {
 	return nil
 }
 
-// removeProven unlinks a segment that was just proven orphaned, closing
-// the gap between proof and unlink: the file is moved aside (so no process
-// can open it by its name any more), checked to be the same file, proven
-// unused again and unlinked. Any doubt moves it back.
-func removeProven(ctx context.Context, h *host.Host, dirfd int, s shm.Segment) error {
-	if err := sameFile(dirfd, s.Name, s); err != nil {
-		return err
+// putBack moves a file from its quarantine name back to its own; the
+// error always says what happened.
+func (c *cleaner) putBack(s shm.Segment, q, why string) error {
+	if err := unix.Renameat2(c.dirfd, q, c.dirfd, s.Name, unix.RENAME_NOREPLACE); err != nil {
+		return fmt.Errorf("%s, and it could not be moved back (%v): it is now %s", why, err, path.Join(c.dir, q))
 	}
-	q := quarantineName(s)
-	err := unix.Renameat2(dirfd, s.Name, dirfd, q, unix.RENAME_NOREPLACE)
-	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) {
-		// No renameat2 here: the proof and the inode check must do.
-		if err := unix.Unlinkat(dirfd, s.Name, 0); err != nil {
-			return fmt.Errorf("unlink: %w", err)
-		}
-		return nil
-	}
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return errors.New("already gone")
-		}
-		return fmt.Errorf("move aside: %w", err)
-	}
-	putBack := func(why string) error {
-		if err := unix.Renameat2(dirfd, q, dirfd, s.Name, unix.RENAME_NOREPLACE); err != nil {
-			return fmt.Errorf("%s, and it could not be moved back (%v): it is now %s", why, err, path.Join(h.ShmLogical(), q))
-		}
-		return errors.New(why + "; put back")
-	}
-	if err := sameFile(dirfd, q, s); err != nil {
-		return putBack("a different file was moved aside")
-	}
-	moved := s
-	moved.Name = q
-	moved.Path = path.Join(h.ShmLogical(), q)
-	moved.RealPath = h.Path(moved.Path)
-	ok, holders, err := shm.ProveOrphaned(ctx, h, moved)
-	if len(holders) > 0 {
-		return putBack(fmt.Sprintf("pid %d (%s) opened it meanwhile", holders[0].PID, textsafe.Sanitize(holders[0].Comm)))
-	}
-	if err != nil || !ok {
-		return putBack("no longer provably unused (" + reason(err, "unknown") + ")")
-	}
-	if err := unix.Unlinkat(dirfd, q, 0); err != nil {
-		return putBack("unlink failed: " + err.Error())
-	}
-	return nil
+	return errors.New(why + "; put back")
 }
 
 func plural(n int) string {

@@ -28,11 +28,12 @@
 //   - shm.cleanup removes only segments shm.Scan proved orphaned, that are
 //     regular single-link files with printable names, owned by the user
 //     (other users' only as root with PlanOptions.AllUsers); right before each
-//     unlink it re-proves the file unused with shm.ProveOrphaned, moves it
-//     aside with renameat2(RENAME_NOREPLACE) in the directory fd, checks the
-//     device and inode with fstatat(AT_SYMLINK_NOFOLLOW), proves it unused
-//     again under the new name (no process can newly open it by its old name
-//     any more) and unlinks it; on any doubt the file is put back. Symlinks
+//     unlink it takes the kernel's write lease on it (granted only when no
+//     other open file description exists anywhere), checks the device and
+//     inode with fstatat(AT_SYMLINK_NOFOLLOW) and unlinks it while holding
+//     the lease; a file that cannot be leased is moved aside and removed
+//     only if a scan of every process and thread proves it unused (else it
+//     is put back). Symlinks
 //     are never followed or removed.
 //   - proc.stale signals by PID only after re-reading the process's start
 //     time (a recycled PID is never signalled); SIGKILL needs its own
@@ -230,6 +231,13 @@ func (f Fix) Apply(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, 
 	}
 	if o.DryRun {
 		out.Verdict = VerdictDryRun
+		return out, nil
+	}
+	if ctx.Err() != nil {
+		// Interrupted: the outcome says how far it got; a re-check now
+		// would only be cancelled too.
+		out.Verdict = VerdictUnproven
+		out.Proof = "none yet, it was interrupted; `ncclwiz check` shows what is left"
 		return out, nil
 	}
 	if len(f.Recheck) > 0 {

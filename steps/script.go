@@ -91,12 +91,18 @@ var helperDeps = map[string][]string{
 var helperText = map[string]string{
 	"shm_unused": `# shm_unused PATH INODE: succeeds only if PATH is still the regular,
 # single-link file with that inode, unmodified for two minutes, and no
-# running process has it open (/proc/*/fd) or mapped (/proc/*/maps).
-# A process that cannot be inspected counts as a holder when it could have
-# opened the file (same uid, or the file is readable by others). Else WHY
-# says why not.
+# process or thread has it open (/proc/*/fd, /proc/*/task/*/fd: a thread may
+# have a file table of its own) or mapped (/proc/*/maps, or the threads'
+# maps once the main thread has exited), matched by device and inode, so a
+# bind mount of it under another name counts too. It refuses (WHY says why)
+# when it cannot see every process: not root, not in the initial PID
+# namespace (processes outside it may share this tmpfs), or a process it
+# cannot inspect. A descriptor only in flight in a UNIX socket's queue is
+# in no /proc file: "ncclwiz fix" itself proves that case with a kernel
+# lease, which bash cannot take.
 shm_unused() {
-  local p=$1 want=$2 ino dev nlink owner perm mtime now majmin d base pat key a b c e uids fd id m hostns
+  local p=$1 want=$2 ino dev nlink owner perm mtime now majmin d fd m pidns
+  local -a maps=()
   WHY=
   if [ -L "$p" ] || [ ! -f "$p" ]; then WHY="not a regular file (any more)"; return 1; fi
   read -r ino dev nlink owner perm mtime < <(stat -c '%i %d %h %u %a %Y' -- "$p") || { WHY="cannot stat it"; return 1; }
@@ -104,34 +110,29 @@ shm_unused() {
   if [ "$nlink" != 1 ]; then WHY="it has $nlink hard links"; return 1; fi
   now=$(date +%s)
   if [ $((now - mtime)) -lt 120 ]; then WHY="modified $((now - mtime)) s ago; a job may be starting"; return 1; fi
-  # The machine's init (PID 1 of the initial PID namespace) never holds a
-  # job's segment; some sandboxes hide it even from root.
-  hostns=$(readlink /proc/self/ns/pid 2>/dev/null || true)
+  pidns=$(readlink /proc/self/ns/pid 2>/dev/null || true)
+  if [ "$pidns" != 'pid:[4026531836]' ]; then
+    WHY="this shell is not in the initial PID namespace (${pidns:-unknown}): processes outside it may share this tmpfs unseen (ncclwiz fix can prove it here with a kernel lease)"
+    return 1
+  fi
+  if ! is_root; then WHY="only root can inspect every process (owner uid $owner, mode $perm); run the script as root, or ncclwiz fix"; return 1; fi
   for d in /proc/[0-9]*; do
-    if { : <"$d/maps"; } 2>/dev/null && [ -r "$d/fd" ] && [ -x "$d/fd" ]; then continue; fi
-    if [ "$d" = /proc/1 ] && [ "$hostns" = 'pid:[4026531836]' ]; then continue; fi
-    [ -d "$d" ] || continue
-    uids=
-    while read -r key a b c e; do
-      if [ "$key" = Uid: ]; then uids=" $a $b $c $e "; fi
-    done 2>/dev/null <"$d/status" || true
-    [ -d "$d" ] || continue
-    case $uids in
-      '') WHY="process ${d#/proc/} cannot be inspected"; return 1 ;;
-      *" $owner "*) WHY="process ${d#/proc/} of uid $owner cannot be inspected (run as root to prove it unused)"; return 1 ;;
-    esac
-    if (( (8#$perm) & 8#066 )); then WHY="process ${d#/proc/} cannot be inspected and the file is open to others"; return 1; fi
-  done
-  base=${p##*/}
-  pat=${base//\\/\\\\}; pat=${pat//\*/\\*}; pat=${pat//\?/\\?}; pat=${pat//\[/\\[}; pat=${pat//\]/\\]}
-  while IFS= read -r fd; do
-    id=$(stat -L -c '%d:%i' -- "$fd" 2>/dev/null) || id=gone
-    if [ "$id" = "$dev:$ino" ] || { [ "$id" = gone ] && [ -d "${fd%/fd/*}" ]; }; then
-      fd=${fd#/proc/}; WHY="open in process ${fd%%/*}"; return 1
+    if { : <"$d/maps"; } 2>/dev/null && [ -r "$d/fd" ] && [ -x "$d/fd" ]; then
+      # An exited main thread leaves /proc/PID/maps empty; its threads
+      # still map the same memory.
+      if IFS= read -r _ 2>/dev/null <"$d/maps"; then maps+=("$d/maps"); else maps+=("$d"/task/[0-9]*/maps); fi
+      continue
     fi
-  done < <(find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 \( -lname "*/$pat" -o -lname "*/$pat (deleted)" \) 2>/dev/null || true)
+    # The machine's init never holds a job's segment; some sandboxes hide
+    # it even from root.
+    if [ "$d" = /proc/1 ]; then continue; fi
+    [ -d "$d" ] || continue
+    WHY="process ${d#/proc/} cannot be inspected"; return 1
+  done
+  fd=$(find -L /proc/[0-9]*/fd /proc/[0-9]*/task/[0-9]*/fd -mindepth 1 -maxdepth 1 -samefile "$p" -print -quit 2>/dev/null || true)
+  if [ -n "$fd" ]; then fd=${fd#/proc/}; WHY="open in process ${fd%%/*}"; return 1; fi
   majmin=$(printf '%02x:%02x' "$(( ((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfff) ))" "$(( (dev & 0xff) | ((dev >> 12) & ~0xff) ))")
-  m=$(grep -lsE "^[^ ]+ [^ ]+ [^ ]+ $majmin $ino( |\$)" /proc/[0-9]*/maps 2>/dev/null | head -n 1 || true)
+  m=$(grep -lsE "^[^ ]+ [^ ]+ [^ ]+ $majmin $ino( |\$)" "${maps[@]}" 2>/dev/null | head -n 1 || true)
   if [ -n "$m" ]; then m=${m#/proc/}; WHY="mapped by process ${m%%/*}"; return 1; fi
   return 0
 }

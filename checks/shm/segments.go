@@ -73,8 +73,12 @@ type Segment struct {
 	// OtherUser: owned by someone other than the user running ncclwiz.
 	OtherUser bool
 	Holders   []Holder
-	State     State
-	Reason    string
+	// Lease is what the kernel said when asked for a write lease on a
+	// segment no visible process holds ("" when not asked: fixture trees,
+	// simulations, segments with visible holders).
+	Lease  LeaseVerdict
+	State  State
+	Reason string
 }
 
 // IsNCCL reports whether NCCL created the segment (either naming scheme).
@@ -92,9 +96,10 @@ type Inventory struct {
 	// even from root.
 	IgnoredPIDs []int
 	ScannedPIDs int
-	// Private is false when processes outside ncclwiz's view may share the
-	// directory (a container whose /dev/shm is the host's or the pod's);
-	// then nothing is reported as orphaned.
+	// Private is true only when the /proc scan saw every process that
+	// could hold a segment: the initial PID namespace and nothing that could
+	// not be inspected. Without it only the kernel lease proves a segment
+	// orphaned.
 	Private bool
 	// PIDNamespace is "host", "nested" or "unknown".
 	PIDNamespace string
@@ -146,18 +151,34 @@ func Scan(ctx context.Context, h *host.Host) (*Inventory, error) {
 		return inv, nil
 	}
 	vis := visibility(ctx, h)
-	inv.Private, inv.PIDNamespace, inv.Visibility, inv.Note = vis.all, vis.pidNS, vis.evidence, vis.note
 	ix := newIndex(inv.Segments, shmPrefixes(h))
 	sc, err := procScan(ctx, h, ix, vis.pidNS == "host")
 	if err != nil {
 		return nil, err
 	}
+	blind := blindness(sc, vis)
+	inv.Private, inv.PIDNamespace, inv.Visibility, inv.Note = blind == "", vis.pidNS, vis.evidence, vis.note
 	inv.ScannedPIDs, inv.UnreadablePIDs, inv.IgnoredPIDs = sc.scanned, sc.unreadable, sc.ignored
+	dirfd := -1
+	if realHost(h) {
+		if fd, err := OpenDir(h); err == nil {
+			dirfd = fd
+			defer unix.Close(fd)
+		}
+	}
 	now := h.Now()
 	for i := range inv.Segments {
 		s := &inv.Segments[i]
 		s.Holders = sc.holders[i]
-		s.State, s.Reason = judge(s, sc, inv.Private, now)
+		var lease LeaseResult
+		if dirfd >= 0 && len(s.Holders) == 0 && !s.Symlink && !s.Irregular {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("scan interrupted: %w", err)
+			}
+			lease = probeLease(dirfd, s)
+			s.Lease = lease.Verdict
+		}
+		s.State, s.Reason = judge(s, lease, blind, now)
 	}
 	return inv, nil
 }
@@ -236,8 +257,14 @@ func pidNamespace(h *host.Host) (string, string) {
 	return "unknown", "the PID namespace could not be read"
 }
 
-// visibility decides whether every process that could hold a segment in
-// the shm directory is visible in /proc (reference §4 item 6).
+// visibility decides whether /proc can show every process that could hold
+// a segment in the shm directory (reference §4 item 6). Only the initial
+// PID namespace lists every process of the machine. From a nested one
+// nothing proves that no process outside shares the tmpfs: a container's
+// own "shm" tmpfs is shared by docker run --ipc=container:ID, by a pod's
+// containers and by unshare -p beside processes outside, and the processes
+// that mounted it there cannot be listed from inside. So a nested
+// namespace is never "all visible"; only the kernel lease proves there.
 func visibility(ctx context.Context, h *host.Host) vis {
 	ns, why := pidNamespace(h)
 	v := vis{pidNS: ns, evidence: []string{why}}
@@ -247,7 +274,8 @@ func visibility(ctx context.Context, h *host.Host) vis {
 	}
 	c := sysinfo.DetectContainer(ctx, h)
 	v.evidence = append(v.evidence, c.Evidence...)
-	if ns == "unknown" && !c.InContainer() {
+	if ns == "unknown" && !c.InContainer() && !realHost(h) {
+		// Fixture trees without namespace links describe a plain host.
 		v.all = true
 		v.evidence = append(v.evidence, "no container detected")
 		return v
@@ -261,31 +289,49 @@ func visibility(ctx context.Context, h *host.Host) vis {
 		}
 	}
 	ipc, ipcErr := h.Readlink("/proc/self/ns/ipc")
-	ipcHost := ipcErr == nil && ipc == initIPCNamespace
-	where := "a container"
+	where := "a PID namespace of its own"
 	if c.InContainer() {
-		where = "a " + c.Runtime + " container"
+		where = "a " + c.Runtime + " container with its own PID namespace"
 	}
-	const prove = " Holders there are invisible from here, so no segment is called orphaned; run ncclwiz on the host " +
-		"(or in a container started with --pid=host) to prove which are unused."
+	const prove = " Holders there are invisible in /proc from here, so only the kernel's lease can prove a segment unused " +
+		"(ncclwiz takes one on the files it owns); the others are left alone. Run ncclwiz on the host (or with --pid=host) to see every holder."
 	switch {
-	case ipcHost:
+	case ipcErr == nil && ipc == initIPCNamespace:
 		v.evidence = append(v.evidence, "the IPC namespace is the host's ("+ipc+")")
-		v.note = "ncclwiz runs in " + where + " with its own PID namespace but the host's IPC namespace (--ipc=host), " +
+		v.note = "ncclwiz runs in " + where + " but the host's IPC namespace (--ipc=host), " +
 			"so this /dev/shm is shared with the host and other containers." + prove
 	case c.Runtime == sysinfo.RuntimeKubernetes:
 		v.note = "ncclwiz runs in a Kubernetes pod: its /dev/shm is shared by every container of the pod, whose processes are in other PID namespaces." + prove
 	case src == "shm":
-		// Docker, Podman and containerd give each container its own tmpfs
-		// named "shm": everything that uses it runs in this container.
-		v.all = true
-		v.evidence = append(v.evidence, "the shm directory is the container's private tmpfs (mount source \"shm\")")
-		return v
+		v.evidence = append(v.evidence, "the shm directory is a container's tmpfs (mount source \"shm\"), which other containers may share (--ipc=container:ID)")
+		v.note = "ncclwiz runs in " + where + "; its " + shmDir(h) + " may be shared with other containers (docker run --ipc=container:ID) " +
+			"or processes outside this PID namespace." + prove
 	default:
-		v.note = fmt.Sprintf("ncclwiz runs in %s with its own PID namespace, and %s is not the container's private tmpfs (mount source %q), "+
-			"so it may be shared with processes outside this namespace.", where, shmDir(h), src) + prove
+		v.note = fmt.Sprintf("ncclwiz runs in %s, and %s (mount source %q) may be shared with processes outside it.", where, shmDir(h), src) + prove
 	}
 	return v
+}
+
+// blindness says why the /proc scan cannot prove a segment unused on its
+// own, or "" when it saw every process that could hold one. A process that
+// could not be inspected could hold any file — root opens anything, and a
+// descriptor can be passed over a socket — so any of them is blindness,
+// whatever its uid or the file's mode.
+func blindness(sc scanResult, v vis) string {
+	switch {
+	case !v.all:
+		why := "processes in other PID namespaces may hold it"
+		if v.note != "" {
+			why += ": " + v.note
+		}
+		return why
+	case sc.hidden != "":
+		return "/proc is mounted with hidepid=" + sc.hidden + ", which hides other users' processes; run ncclwiz as root to prove it unused"
+	case len(sc.unreadable) > 0:
+		return fmt.Sprintf("%s could not be inspected (pid %s) and could hold it; run ncclwiz as root to prove it unused",
+			units.Count(len(sc.unreadable), "process", "processes"), pidList(sc.unreadable, 5))
+	}
+	return ""
 }
 
 type index struct {
@@ -295,12 +341,14 @@ type index struct {
 	prefixes    []string
 	prefixBytes [][]byte
 	// devs are the maps-style "major:minor" strings of the segments'
-	// filesystems, to skip other mappings before parsing them.
-	devs map[string]bool
+	// filesystems, to skip other mappings before parsing them; devNums the
+	// same as numbers, to skip other open files.
+	devs    map[string]bool
+	devNums map[uint64]bool
 }
 
 func newIndex(segs []Segment, prefixes []string) *index {
-	ix := &index{segs: segs, byIno: map[uint64][]int{}, byName: map[string]int{}, prefixes: prefixes, devs: map[string]bool{}}
+	ix := &index{segs: segs, byIno: map[uint64][]int{}, byName: map[string]int{}, prefixes: prefixes, devs: map[string]bool{}, devNums: map[uint64]bool{}}
 	for i, s := range segs {
 		if s.Symlink || s.Irregular {
 			continue // never "held": only regular files are judged by holders
@@ -308,6 +356,7 @@ func newIndex(segs []Segment, prefixes []string) *index {
 		ix.byIno[s.Ino] = append(ix.byIno[s.Ino], i)
 		ix.byName[s.Name] = i
 		ix.devs[mapsDev(s.Dev)] = true
+		ix.devNums[s.Dev] = true
 	}
 	for _, p := range prefixes {
 		ix.prefixBytes = append(ix.prefixBytes, []byte(p))
@@ -476,16 +525,26 @@ func newScanWorker() *scanWorker {
 	return &scanWorker{rd: bufio.NewReaderSize(nil, 64<<10), link: make([]byte, unix.PathMax+64), hits: map[int]string{}}
 }
 
+// scanPID reads one process: its fd links and maps, and those of its other
+// threads where they differ. A thread can have a file table of its own
+// (unshare(CLONE_FILES)), and when the thread-group leader has exited
+// (pthread_exit in main) /proc/PID/fd and /proc/PID/maps are empty while
+// the other threads still hold and map files: only
+// /proc/PID/task/TID/{fd,maps} show those.
 func (w *scanWorker) scanPID(h *host.Host, pid int, ix *index, real bool) procOutcome {
 	clear(w.hits)
-	fdState := scanFDs(h, pid, ix, real, w.hits, w.link)
-	mapState := scanMaps(h, pid, ix, real, w.hits, w.rd)
+	base := "/proc/" + strconv.Itoa(pid)
+	fdState := scanFDs(h, base+"/fd", ix, real, w.hits, w.link)
+	mapLines, mapState := scanMaps(h, base+"/maps", ix, real, w.hits, w.rd)
 	var o procOutcome
 	if fdState == gone || mapState == gone {
 		o.gone = true
 		return o
 	}
 	o.denied = fdState == denied || mapState == denied
+	if threadState := w.scanThreads(h, pid, base, ix, real, mapLines == 0); threadState == denied {
+		o.denied = true
+	}
 	if len(w.hits) > 0 {
 		o.comm = procComm(h, pid)
 		for i, via := range w.hits {
@@ -499,14 +558,82 @@ func (w *scanWorker) scanPID(h *host.Host, pid int, ix *index, real bool) procOu
 	return o
 }
 
-// scanFDs matches a process's open files. On the real host a candidate link
-// is stat'ed through /proc (which reaches the open file itself) and matched
-// by device and inode, so a path from another mount namespace or a deleted
-// file of the same name is told apart; fixture trees match by name. Links
-// are read into one reused buffer and only candidates become strings.
-func scanFDs(h *host.Host, pid int, ix *index, real bool, hits map[int]string, buf []byte) access {
-	dir := h.Path("/proc/" + strconv.Itoa(pid) + "/fd")
-	d, err := os.Open(dir)
+// scanThreads reads the other threads of pid. Threads share one memory map
+// (CLONE_THREAD implies CLONE_VM), so a thread's maps are read only when
+// the leader's were empty (it exited); a thread's fd table is read unless
+// kcmp(2) shows it is one already read. A thread that exits meanwhile is
+// skipped; one that cannot be read makes the process uninspected.
+func (w *scanWorker) scanThreads(h *host.Host, pid int, base string, ix *index, real, needMaps bool) access {
+	d, err := os.Open(h.Path(base + "/task"))
+	if err != nil {
+		if classify(err) == denied {
+			return denied
+		}
+		return readOK // no task directory: a fixture tree, or the process is gone
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return readOK
+	}
+	if len(names) < 2 {
+		return readOK // a single thread: /proc/PID is all of it
+	}
+	state := readOK
+	tables := []int{pid} // tasks whose fd tables were read
+	for _, n := range names {
+		tid, err := strconv.Atoi(n)
+		if err != nil || tid == pid {
+			continue
+		}
+		tb := base + "/task/" + n
+		if needMaps {
+			lines, st := scanMaps(h, tb+"/maps", ix, real, w.hits, w.rd)
+			if st == denied {
+				state = denied
+			}
+			if lines > 0 {
+				needMaps = false
+			}
+		}
+		if real && sharesFiles(tables, tid) {
+			continue
+		}
+		switch scanFDs(h, tb+"/fd", ix, real, w.hits, w.link) {
+		case denied:
+			state = denied
+		case readOK:
+			tables = append(tables, tid)
+		}
+	}
+	return state
+}
+
+// kcmpFiles is KCMP_FILES of linux/kcmp.h.
+const kcmpFiles = 2
+
+// sharesFiles reports whether tid's fd table is that of one of the tasks
+// already read. Any error (no kcmp, no permission, a task gone, an exited
+// leader's empty table) is "no", so the table is read.
+func sharesFiles(tasks []int, tid int) bool {
+	for _, t := range tasks {
+		r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(t), uintptr(tid), kcmpFiles, 0, 0, 0)
+		if errno == 0 && r == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// scanFDs matches the open files of one fd directory. On the real host
+// every link to a path is stat'ed through /proc (which reaches the open
+// file itself) and matched by device and inode, whatever its name: a bind
+// mount of the segment elsewhere, a path from another mount namespace or a
+// deleted file of the same name are all told apart. Fixture trees match by
+// name. Links are read into one reused buffer and only candidates become
+// strings.
+func scanFDs(h *host.Host, fdDir string, ix *index, real bool, hits map[int]string, buf []byte) access {
+	d, err := os.Open(h.Path(fdDir))
 	if err != nil {
 		return classify(err)
 	}
@@ -525,17 +652,17 @@ func scanFDs(h *host.Host, pid int, ix *index, real bool, hits map[int]string, b
 			}
 			continue
 		}
-		if !ix.mayBeSegment(buf[:n]) {
-			continue // sockets, pipes, /dev/null, libraries …
-		}
-		name, inDir, deleted := ix.splitTarget(string(buf[:n]))
-		if !inDir && Kind(name) == "" {
-			continue
-		}
+		link := buf[:n]
 		if real {
+			if len(link) == 0 || link[0] != '/' {
+				continue // sockets, pipes, anon inodes, memfd: not a file in a directory
+			}
 			var st unix.Stat_t
 			err := unix.Fstatat(dfd, fd, &st, 0)
 			if err == nil {
+				if !ix.devNums[uint64(st.Dev)] {
+					continue
+				}
 				for _, i := range ix.byIno[st.Ino] {
 					if ix.segs[i].Dev == uint64(st.Dev) {
 						hits[i] = "fd"
@@ -549,6 +676,10 @@ func scanFDs(h *host.Host, pid int, ix *index, real bool, hits map[int]string, b
 			// Cannot stat it: fall back to the name, which errs on the
 			// side of "in use".
 		}
+		if !ix.mayBeSegment(link) {
+			continue
+		}
+		name, inDir, deleted := ix.splitTarget(string(link))
 		if inDir && !deleted {
 			if i, ok := ix.byName[name]; ok {
 				hits[i] = "fd"
@@ -576,16 +707,19 @@ func (ix *index) mayBeSegment(p []byte) bool {
 
 var deletedSuffix = []byte(" (deleted)")
 
-// scanMaps matches a process's memory mappings by inode and the device of
-// the shm filesystem, which is robust to " (deleted)" and to paths from
-// other mount namespaces. Lines are read through one bounded buffer.
-func scanMaps(h *host.Host, pid int, ix *index, real bool, hits map[int]string, rd *bufio.Reader) access {
-	f, err := os.Open(h.Path("/proc/" + strconv.Itoa(pid) + "/maps"))
+// scanMaps matches the memory mappings of one maps file by inode and the
+// device of the shm filesystem, which is robust to " (deleted)", bind
+// mounts and paths from other mount namespaces. Lines are read through one
+// bounded buffer. It returns the number of lines (0 for a kernel thread or
+// an exited thread-group leader).
+func scanMaps(h *host.Host, mapsPath string, ix *index, real bool, hits map[int]string, rd *bufio.Reader) (int, access) {
+	f, err := os.Open(h.Path(mapsPath))
 	if err != nil {
-		return classify(err)
+		return 0, classify(err)
 	}
 	defer f.Close()
 	rd.Reset(f)
+	lines := 0
 	for {
 		line, err := rd.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -594,15 +728,17 @@ func scanMaps(h *host.Host, pid int, ix *index, real bool, hits map[int]string, 
 				_, err = rd.ReadSlice('\n')
 			}
 			line = nil
+			lines++
 		}
 		if len(line) > 0 {
+			lines++
 			matchMapsLine(line, ix, real, hits)
 		}
 		if err == io.EOF {
-			return readOK
+			return lines, readOK
 		}
 		if err != nil {
-			return classify(err)
+			return lines, classify(err)
 		}
 	}
 }
@@ -727,8 +863,10 @@ func procUIDs(h *host.Host, pid int) []int {
 	return nil
 }
 
-// judge decides the state of one segment.
-func judge(s *Segment, sc scanResult, private bool, now time.Time) (State, string) {
+// judge decides the state of one segment. A kernel lease, where one was
+// taken, is the proof; the /proc scan proves alone only when it saw every
+// process (blind is "").
+func judge(s *Segment, lease LeaseResult, blind string, now time.Time) (State, string) {
 	switch {
 	case s.Symlink:
 		return Unknown, "symlink to " + s.LinkTarget + "; not followed, never removed"
@@ -736,50 +874,28 @@ func judge(s *Segment, sc scanResult, private bool, now time.Time) (State, strin
 		return Unknown, "not a regular file; never removed"
 	case len(s.Holders) > 0:
 		return InUse, holderText(s.Holders)
-	case !private:
-		return Unknown, "processes in other containers may hold it"
-	}
-	if blind := blindTo(s, sc); len(blind) > 0 {
-		if blind[len(blind)-1] == -1 {
-			return Unknown, "/proc is mounted with hidepid=" + sc.hidden + ", which hides other users' processes; run ncclwiz as root to prove it unused"
-		}
-		return Unknown, fmt.Sprintf("%s that could hold it could not be inspected (pid %s); run ncclwiz as root to prove it unused",
-			units.Count(len(blind), "process", "processes"), pidList(blind, 5))
+	case lease.Verdict == LeaseHeld:
+		return InUse, lease.Why
+	case lease.Verdict == LeaseChanged || lease.Verdict == LeaseGone:
+		return Unknown, lease.Why
 	}
 	if age := now.Sub(s.ModTime); age < YoungAge {
 		return Young, fmt.Sprintf("modified %s ago; a job may be starting", age.Round(time.Second))
 	}
-	return Orphaned, "no live process has it open or mapped"
+	if lease.Verdict == LeaseFree {
+		return Orphaned, leaseProof
+	}
+	if blind != "" {
+		if lease.Why != "" {
+			blind += "; and no kernel lease: " + lease.Why
+		}
+		return Unknown, blind
+	}
+	return Orphaned, "no live process has it open or mapped (every process and thread inspected)"
 }
 
-// blindTo returns the uninspectable processes that could hold s. A process
-// can only have opened the file if one of its uids owns it, or the mode lets
-// others open it. Root could open anything, but NCCL's peers are ranks of
-// one job running as the user who created the segment (mkstemp makes it
-// 0600), so an uninspectable root daemon does not block a user's own 0600
-// segment. Unknown uids always block. With hidepid, the hidden processes are
-// other users': they block other users' segments and shared-mode ones (-1
-// stands for them).
-func blindTo(s *Segment, sc scanResult) []int {
-	ownerOnly := s.Mode.Perm()&0o066 == 0
-	var blind []int
-	for _, pid := range sc.unreadable {
-		uids := sc.unreadableUIDs[pid]
-		could := len(uids) == 0 || !ownerOnly
-		for _, u := range uids {
-			if u == s.UID {
-				could = true
-			}
-		}
-		if could {
-			blind = append(blind, pid)
-		}
-	}
-	if sc.hidden != "" && (s.OtherUser || !ownerOnly) {
-		blind = append(blind, -1)
-	}
-	return blind
-}
+// leaseProof is the reason of a segment the kernel proved unused.
+const leaseProof = "nothing has it open or mapped: the kernel granted ncclwiz an exclusive lease"
 
 // procHidepid returns the hidepid option of /proc if it hides other users'
 // processes from the listing ("2", "invisible", "4", "ptraceable"), else "".
@@ -828,38 +944,44 @@ func holderText(hs []Holder) string {
 	return "held by " + strings.Join(parts, ", ")
 }
 
-// ProveOrphaned re-checks one segment right before it is removed: the path
-// must still be the same regular file (same device and inode, not a
-// symlink), no process may have it open or mapped (a fresh pass over every
-// /proc/PID/fd and maps), every process that could hold it must be
-// inspectable, and it must not have been modified within YoungAge. Any doubt
-// is false; err says why when no holder was found.
-func ProveOrphaned(ctx context.Context, h *host.Host, seg Segment) (bool, []Holder, error) {
-	fi, err := h.Lstat(seg.Path)
-	if err != nil {
-		return false, nil, fmt.Errorf("%s: %w", seg.Name, err)
+// Proof is one fresh pass over /proc for a batch of segments about to be
+// removed: who holds them now, and whether that pass saw every process.
+type Proof struct {
+	// Holders[i] are the visible holders of the batch's i-th segment.
+	Holders [][]Holder
+	// Blind says why the scan alone proves nothing ("" when it saw every
+	// process and thread); then only a kernel lease can.
+	Blind string
+}
+
+// ProveBatch scans /proc once for every segment of a batch, so that
+// removing many files costs one scan, not one per file. The scan explains
+// who holds a file; the proof that nothing does is, per file, the kernel
+// lease (or, where none can be taken, this scan when it saw everything).
+func ProveBatch(ctx context.Context, h *host.Host, segs []Segment) (*Proof, error) {
+	cur := make([]Segment, len(segs))
+	for i, s := range segs {
+		s.Symlink, s.Irregular, s.Holders = false, false, nil
+		cur[i] = s
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || !fi.Mode().IsRegular() || st.Ino != seg.Ino || uint64(st.Dev) != seg.Dev {
-		return false, nil, fmt.Errorf("%s changed since it was scanned (not the same regular file)", seg.Name)
-	}
-	cur := seg
-	cur.UID, cur.Mode, cur.ModTime, cur.Nlink = int(st.Uid), fi.Mode(), fi.ModTime(), uint64(st.Nlink)
-	cur.Symlink, cur.Irregular, cur.Holders = false, false, nil
 	v := visibility(ctx, h)
-	ix := newIndex([]Segment{cur}, shmPrefixes(h))
+	ix := newIndex(cur, shmPrefixes(h))
 	sc, err := procScan(ctx, h, ix, v.pidNS == "host")
 	if err != nil {
-		return false, nil, err
+		return nil, err
 	}
-	if hs := sc.holders[0]; len(hs) > 0 {
-		return false, hs, nil
+	p := &Proof{Holders: make([][]Holder, len(segs)), Blind: blindness(sc, v)}
+	for i := range segs {
+		p.Holders[i] = sc.holders[i]
 	}
-	if state, why := judge(&cur, sc, v.all, h.Now()); state != Orphaned {
-		if v.note != "" && !v.all {
-			why += ": " + v.note
-		}
-		return false, nil, fmt.Errorf("%s: %s", seg.Name, why)
-	}
-	return true, nil, nil
+	return p, nil
+}
+
+// Judge decides the state of the batch's i-th segment right before its
+// removal: seg as it is now (mode, owner, modification time from a fresh
+// stat), this proof's holders and the lease ncclwiz holds or was refused
+// (a zero LeaseResult where none was asked for).
+func (p *Proof) Judge(i int, seg Segment, lease LeaseResult, now time.Time) (State, string) {
+	seg.Holders, seg.Symlink, seg.Irregular = p.Holders[i], false, false
+	return judge(&seg, lease, p.Blind, now)
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -39,6 +40,8 @@ func helper(mode, path string) int {
 			fmt.Println("error", err)
 			return 1
 		}
+		var st syscall.Stat_t
+		_ = syscall.Fstat(int(f.Fd()), &st)
 		if mode == "map" {
 			mem, err := syscall.Mmap(int(f.Fd()), 0, 4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 			if err != nil {
@@ -53,6 +56,14 @@ func helper(mode, path string) int {
 		}
 		fmt.Println("ready")
 		_, _ = io.Copy(io.Discard, os.Stdin)
+		// Still the same file under its name? (Through a bind mount the
+		// name pins the inode, so the test checks the shm name itself.)
+		var cur syscall.Stat_t
+		if err := syscall.Stat(path, &cur); err != nil || cur.Ino != st.Ino || cur.Dev != st.Dev {
+			fmt.Println("violation", path)
+			return 1
+		}
+		fmt.Println("ok")
 		return 0
 	case "churn":
 		return churn(path)
@@ -123,9 +134,21 @@ func RequireRoot(t testing.TB) {
 // MountTmpfs mounts a real tmpfs and unmounts it when the test ends.
 func MountTmpfs(t testing.TB, size string) string {
 	t.Helper()
+	return mountTmpfs(t, size, "tmpfs")
+}
+
+// MountShm mounts a tmpfs named "shm", as Docker, Podman and containerd
+// name a container's /dev/shm.
+func MountShm(t testing.TB, size string) string {
+	t.Helper()
+	return mountTmpfs(t, size, "shm")
+}
+
+func mountTmpfs(t testing.TB, size, source string) string {
+	t.Helper()
 	RequireRoot(t)
 	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=1777", "tmpfs", dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=1777", source, dir).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount tmpfs here: %v %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
@@ -164,6 +187,14 @@ func Start(t testing.TB, mode, path string) *Process {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envMode+"="+mode, envFile+"="+path)
+	return StartCmd(t, cmd)
+}
+
+// StartCmd starts cmd as a holder: it prints "ready" on stdout once it
+// holds its file, and finishes when its stdin is closed. The process (and
+// its process group) is killed when the test ends.
+func StartCmd(t testing.TB, cmd *exec.Cmd) *Process {
+	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -172,14 +203,87 @@ func Start(t testing.TB, mode, path string) *Process {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	p := &Process{Cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
-	t.Cleanup(func() { stdin.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
 	line, err := p.out.ReadString('\n')
 	if err != nil || strings.TrimSpace(line) != "ready" {
-		t.Fatalf("helper %s %s: %q %v", mode, path, line, err)
+		t.Fatalf("holder %v: %q %v", cmd.Args, line, err)
+	}
+	return p
+}
+
+// BuildHolder compiles testdata/holder.c (threads, leader exit, SCM_RIGHTS
+// holders that Go cannot arrange) with gcc into a directory anyone may
+// read, and returns the binary's path. It skips the test without gcc.
+func BuildHolder(t testing.TB) string {
+	t.Helper()
+	return buildHolder(t)
+}
+
+// BuildHolderStatic is BuildHolder linked statically, for a container
+// image that holds nothing else.
+func BuildHolderStatic(t testing.TB) string {
+	t.Helper()
+	return buildHolder(t, "-static")
+}
+
+func buildHolder(t testing.TB, flags ...string) string {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc is needed to build the C holder (testdata/holder.c)")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(file), "testdata", "holder.c")
+	bin := filepath.Join(PublicDir(t), "holder")
+	args := append([]string{"-O2", "-Wall", "-pthread", "-o", bin, src}, flags...)
+	if out, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
+		if len(flags) > 0 {
+			t.Skipf("gcc %v cannot build here: %v\n%s", flags, err, out)
+		}
+		t.Fatalf("gcc %s: %v\n%s", src, err, out)
+	}
+	return bin
+}
+
+// PublicDir is a temporary directory that other users (nobody) may enter,
+// for binaries they run; removed when the test ends.
+func PublicDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ncclwiz-shmtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// CopyExecutable copies the running test binary into a PublicDir so that
+// another user can run it, and returns its path.
+func CopyExecutable(t testing.TB) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(PublicDir(t), filepath.Base(self))
+	if err := os.WriteFile(p, b, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	return p
 }
