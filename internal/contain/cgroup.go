@@ -13,17 +13,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// cgroup is a pair of cgroup v2 directories made for one run under
-// ncclwiz's own cgroup: dir holds the keeper, dir/launch everything the
-// launcher starts, so that cgroup.kill on launch ends the whole run but
-// not the keeper that reports on it.
+// cgroup is a cgroup v2 directory made for one run under ncclwiz's own
+// cgroup. It holds the launcher and everything it starts, not the keeper
+// (which stays in ncclwiz's cgroup), so that cgroup.kill ends the whole
+// run but not the keeper, and the keeper can remove the cgroup when it is
+// the one cleaning up (ncclwiz gone).
 type cgroup struct {
-	dir, launch string
-	dirFD       *os.File // for clone3(CLONE_INTO_CGROUP) of the keeper
-	launchFD    *os.File // passed to the keeper for the launcher
+	dir string
+	fd  *os.File // passed to the keeper for clone3(CLONE_INTO_CGROUP)
 }
 
-// newCgroup creates the run's cgroups, or says why it cannot: cgroup v1
+// newCgroup creates the run's cgroup, or says why it cannot: cgroup v1
 // only, ncclwiz's cgroup not writable (not delegated to this user), or a
 // kernel without cgroup.kill (before 5.14).
 func newCgroup(name string) (*cgroup, error) {
@@ -35,22 +35,14 @@ func newCgroup(name string) (*cgroup, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create a cgroup under %s: %w", own, err)
 	}
-	cg := &cgroup{dir: dir, launch: filepath.Join(dir, "launch")}
-	fail := func(err error) (*cgroup, error) {
-		cg.remove()
-		return nil, err
-	}
+	cg := &cgroup{dir: dir}
 	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
-		return fail(errors.New("this kernel has no cgroup.kill (Linux 5.14+)"))
+		_ = cg.remove()
+		return nil, errors.New("this kernel has no cgroup.kill (Linux 5.14+)")
 	}
-	if err := os.Mkdir(cg.launch, 0o755); err != nil {
-		return fail(fmt.Errorf("create %s: %w", cg.launch, err))
-	}
-	if cg.dirFD, err = os.Open(dir); err != nil {
-		return fail(err)
-	}
-	if cg.launchFD, err = os.Open(cg.launch); err != nil {
-		return fail(err)
+	if cg.fd, err = os.Open(dir); err != nil {
+		_ = cg.remove()
+		return nil, err
 	}
 	return cg, nil
 }
@@ -121,11 +113,11 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
-// procs lists the PIDs in the launch cgroup (the launcher's whole tree;
-// cgroups its processes made below it are included).
+// procs lists the PIDs in the cgroup (the launcher's whole tree; cgroups
+// its processes made below it are included).
 func (c *cgroup) procs() map[int]bool {
 	out := map[int]bool{}
-	_ = filepath.WalkDir(c.launch, func(p string, d os.DirEntry, err error) error {
+	_ = filepath.WalkDir(c.dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
 			return nil
 		}
@@ -143,37 +135,33 @@ func (c *cgroup) procs() map[int]bool {
 	return out
 }
 
-// kill ends every process in the launch cgroup at once (the kernel walks
-// it, so a process forking meanwhile cannot escape).
+// kill ends every process in the cgroup at once (the kernel walks it, so
+// a process forking meanwhile cannot escape).
 func (c *cgroup) kill() error {
-	return os.WriteFile(filepath.Join(c.launch, "cgroup.kill"), []byte("1"), 0)
+	return os.WriteFile(filepath.Join(c.dir, "cgroup.kill"), []byte("1"), 0)
 }
 
-// remove deletes the run's cgroups once they are empty; a cgroup still
+// remove deletes the run's cgroup once it is empty; a cgroup still
 // populated (a process stuck in the kernel) is left and reported.
 func (c *cgroup) remove() error {
-	if c.dirFD != nil {
-		c.dirFD.Close()
+	if c.fd != nil {
+		c.fd.Close()
 	}
-	if c.launchFD != nil {
-		c.launchFD.Close()
-	}
-	var err error
-	for _, d := range []string{c.launch, c.dir} {
-		// rmdir fails with EBUSY until the last process has been reaped;
-		// after cgroup.kill that takes a moment.
-		deadline := time.Now().Add(2 * time.Second)
-		for {
-			e := unix.Rmdir(d)
-			if e == nil || errors.Is(e, unix.ENOENT) {
-				break
-			}
-			if !errors.Is(e, unix.EBUSY) || time.Now().After(deadline) {
-				err = errors.Join(err, fmt.Errorf("remove cgroup %s: %w", d, e))
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
+	return removeCgroup(c.dir)
+}
+
+// removeCgroup removes dir; rmdir fails with EBUSY until the last process
+// has been reaped, which after cgroup.kill takes a moment.
+func removeCgroup(dir string) error {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		err := unix.Rmdir(dir)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return nil
 		}
+		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return fmt.Errorf("remove cgroup %s: %w", dir, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return err
 }

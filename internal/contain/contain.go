@@ -15,9 +15,10 @@
 //     namespace can be made (containers without user namespaces): setsid
 //     and double forks still land below the keeper, which walks its
 //     descendants to end them.
-//   - A cgroup v2 child of ncclwiz's own cgroup, where it is writable
-//     (root, or a delegated subtree): cgroup.kill ends the whole tree in
-//     one step, which a forking process cannot race.
+//   - A cgroup v2 child of ncclwiz's own cgroup for the launcher's tree,
+//     where it is writable (root, or a delegated subtree): cgroup.kill
+//     ends the whole tree in one step, which a forking process cannot
+//     race.
 //   - The keeper's lifeline: a pipe only ncclwiz holds. EOF without the
 //     'end' byte means ncclwiz died (SIGKILL, panic, closed terminal):
 //     the keeper ends the run and removes its temporary directory.
@@ -106,6 +107,8 @@ type Run struct {
 	gone    chan struct{} // the status pipe closed: the keeper exited
 	keeperW chan struct{} // cmd.Wait returned
 	ended   bool
+	// cgUnused: the keeper could not start the launcher in the cgroup.
+	cgUnused bool
 }
 
 // errStart marks a failure to start the launcher itself (not a
@@ -122,24 +125,10 @@ func Start(spec Spec) (*Run, error) {
 	if spec.Mode != ModeAuto {
 		modes = []string{spec.Mode}
 	}
-	type attempt struct {
-		mode string
-		cg   *cgroup
-	}
-	var attempts []attempt
-	for _, m := range modes {
-		if cg != nil {
-			attempts = append(attempts, attempt{m, cg})
-		}
-		attempts = append(attempts, attempt{m, nil})
-	}
 	var lastErr error
-	for _, a := range attempts {
-		r, err := start(spec, a.mode, a.cg)
+	for _, m := range modes {
+		r, err := start(spec, m, cg)
 		if err == nil {
-			if a.cg == nil && cg != nil {
-				_ = cg.remove()
-			}
 			r.notes = append(notes, r.notes...)
 			return r, nil
 		}
@@ -150,9 +139,7 @@ func Start(spec Spec) (*Run, error) {
 			return nil, err
 		}
 		lastErr = err
-		if a.cg == nil {
-			notes = append(notes, fmt.Sprintf("%s is not available here (%v)", describeMode(a.mode, false), err))
-		}
+		notes = append(notes, fmt.Sprintf("%s is not available here (%v)", describeMode(m, false), err))
 	}
 	if cg != nil {
 		_ = cg.remove()
@@ -219,8 +206,7 @@ func start(spec Spec, mode string, cg *cgroup) (r *Run, err error) {
 		}
 	}
 	if cg != nil {
-		attr.UseCgroupFD, attr.CgroupFD = true, int(cg.dirFD.Fd())
-		cmd.ExtraFiles = append(cmd.ExtraFiles, cg.launchFD)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, cg.fd)
 	}
 	cmd.SysProcAttr = attr
 	if err := cmd.Start(); err != nil {
@@ -242,7 +228,7 @@ func start(spec Spec, mode string, cg *cgroup) (r *Run, err error) {
 	closeLater = []*os.File{cfgW}
 	r.lifeline = lifeW
 	cfg := keeperConfig{Path: spec.Path, Args: spec.Args, Env: spec.Env, Dir: spec.Dir, TmpDir: spec.TmpDir,
-		Cgroup: cg != nil, MountProc: mode == ModeNamespace, KillBound: 10 * time.Second}
+		Cgroup: cgPath(cg), MountProc: mode == ModeNamespace, KillBound: 10 * time.Second}
 	if err := json.NewEncoder(cfgW).Encode(cfg); err != nil {
 		r.abandon()
 		statusR.Close()
@@ -279,6 +265,11 @@ func (r *Run) readStatus(f *os.File, started chan<- string) {
 	for sc.Scan() {
 		kind, text, _ := strings.Cut(sc.Text(), " ")
 		switch kind {
+		case "nocgroup":
+			r.mu.Lock()
+			r.cgUnused = true
+			r.notes = append(r.notes, "the run's cgroup could not be used: "+text)
+			r.mu.Unlock()
 		case "note":
 			r.mu.Lock()
 			r.notes = append(r.notes, text)
@@ -345,7 +336,9 @@ func (r *Run) Mode() string { return r.mode }
 
 // Describe says in words how the run is contained.
 func (r *Run) Describe() string {
-	s := describeMode(r.mode, r.cg != nil)
+	r.mu.Lock()
+	s := describeMode(r.mode, r.cg != nil && !r.cgUnused)
+	r.mu.Unlock()
 	if r.mode == ModeNamespace && os.Geteuid() != 0 {
 		s += " (in a user namespace)"
 	}
@@ -493,6 +486,13 @@ func (r *Run) inGroup(pid int, s Stat, inTree bool) bool {
 	}
 	g, ok := nsID(pid, "NSpgid")
 	return ok && g == r.nsLaunch
+}
+
+func cgPath(c *cgroup) string {
+	if c == nil {
+		return ""
+	}
+	return c.dir
 }
 
 func keys(t map[int]Stat) map[int]bool {

@@ -37,7 +37,7 @@ const (
 	fdStatus   = 3 // keeper -> ncclwiz: note/started/error/exit lines
 	fdLifeline = 4 // ncclwiz -> keeper: 'k' = end the run; EOF = ncclwiz is gone
 	fdConfig   = 5 // ncclwiz -> keeper: keeperConfig as JSON
-	fdCgroup   = 6 // the launch cgroup directory, when there is one
+	fdCgroup   = 6 // the run's cgroup directory, when there is one
 )
 
 type keeperConfig struct {
@@ -46,7 +46,7 @@ type keeperConfig struct {
 	Env       []string      `json:"env"`
 	Dir       string        `json:"dir"`
 	TmpDir    string        `json:"tmp_dir"`
-	Cgroup    bool          `json:"cgroup"`
+	Cgroup    string        `json:"cgroup"` // its directory; fd 6 when set
 	MountProc bool          `json:"mount_proc"`
 	KillBound time.Duration `json:"kill_bound"`
 }
@@ -100,10 +100,10 @@ func keeper() int {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
 	var cgFD *os.File
-	if cfg.Cgroup {
+	if cfg.Cgroup != "" {
 		cgFD = os.NewFile(fdCgroup, "cgroup")
 	}
-	pid, err := startLauncher(cfg, cgFD)
+	pid, err := startLauncher(cfg, cgFD, say)
 	if err != nil {
 		say("error", err.Error())
 		return 1
@@ -129,7 +129,12 @@ func keeper() int {
 				say("note", "some processes of the run did not die within "+cfg.KillBound.String())
 			}
 			if !asked {
+				// ncclwiz is gone: what it would have removed, the keeper does.
 				removeTmp(cfg.TmpDir)
+				if cgFD != nil {
+					cgFD.Close()
+					_ = removeCgroup(cfg.Cgroup)
+				}
 			}
 			return 0
 		}
@@ -137,8 +142,8 @@ func keeper() int {
 }
 
 // startLauncher forks the launcher in its own process group, into the
-// launch cgroup when there is one.
-func startLauncher(cfg keeperConfig, cg *os.File) (int, error) {
+// run's cgroup when there is one.
+func startLauncher(cfg keeperConfig, cg *os.File, say func(string, string)) (int, error) {
 	attr := &syscall.ProcAttr{
 		Dir:   cfg.Dir,
 		Env:   cfg.Env,
@@ -151,6 +156,9 @@ func startLauncher(cfg keeperConfig, cg *os.File) (int, error) {
 	argv := append([]string{cfg.Path}, cfg.Args...)
 	pid, err := syscall.ForkExec(cfg.Path, argv, attr)
 	if err != nil && cg != nil && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.EACCES) {
+		// Moving into the cgroup was refused (not delegated to a user
+		// namespace, say): the other layers still hold.
+		say("nocgroup", err.Error())
 		attr.Sys.UseCgroupFD = false
 		pid, err = syscall.ForkExec(cfg.Path, argv, attr)
 	}
