@@ -29,6 +29,7 @@ type testFlags struct {
 	tolerance float64
 	logDir    string
 	maxSize   string
+	contain   string
 }
 
 func newTestCmd(a *App) *cobra.Command {
@@ -54,8 +55,15 @@ that is missing fails. The fix rung is shown side by side with "all" (A/B).
 Backends: torchrun with a small torch.distributed script (the interpreter
 of your training: --python, else the active venv or conda env, else
 python3), or nccl-tests' all_reduce_perf (on PATH or --nccl-tests DIR).
-Each rung runs in its own process group with a timeout; on timeout or
-Ctrl-C the whole group is ended and no process of the test is left behind.
+Each rung runs with a timeout, contained so that nothing it starts can
+outlive ncclwiz: in its own PID namespace (a user namespace too when not
+root) where the system allows it, else below a child subreaper, and in its
+own cgroup where ncclwiz's cgroup is writable. On timeout, Ctrl-C, SIGTERM,
+a closed terminal (SIGHUP) and at the normal end, every process of the run
+still alive is killed and listed (PID and command, also in --json); the
+private directory /tmp/ncclwiz-test-* is removed. If ncclwiz itself is
+killed (SIGKILL), its keeper process ends the run and removes the directory;
+if both are killed, the PID namespace's end kills the rest.
 
 JSON (--json): {"schema": 1, "backend", "gpus", "system", "rungs": [{"rung",
 "status", "reasons", "transports", "sizes", "large_busbw_gbps", "expected",
@@ -77,6 +85,7 @@ interrupted), 2 the test cannot run here (no GPU, no backend) or usage error.`,
 	fl.Float64Var(&f.tolerance, "tolerance", validate.DefaultTolerance, "fraction of the expected range's low end a rung must reach")
 	fl.StringVar(&f.logDir, "log-dir", "", "keep each rung's full output in DIR/<rung>.log")
 	fl.StringVar(&f.maxSize, "max-size", "256M", "largest message size (bandwidth is judged at 64M and above)")
+	fl.StringVar(&f.contain, "contain", "", "how to contain the test's processes: pid-namespace or subreaper (default: the strongest available)")
 	return cmd
 }
 
@@ -116,6 +125,7 @@ func (f testFlags) options() (validate.Options, error) {
 	return validate.Options{
 		Backend: f.backend, Python: f.python, NCCLTestsDir: f.ncclTests, Rungs: f.rungs, Env: f.env,
 		Timeout: f.timeout, Tolerance: f.tolerance, MaxBytes: maxBytes, NGPUs: f.gpus, LogDir: f.logDir,
+		Contain: f.contain,
 	}, nil
 }
 
@@ -128,7 +138,9 @@ func runTest(cmd *cobra.Command, a *App, f testFlags) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(cmdContext(cmd), syscall.SIGINT, syscall.SIGTERM)
+	// SIGHUP too: a closed terminal (tmux kill-session, a dropped SSH
+	// session) must end the test's processes like Ctrl-C does.
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if !f.json {
 		p := &progress{w: a.Stdout}

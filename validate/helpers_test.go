@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/contain"
 )
 
 // fakeMachine is a real host (real /proc, real processes) whose PATH leads
@@ -130,9 +131,8 @@ func assertNoSurvivors(t *testing.T, runID string) {
 			}
 			for _, kv := range bytes.Split(env, []byte{0}) {
 				if bytes.Equal(kv, want) {
-					comm, state, _, _ := readStat(pid)
-					if state != "Z" {
-						alive = append(alive, e.Name()+" "+comm)
+					if st, ok := contain.ReadStat(pid); ok && st.Alive() {
+						alive = append(alive, e.Name()+" "+st.Comm)
 					}
 				}
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks/gpu"
 	"github.com/ncclwiz/ncclwiz/envvars"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/contain"
 )
 
 // CollectiveScript is the torch.distributed program torchrun runs.
@@ -236,6 +237,11 @@ func (p *Plan) setOptions() error {
 	if p.opts.Grace <= 0 {
 		p.opts.Grace = 5 * time.Second
 	}
+	switch o.Contain {
+	case contain.ModeAuto, contain.ModeNamespace, contain.ModeSubreaper:
+	default:
+		return fmt.Errorf("unknown containment %q (want %s or %s)", o.Contain, contain.ModeNamespace, contain.ModeSubreaper)
+	}
 	p.sizes = torchSizes(p.maxBytes)
 	for _, kv := range o.Env {
 		k, v, ok := strings.Cut(kv, "=")
@@ -344,7 +350,7 @@ func (p *Plan) findTorch(ctx context.Context) string {
 	var out []string
 	env := append(append([]string{}, p.baseEnv...), MarkerVar+"="+p.ensureRunID())
 	res, err := runProcess(ctx, procSpec{
-		Path: py, Args: []string{probePath}, Env: env, Dir: p.tmpDir, Marker: p.runID,
+		Path: py, Args: []string{probePath}, Env: env, Dir: p.tmpDir, Marker: p.runID, TmpDir: p.tmpDir, Contain: p.opts.Contain,
 		Timeout: 2 * time.Minute, Grace: 2 * time.Second,
 		OnLine: func(s string) {
 			if len(out) < 200 {
@@ -463,7 +469,7 @@ func (p *Plan) findNCCLTests(ctx context.Context) string {
 	var usage strings.Builder
 	env := append(append([]string{}, p.baseEnv...), MarkerVar+"="+p.ensureRunID())
 	res, err := runProcess(ctx, procSpec{
-		Path: path, Args: []string{"-h"}, Env: env, Dir: p.tmpDir, Marker: p.runID,
+		Path: path, Args: []string{"-h"}, Env: env, Dir: p.tmpDir, Marker: p.runID, TmpDir: p.tmpDir, Contain: p.opts.Contain,
 		Timeout: 30 * time.Second, Grace: time.Second,
 		OnLine: func(s string) {
 			if usage.Len() < 64<<10 {
@@ -489,7 +495,7 @@ func (p *Plan) ensureTmp() error {
 	if p.tmpDir != "" {
 		return nil
 	}
-	d, err := os.MkdirTemp("", "ncclwiz-test-")
+	d, err := os.MkdirTemp("", contain.TmpPrefix)
 	if err != nil {
 		return fmt.Errorf("private temporary directory: %w", err)
 	}

@@ -80,13 +80,3 @@ func TestRunProcessStartError(t *testing.T) {
 		t.Error("want an error")
 	}
 }
-
-func TestReadStat(t *testing.T) {
-	comm, state, pgrp, ok := readStat(1)
-	if !ok || comm == "" || state == "" || pgrp < 0 {
-		t.Errorf("%q %q %d %v", comm, state, pgrp, ok)
-	}
-	if _, _, _, ok := readStat(-5); ok {
-		t.Error("no such process")
-	}
-}

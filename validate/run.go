@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,6 +83,9 @@ func (p *Plan) Execute(ctx context.Context) (*Result, error) {
 			break
 		}
 		rr := p.runRung(ctx, r, script, logDir, ex, emit)
+		if res.Containment == "" {
+			res.Containment = rr.Containment
+		}
 		if p.opts.LogDir == "" {
 			rr.LogFile = "" // removed with the private directory
 		}
@@ -95,6 +99,11 @@ func (p *Plan) Execute(ctx context.Context) (*Result, error) {
 	for _, id := range ladderIDs {
 		if why, ok := p.Skipped[id]; ok {
 			res.Rungs = append(res.Rungs, RungResult{Rung: Rung{ID: id}, Status: Skipped, Reasons: []string{why}})
+		}
+	}
+	for _, n := range p.Notes {
+		if !slices.Contains(res.Notes, n) {
+			res.Notes = append(res.Notes, n)
 		}
 	}
 	res.AB = compareAB(res.Rungs, p.Candidate)
@@ -145,7 +154,7 @@ func (p *Plan) runRung(ctx context.Context, r Rung, script, logDir string, ex *e
 		var mu sync.Mutex // OnLine runs on the reader goroutine
 		before, shmErr := listShm(p.h)
 		run, runErr = runProcess(ctx, procSpec{
-			Path: path, Args: args, Env: env, Dir: p.tmpDir, Marker: p.runID,
+			Path: path, Args: args, Env: env, Dir: p.tmpDir, Marker: p.runID, TmpDir: p.tmpDir, Contain: p.opts.Contain,
 			Timeout: p.opts.Timeout, Grace: p.opts.Grace,
 			OnLine: func(s string) {
 				mu.Lock()
@@ -167,6 +176,12 @@ func (p *Plan) runRung(ctx context.Context, r Rung, script, logDir string, ex *e
 		})
 		_ = lw.Flush()
 		_ = lf.Close()
+		rr.Containment = run.Containment
+		for _, n := range run.Notes {
+			if !slices.Contains(p.Notes, n) {
+				p.Notes = append(p.Notes, n)
+			}
+		}
 		after, shmErr2 := listShm(p.h)
 		rr.LeftoverShm = newSince(before, after)
 		if shmErr != nil || shmErr2 != nil {

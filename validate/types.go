@@ -92,6 +92,9 @@ type Options struct {
 	// LogDir keeps each rung's full output as <rung>.log (empty: a private
 	// temporary directory removed afterwards).
 	LogDir string
+	// Contain forces how the test's processes are contained:
+	// "pid-namespace" or "subreaper"; empty picks the strongest available.
+	Contain string
 	// OnEvent receives live progress. It is called from the goroutine
 	// reading the launcher's output and must not block for long.
 	OnEvent func(Event)
@@ -195,7 +198,11 @@ type Transport struct {
 type Proc struct {
 	PID  int    `json:"pid"`
 	Comm string `json:"comm"`
-	// Why it belongs to the run: "process group" or "environment marker".
+	// Command is its command line (shortened; redacted at output).
+	Command string `json:"command,omitempty"`
+	// Why it belongs to the run: "process group", "environment marker" or
+	// "descendant" (it left the group and dropped the marker, and was
+	// found through the run's PID namespace, subreaper or cgroup).
 	Why string `json:"why"`
 }
 
@@ -268,7 +275,10 @@ type RungResult struct {
 	Survivors   []Proc     `json:"survivors,omitempty"`
 	LeftoverShm []ShmEntry `json:"leftover_shm,omitempty"`
 	LogTail     []string   `json:"log_tail,omitempty"`
-	LogFile     string     `json:"log_file,omitempty"`
+	// Containment says how the rung's processes were kept together
+	// (PID namespace, subreaper, cgroup).
+	Containment string `json:"containment,omitempty"`
+	LogFile     string `json:"log_file,omitempty"`
 }
 
 // Summary is a one-line description of the rung's outcome.
@@ -333,6 +343,9 @@ type Result struct {
 	// Interrupted is set when the run was cancelled before the end.
 	Interrupted bool   `json:"interrupted"`
 	RunID       string `json:"run_id"`
+	// Containment is how the runs' processes were kept together, so that
+	// none could outlive ncclwiz.
+	Containment string `json:"containment,omitempty"`
 }
 
 // CannotRunError says why no collective test can run here and what to

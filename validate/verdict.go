@@ -154,9 +154,13 @@ func judge(rr *RungResult, in judgeInput) {
 	if len(run.Survivors) > 0 {
 		var ps []string
 		for _, p := range run.Survivors {
-			ps = append(ps, fmt.Sprintf("%d %s (%s)", p.PID, p.Comm, p.Why))
+			d := fmt.Sprintf("%d %s (%s)", p.PID, p.Comm, p.Why)
+			if p.Command != "" {
+				d += ": " + p.Command
+			}
+			ps = append(ps, d)
 		}
-		note("%s of this rung outlived the launcher and were ended by PID: %s", units.Count(len(run.Survivors), "process", "processes"), strings.Join(ps, ", "))
+		note("%s of this rung still ran when it ended and had to be killed: %s", units.Count(len(run.Survivors), "process", "processes"), strings.Join(ps, "; "))
 	}
 	if len(run.Leftover) > 0 {
 		var ps []string
