@@ -330,6 +330,6 @@ func exportFixes(a *App, h *host.Host, plan []steps.Fix, findings []checks.Findi
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	fmt.Fprintf(a.Stderr, "wrote %s with %s. Review it, then: bash %s (dry run), then bash %s --apply\n", path, units.Count(len(plan), "fix", "fixes"), path, path)
+	fmt.Fprintf(a.Stderr, "wrote %s with %s. Review it, then: bash %s (dry run), then bash %s --apply\n", textsafe.Sanitize(path), units.Count(len(plan), "fix", "fixes"), textsafe.Sanitize(path), textsafe.Sanitize(path))
 	return nil
 }

@@ -202,6 +202,47 @@ func TestBinaryExplainRedactsLogSecrets(t *testing.T) {
 	}
 }
 
+// TestBinaryErrorsAreSanitised reproduces issue 14 item 10: arguments
+// echoed in errors (cobra's unknown flag and command, an unknown check ID,
+// a path that cannot be written) and in messages reached the terminal with
+// their escape bytes. No ESC or BEL may reach stdout or stderr; the error
+// shows them as visible text.
+func TestBinaryErrorsAreSanitised(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := tmuxtest.Build(t, "..")
+	const title = "\x1b]0;pwned\a"
+	dir := t.TempDir()
+	tests := [][]string{
+		{"check", "--only", "x" + title},
+		{"report", "-o", "/nonexist/" + title},
+		{"check", "--" + title},
+		{"check", "--" + title + "=1"},
+		{title},
+		{"version", title},
+		{"guides", title},
+		{"explain", title},
+		{"--scenario", title},
+		{"--lang", title, "guides"},
+		{"env", "--shell", title},
+		{"fix", "--apply", title},
+		{"check", "--peer", title},
+		{"fix", "--scenario", "shm-orphans", "--export", filepath.Join(dir, "fix"+title+".sh")},
+		{"report", "--scenario", "shm-orphans", "-o", filepath.Join(dir, "r"+title+".md")},
+	}
+	for _, args := range tests {
+		r := runBin(t, bin, nil, args...)
+		all := r.stdout + r.stderr
+		if strings.ContainsAny(all, "\x1b\a") {
+			t.Errorf("%q: a raw escape reached the terminal (exit %d): %q", args, r.code, all)
+		}
+		if r.code == 2 && !strings.Contains(r.stderr, `\x1b]0;pwned`) {
+			t.Errorf("%q: the error does not show the argument: %q", args, r.stderr)
+		}
+	}
+}
+
 func grepLines(s, sub string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
