@@ -384,9 +384,9 @@ func exportFixes(a *App, h *host.Host, plan []steps.Fix, findings []checks.Findi
 	}
 	if name := steps.PracticeName(h); name != "" {
 		fmt.Fprintf(a.Stderr, "wrote %s with %s: a practice script for the simulated scenario %s. Read it to see what the fixes would do there; "+
-			"it runs none of them, and refuses --apply. For this machine: ncclwiz fix --export FILE (without --scenario)\n", path, units.Count(len(plan), "fix", "fixes"), name)
+			"it runs none of them, and refuses --apply. For this machine: ncclwiz fix --export FILE (without --scenario)\n", textsafe.Sanitize(path), units.Count(len(plan), "fix", "fixes"), name)
 		return nil
 	}
-	fmt.Fprintf(a.Stderr, "wrote %s with %s. Review it, then: bash %s (dry run), then bash %s --apply\n", path, units.Count(len(plan), "fix", "fixes"), path, path)
+	fmt.Fprintf(a.Stderr, "wrote %s with %s. Review it, then: bash %s (dry run), then bash %s --apply\n", textsafe.Sanitize(path), units.Count(len(plan), "fix", "fixes"), textsafe.Sanitize(path), textsafe.Sanitize(path))
 	return nil
 }

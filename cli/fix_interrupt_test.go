@@ -22,14 +22,6 @@ import (
 // that tests can signal a real process.
 const envRunCLI = "NCCLWIZ_CLI_TEST_MAIN"
 
-func TestMain(m *testing.M) {
-	if os.Getenv(envRunCLI) != "" {
-		app := &App{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Env: os.Environ()}
-		os.Exit(ExitCode(Execute(app, os.Args[1:])))
-	}
-	shmtest.Main()
-	os.Exit(m.Run())
-}
 
 // makeOrphans creates n empty, hour-old segments quickly.
 func makeOrphans(t *testing.T, dir string, n int) {

@@ -15,6 +15,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/all"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/safefile"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/redact"
 	"github.com/ncclwiz/ncclwiz/report"
@@ -37,7 +38,9 @@ problems first, every check's result, and the JSON report at the end.
 Host names, IP addresses, your user name and home directory are replaced by
 stable pseudonyms (node-A, ip-1, user-1, ~) and secrets are removed, on by
 default. With -o FILE the pseudonym key is written to FILE.map.json (mode
-0600) so you can reverse it locally; never share that file.`,
+0600) so you can reverse it locally; never share that file. An existing
+FILE or key is replaced by a new file (never written through); a symlink
+at either name is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReport(cmd.Context(), a, f) },
 	}
@@ -67,23 +70,48 @@ func runReport(ctx context.Context, a *App, f reportFlags) error {
 	} else {
 		doc = textsafe.RedactText(doc)
 	}
+	// Lines read from the machine (the kernel release, say) are in the
+	// markdown too: no escape reaches the terminal or the file.
+	doc = textsafe.SanitizeMultiline(doc)
 	if f.out == "" {
 		_, err := fmt.Fprint(a.Stdout, doc)
 		return err
 	}
-	if err := os.WriteFile(f.out, []byte(doc), 0o644); err != nil {
-		return fmt.Errorf("write report: %w", err)
+	return writeReportFiles(a, f.out, doc, r.Mapping(), !f.noRedact)
+}
+
+// writeReportFiles writes the report and, when names were replaced, the
+// pseudonym key next to it. Both names are checked before anything is
+// written: a symlink at either is refused, never followed. An existing
+// regular file is replaced by a new file (temp file + rename), never
+// written through, so the key is 0600 even where an old world-readable
+// key was.
+func writeReportFiles(a *App, out, doc string, m map[string]string, withKey bool) error {
+	key := out + ".map.json"
+	withKey = withKey && len(m) > 0
+	if err := safefile.Check(out); err != nil {
+		return usageError{fmt.Errorf("report: %w", err)}
 	}
-	msg := fmt.Sprintf("wrote %s", f.out)
-	if m := r.Mapping(); !f.noRedact && len(m) > 0 {
-		key := f.out + ".map.json"
-		b, _ := json.MarshalIndent(m, "", "  ")
-		if err := os.WriteFile(key, append(b, '\n'), 0o600); err != nil {
-			return fmt.Errorf("write pseudonym key: %w", err)
+	if withKey {
+		if err := safefile.Check(key); err != nil {
+			return usageError{fmt.Errorf("report: pseudonym key: %w", err)}
+		}
+	}
+	if err := safefile.Write(out, []byte(doc), 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	msg := "wrote " + out
+	if withKey {
+		b, err := json.MarshalIndent(m, "", "  ")
+		if err != nil {
+			return fmt.Errorf("report: encode pseudonym key: %w", err)
+		}
+		if err := safefile.Write(key, append(b, '\n'), 0o600); err != nil {
+			return fmt.Errorf("report: pseudonym key: %w", err)
 		}
 		msg += fmt.Sprintf(" (%d names replaced; key in %s — keep it private)", len(m), key)
 	}
-	fmt.Fprintln(a.Stderr, msg)
+	fmt.Fprintln(a.Stderr, textsafe.Sanitize(msg))
 	return nil
 }
 

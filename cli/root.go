@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"io"
+
 	"github.com/spf13/cobra"
+
+	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
 // NewRoot builds the command tree.
@@ -65,11 +69,14 @@ func Execute(a *App, args []string) error {
 	err := root.Execute()
 	a.Close()
 	if err != nil && ExitCode(err) == 2 {
-		a.errorf("ncclwiz: %v\n", err)
+		PrintError(a.Stderr, err)
 	}
 	return err
 }
 
-func (a *App) errorf(format string, args ...any) {
-	_, _ = fmtFprintf(a.Stderr, format, args...)
+// PrintError is the one place a command's error reaches the terminal.
+// Errors echo what the user typed (an unknown flag, a check ID, a path),
+// so control bytes and escapes are made visible and secrets redacted.
+func PrintError(w io.Writer, err error) {
+	_, _ = io.WriteString(w, "ncclwiz: "+textsafe.SanitizeMultiline(textsafe.RedactText(err.Error()))+"\n")
 }

@@ -74,10 +74,16 @@ func (r *Redactor) AddHome(path string) {
 }
 
 var ipv4 = regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}\b`)
-var ipv6 = regexp.MustCompile(`\b(?:[0-9a-fA-F]{1,4}:){2,7}[0-9a-fA-F]{1,4}\b|\b(?:[0-9a-fA-F]{1,4}:){1,6}:(?:[0-9a-fA-F]{1,4})?\b`)
+
+// ipv6 finds candidates (two or more colons, hex and dots, an optional
+// %zone); netip.ParseAddr decides, so times (12:34:56) and MAC addresses
+// are left alone.
+var ipv6 = regexp.MustCompile(`[0-9A-Fa-f]*:[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*(?:%[A-Za-z0-9_.\-]+)?`)
 
 // Text returns s with secrets removed and every registered name, every IP
-// address (except loopback, unspecified and link-local) replaced.
+// address (except loopback, unspecified, multicast and IPv4 link-local)
+// replaced. IPv6 link-local addresses (fe80::/10) are replaced too: most
+// embed the interface's MAC address.
 func (r *Redactor) Text(s string) string {
 	s = textsafe.RedactText(s)
 	s = r.replaceIPs(s)
@@ -136,11 +142,7 @@ func isWordByte(c byte) bool {
 }
 
 func (r *Redactor) replaceIPs(s string) string {
-	repl := func(m string) string {
-		a, err := netip.ParseAddr(m)
-		if err != nil || a.IsLoopback() || a.IsUnspecified() || a.IsLinkLocalUnicast() || a.IsMulticast() {
-			return m
-		}
+	pseudonym := func(a netip.Addr) string {
 		if p, ok := r.ips[a.String()]; ok {
 			return p
 		}
@@ -148,8 +150,60 @@ func (r *Redactor) replaceIPs(s string) string {
 		r.ips[a.String()] = p
 		return p
 	}
-	s = ipv4.ReplaceAllStringFunc(s, repl)
-	return ipv6.ReplaceAllStringFunc(s, repl)
+	s = ipv4.ReplaceAllStringFunc(s, func(m string) string {
+		a, err := netip.ParseAddr(m)
+		if err != nil || a.IsLoopback() || a.IsUnspecified() || a.IsLinkLocalUnicast() || a.IsMulticast() {
+			return m
+		}
+		return pseudonym(a)
+	})
+	var b strings.Builder
+	last := 0
+	for _, loc := range ipv6.FindAllStringIndex(s, -1) {
+		if loc[1] < len(s) && isWordByte(s[loc[1]]) {
+			continue // part of a longer word
+		}
+		start, a, zone, ok := v6At(s, loc[0], loc[1])
+		if !ok {
+			continue
+		}
+		repl := pseudonym(a)
+		if zone != "" {
+			repl += "%" + zone
+		}
+		b.WriteString(s[last:start])
+		b.WriteString(repl)
+		last = loc[1]
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// v6At finds the address that ends at end: the candidate s[from:end] or,
+// when that is glued to a word ("eth0:fe80::1"), what follows one of its
+// single colons. Loopback, unspecified and multicast addresses are kept.
+func v6At(s string, from, end int) (int, netip.Addr, string, bool) {
+	for start := from; start < end; start++ {
+		if start > from && (s[start-1] != ':' || s[start] == ':' || (start >= 2 && s[start-2] == ':')) {
+			continue
+		}
+		if start == from && start > 0 && isWordByte(s[start-1]) {
+			continue
+		}
+		addr, zone, _ := strings.Cut(s[start:end], "%")
+		a, err := netip.ParseAddr(addr)
+		if err != nil || !a.Is6() {
+			continue
+		}
+		if u := a.Unmap(); u.IsLoopback() || u.IsUnspecified() || u.IsMulticast() {
+			return 0, netip.Addr{}, "", false
+		}
+		return start, a, zone, true
+	}
+	return 0, netip.Addr{}, "", false
 }
 
 // Mapping returns pseudonym → original, for the author's eyes only.

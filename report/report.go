@@ -121,13 +121,28 @@ func SanitizeFinding(f checks.Finding) checks.Finding {
 	f.Title = textsafe.Clean(f.Title)
 	f.Detail = textsafe.SanitizeMultiline(textsafe.RedactText(f.Detail))
 	if f.Evidence != nil {
-		ev := make(map[string]any, len(f.Evidence))
-		for k, v := range f.Evidence {
-			ev[textsafe.Sanitize(k)] = sanitizeValue(v)
-		}
-		f.Evidence = ev
+		f.Evidence = sanitizeValue(f.Evidence).(map[string]any)
 	}
 	return f
+}
+
+// sanitizeMap cleans a record. The key names a string value's meaning: an
+// environment map {"HF_TOKEN": "…"} or a {"name": "HF_TOKEN", "value": "…"}
+// pair hides the whole value when the name says it is secret.
+func sanitizeMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	name, _ := m["name"].(string)
+	for k, v := range m {
+		switch s, isStr := v.(string); {
+		case isStr && k == "value" && name != "":
+			out[textsafe.Sanitize(k)] = textsafe.Sanitize(textsafe.RedactEnv(name, s))
+		case isStr:
+			out[textsafe.Sanitize(k)] = textsafe.Sanitize(textsafe.RedactEnv(k, s))
+		default:
+			out[textsafe.Sanitize(k)] = sanitizeValue(v)
+		}
+	}
+	return out
 }
 
 func sanitizeValue(v any) any {
@@ -143,11 +158,13 @@ func sanitizeValue(v any) any {
 		}
 		return out
 	case map[string]any:
-		out := make(map[string]any, len(x))
+		return sanitizeMap(x)
+	case map[string]string:
+		m := make(map[string]any, len(x))
 		for k, vv := range x {
-			out[textsafe.Sanitize(k)] = sanitizeValue(vv)
+			m[k] = vv
 		}
-		return out
+		return sanitizeMap(m)
 	case []map[string]any:
 		out := make([]map[string]any, len(x))
 		for i, m := range x {

@@ -243,8 +243,13 @@ fstab_set() {
     rm -f -- "$tmp"; return 0
   fi
   if [ -e "$file" ]; then act cp -p -- "$file" "$file.ncclwiz-$(date -u +%Y%m%dT%H%M%SZ).bak"; fi
-  new=$(mktemp "${file%/*}/.fstab.ncclwiz.XXXXXX")
-  cat -- "$tmp" >"$new"; rm -f -- "$tmp"
+  if ! new=$(mktemp "${file%/*}/.fstab.ncclwiz.XXXXXX"); then
+    say "  $file was not edited: no temporary file next to it"; rm -f -- "$tmp"; FAILED=$((FAILED + 1)); return 0
+  fi
+  if ! cat -- "$tmp" >"$new"; then
+    say "  $file was not edited: writing $new failed"; rm -f -- "$tmp" "$new"; FAILED=$((FAILED + 1)); return 0
+  fi
+  rm -f -- "$tmp"
   if [ -e "$file" ]; then
     act chmod --reference="$file" -- "$new"
     act chown --reference="$file" -- "$new"
@@ -252,6 +257,8 @@ fstab_set() {
     act chmod 0644 -- "$new"
   fi
   act mv -f -- "$new" "$file"
+  # After a failed mv (a busy or read-only target) the temporary copy goes too.
+  rm -f -- "$new"
 }
 `,
 	"put_file": `# put_file PATH CONTENT: writes CONTENT to PATH (mode 0644) unless it holds
@@ -267,10 +274,11 @@ put_file() {
   fi
   act mkdir -p -- "${p%/*}"
   if [ -e "$p" ] || [ -L "$p" ]; then act cp -P -p -- "$p" "$p.ncclwiz-$(date -u +%Y%m%dT%H%M%SZ).bak"; fi
-  tmp=$(mktemp "${p%/*}/.ncclwiz.XXXXXX")
-  printf '%s' "$want" >"$tmp"
+  tmp=$(mktemp "${p%/*}/.ncclwiz.XXXXXX") || { say "  $p was not written: no temporary file next to it"; FAILED=$((FAILED + 1)); return 1; }
+  printf '%s' "$want" >"$tmp" || { rm -f -- "$tmp"; FAILED=$((FAILED + 1)); return 1; }
   act chmod 0644 -- "$tmp"
   act mv -f -- "$tmp" "$p"
+  rm -f -- "$tmp" # left only when the mv failed
 }
 `,
 }

@@ -6,7 +6,6 @@ package textsafe
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -98,49 +97,3 @@ func isCleanFast(s string, keepNL bool) bool {
 	}
 	return true
 }
-
-// Redacted is what replaces a secret.
-const Redacted = "[redacted]"
-
-var secretName = regexp.MustCompile(`(?i)(TOKEN|SECRET|PASSW(OR)?D|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH|SESSION|COOKIE|_PAT$|^PAT$|WANDB_API_KEY|HF_TOKEN)`)
-
-// IsSecretName reports whether an environment variable name suggests its
-// value is a secret (tokens, keys, passwords).
-func IsSecretName(name string) bool { return secretName.MatchString(name) }
-
-var secretValue = []*regexp.Regexp{
-	regexp.MustCompile(`\b(hf_[A-Za-z0-9]{20,})\b`),                                              // Hugging Face
-	regexp.MustCompile(`\b(gh[pousr]_[A-Za-z0-9]{20,})\b`),                                       // GitHub
-	regexp.MustCompile(`\b(sk-[A-Za-z0-9_\-]{20,})\b`),                                           // OpenAI-style
-	regexp.MustCompile(`\b(AKIA[0-9A-Z]{16})\b`),                                                 // AWS access key id
-	regexp.MustCompile(`\b(xox[abprs]-[A-Za-z0-9\-]{10,})\b`),                                    // Slack
-	regexp.MustCompile(`\b(eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,})\b`), // JWT
-	regexp.MustCompile(`(?i)((?:password|passwd|token|secret|api[_-]?key)\s*[=:]\s*)([^\s'"&]+)`),
-	regexp.MustCompile(`(://[^/\s:@]+:)([^@\s/]+)(@)`), // user:password@ in URLs
-}
-
-// RedactEnv returns value, or Redacted when the name or the value looks secret.
-func RedactEnv(name, value string) string {
-	if value != "" && IsSecretName(name) {
-		return Redacted
-	}
-	return RedactText(value)
-}
-
-// RedactText removes well-known token shapes and key=value secrets from free text.
-func RedactText(s string) string {
-	for i, re := range secretValue {
-		switch i {
-		case 6:
-			s = re.ReplaceAllString(s, "${1}"+Redacted)
-		case 7:
-			s = re.ReplaceAllString(s, "${1}"+Redacted+"${3}")
-		default:
-			s = re.ReplaceAllString(s, Redacted)
-		}
-	}
-	return s
-}
-
-// Clean is Sanitize(RedactText(s)): the usual treatment for a log line.
-func Clean(s string) string { return Sanitize(RedactText(s)) }

@@ -1,0 +1,254 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ncclwiz/ncclwiz/internal/tmuxtest"
+)
+
+// binRun is one run of the real binary.
+type binRun struct {
+	stdout, stderr string
+	code           int
+}
+
+// runBin runs the built binary with env (plus PATH) and a generous
+// deadline; a run that hits the deadline fails the test.
+func runBin(t *testing.T, bin string, env []string, args ...string) binRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "NO_COLOR=1"}, env...)
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%v did not finish", args)
+	}
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("%v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return binRun{out.String(), errb.String(), code}
+}
+
+// startLeftoverRank starts a real process that looks like a rank whose
+// launcher is gone (RANK set, re-parented away from its starter), with
+// secrets on its command line, and returns its PID. It is killed at the
+// end of the test.
+func startLeftoverRank(t *testing.T, args string) int {
+	t.Helper()
+	// sh starts bash in the background and exits, so bash (which stays,
+	// as "sleep" is not its last command) loses its parent.
+	cmd := exec.Command("sh", "-c", `bash -c 'sleep 120; :' train.py `+args+` >/dev/null 2>&1 & echo $!`)
+	cmd.Env = append(os.Environ(), "RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=2")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("start rank: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("rank pid %q: %v", out, err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	// The command line is visible once bash has started.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if bytes.Contains(b, []byte("train.py")) {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rank %d did not start: %q", pid, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestBinaryRedactsSecrets reproduces issue 14 item 7 with the real binary
+// on this machine: NCCL_NET carries a URL password with an empty user, a
+// leftover rank (a real process, read through /proc) carries --hf_token,
+// --aws_secret_access_key and --pw on its command line. No output —
+// report, check --json, check -v, the fix preview, the dry run, the
+// exported script — may show them.
+func TestBinaryRedactsSecrets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := tmuxtest.Build(t, "..")
+	secrets := []string{"hfSecret7731", "awsSecret7731", "pwSecret7731", "urlSecret7731"}
+	pid := startLeftoverRank(t, "--hf_token hfSecret7731 --aws_secret_access_key awsSecret7731 --pw pwSecret7731")
+	env := []string{"NCCL_NET=redis://:urlSecret7731@store.example.com:6379"}
+
+	runs := map[string]binRun{
+		"report":         runBin(t, bin, env, "report"),
+		"check --json":   runBin(t, bin, env, "check", "--json"),
+		"check -v":       runBin(t, bin, env, "check", "-v"),
+		"fix":            runBin(t, bin, env, "fix"),
+		"fix dry run":    runBin(t, bin, env, "fix", "--apply", "proc.stale", "--dry-run"),
+		"fix --export -": runBin(t, bin, env, "fix", "--export", "-"),
+	}
+	// What each output must show, so the test knows it saw the data.
+	wants := map[string][]string{
+		"report":         {"--hf_token [redacted]", "redis://:[redacted]@"},
+		"check --json":   {"--hf_token [redacted]", "redis://:[redacted]@"},
+		"check -v":       {"--hf_token [redacted]", "redis://:[redacted]@"},
+		"fix":            {"kill -TERM " + strconv.Itoa(pid), "--hf_token [redacted]"},
+		"fix dry run":    {strconv.Itoa(pid), "--hf_token [redacted]"},
+		"fix --export -": {"stop_rank " + strconv.Itoa(pid), "--hf_token [redacted]"},
+	}
+	for name, r := range runs {
+		all := r.stdout + r.stderr
+		for _, s := range secrets {
+			if strings.Contains(all, s) {
+				t.Errorf("%s leaks %q:\n%s", name, s, grepLines(all, s))
+			}
+		}
+		for _, w := range wants[name] {
+			if !strings.Contains(all, w) {
+				t.Errorf("%s lacks %q (exit %d):\n%s", name, w, r.code, all)
+			}
+		}
+	}
+}
+
+// TestBinaryReportPseudonymisesLinkLocal: a link-local IPv6 address (it
+// embeds the MAC address) on an interface is replaced in `report`, like
+// any other address. The interface is a dummy one in a private network
+// namespace.
+func TestBinaryReportPseudonymisesLinkLocal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a network namespace (CI runs as root)")
+	}
+	for _, tool := range []string{"unshare", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	bin := tmuxtest.Build(t, "..")
+	const ll = "fe80::1c2d:3eff:fe4f:5a6b"
+	script := "ip link add nwz-sec0 type veth peer name nwz-sec1 && ip link set nwz-sec0 up && ip -6 addr add " + ll + "/64 dev nwz-sec0 nodad && " +
+		"ip -6 addr show dev nwz-sec0 | grep -q 3eff:fe4f && exec \"$0\" report"
+	r := runBin(t, "unshare", nil, "-n", "sh", "-c", script, bin)
+	if !strings.Contains(r.stdout, "nwz-sec0") {
+		t.Fatalf("the report does not show the test interface (exit %d):\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, leak := range []string{ll, "3eff:fe4f"} {
+		if strings.Contains(r.stdout, leak) {
+			t.Errorf("report leaks %s:\n%s", leak, grepLines(r.stdout, leak))
+		}
+	}
+	if !strings.Contains(r.stdout, "ip-") {
+		t.Errorf("no pseudonym in the report:\n%s", grepLines(r.stdout, "nwz-sec0"))
+	}
+}
+
+// explainLeakLog is a failing job's log whose evidence lines carry a URL
+// password with an empty user, an AWS secret in an env dump without '='
+// and a Bearer token.
+const explainLeakLog = `node1:1234:1300 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+node1:1234:1300 [0] NCCL WARN NET/Plugin : connect to https://:urlPwSecret9@store.example.com/v1 failed
+node1:1234:1300 [0] include/socket.h:409 NCCL WARN Net : Connect to 10.0.0.2<43981> failed : Connection refused
+[rank0]: RuntimeError: upload failed, AWS_SECRET_ACCESS_KEY awsSpaceSecret77/K7MDENGbPxRfiCY rejected (Authorization: Bearer bearerSecret67890)
+[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5
+[rank0]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.
+[rank0]: Last error:
+[rank0]: socketStartConnect: Connect to 10.0.0.2<43981> failed : Software caused connection abort https://:urlPwSecret8@x.example.com
+`
+
+// TestBinaryExplainRedactsLogSecrets: explain shows the lines that matter
+// (text and --json) with their secrets redacted and the rest intact.
+func TestBinaryExplainRedactsLogSecrets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := tmuxtest.Build(t, "..")
+	log := filepath.Join(t.TempDir(), "rank0.log")
+	if err := os.WriteFile(log, []byte(explainLeakLog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"explain", "-v", log}, {"explain", "--json", log}} {
+		r := runBin(t, bin, nil, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+		}
+		for _, s := range []string{"urlPwSecret8", "awsSpaceSecret77", "bearerSecret67890"} {
+			if strings.Contains(r.stdout+r.stderr, s) {
+				t.Errorf("%v leaks %s:\n%s", args, s, grepLines(r.stdout, s))
+			}
+		}
+		for _, w := range []string{"https://:[redacted]@x.example.com", "AWS_SECRET_ACCESS_KEY [redacted] rejected", "Bearer [redacted]", "10.0.0.2<43981>", "ProcessGroupNCCL.cpp:1970"} {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("%v lacks %q:\n%s", args, w, r.stdout)
+			}
+		}
+	}
+}
+
+// TestBinaryErrorsAreSanitised reproduces issue 14 item 10: arguments
+// echoed in errors (cobra's unknown flag and command, an unknown check ID,
+// a path that cannot be written) and in messages reached the terminal with
+// their escape bytes. No ESC or BEL may reach stdout or stderr; the error
+// shows them as visible text.
+func TestBinaryErrorsAreSanitised(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := tmuxtest.Build(t, "..")
+	const title = "\x1b]0;pwned\a"
+	dir := t.TempDir()
+	tests := [][]string{
+		{"check", "--only", "x" + title},
+		{"report", "-o", "/nonexist/" + title},
+		{"check", "--" + title},
+		{"check", "--" + title + "=1"},
+		{title},
+		{"version", title},
+		{"guides", title},
+		{"explain", title},
+		{"--scenario", title},
+		{"--lang", title, "guides"},
+		{"env", "--shell", title},
+		{"fix", "--apply", title},
+		{"check", "--peer", title},
+		{"fix", "--scenario", "shm-orphans", "--export", filepath.Join(dir, "fix"+title+".sh")},
+		{"report", "--scenario", "shm-orphans", "-o", filepath.Join(dir, "r"+title+".md")},
+	}
+	for _, args := range tests {
+		r := runBin(t, bin, nil, args...)
+		all := r.stdout + r.stderr
+		if strings.ContainsAny(all, "\x1b\a") {
+			t.Errorf("%q: a raw escape reached the terminal (exit %d): %q", args, r.code, all)
+		}
+		if r.code == 2 && !strings.Contains(r.stderr, `\x1b]0;pwned`) {
+			t.Errorf("%q: the error does not show the argument: %q", args, r.stderr)
+		}
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,107 @@
+// Package safefile writes output files the user named without trusting
+// what is already at that name: a symlink is refused (never written
+// through), and the content goes to a new file in the same directory that
+// is renamed over the name, so an existing file is replaced, not modified,
+// and its old permissions and other hard links never see the new content.
+package safefile
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// ErrSymlink is returned (wrapped) when the name is a symbolic link.
+var ErrSymlink = errors.New("is a symbolic link; ncclwiz does not write through links (remove it or choose another name)")
+
+// ErrNotRegular is returned (wrapped) when the name is a directory, a
+// device, a FIFO or a socket.
+var ErrNotRegular = errors.New("exists and is not a regular file")
+
+// Check reports why path cannot be written by Write: a symlink or a
+// non-regular file. A missing path is fine.
+func Check(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s %w", path, ErrSymlink)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s %w", path, ErrNotRegular)
+	}
+	return nil
+}
+
+// Write puts data at path with the given permissions (mode 0600 is kept
+// as is; others are narrowed by the process umask). The file is created
+// with O_EXCL under a random name in the same directory, synced and renamed
+// over path; on any failure the temporary file is removed.
+func Write(path string, data []byte, perm fs.FileMode) (err error) {
+	if err := Check(path); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".ncclwiz-*")
+	if err != nil {
+		return fail(path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+			err = fail(path, err)
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(perm &^ umask()); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	// A symlink planted after Check is replaced by the rename (rename
+	// does not follow links), never written through.
+	return os.Rename(tmp.Name(), path)
+}
+
+// fail names the path the user gave, not the temporary file.
+func fail(path string, err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		err = pe.Err
+	case errors.As(err, &le):
+		err = le.Err
+	}
+	return fmt.Errorf("write %s: %w", path, err)
+}
+
+// umask reads the process umask without changing it (/proc/self/status,
+// Linux 4.7+); 022 when it cannot be read.
+func umask() fs.FileMode {
+	b, err := os.ReadFile("/proc/self/status")
+	if err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			if v, ok := bytes.CutPrefix(sc.Bytes(), []byte("Umask:")); ok {
+				if m, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 8, 32); err == nil {
+					return fs.FileMode(m)
+				}
+			}
+		}
+	}
+	return 0o022
+}

@@ -1,0 +1,78 @@
+package safefile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+func TestWrite(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T, p string)
+		wantErr error
+	}{
+		{"missing", func(*testing.T, string) {}, nil},
+		{"regular file", func(t *testing.T, p string) { must(t, os.WriteFile(p, []byte("old"), 0o666)) }, nil},
+		{"symlink to a file", func(t *testing.T, p string) {
+			must(t, os.WriteFile(p+".target", []byte("old"), 0o644))
+			must(t, os.Symlink(p+".target", p))
+		}, ErrSymlink},
+		{"dangling symlink", func(t *testing.T, p string) { must(t, os.Symlink("/nonexistent/x", p)) }, ErrSymlink},
+		{"directory", func(t *testing.T, p string) { must(t, os.Mkdir(p, 0o755)) }, ErrNotRegular},
+		{"fifo", func(t *testing.T, p string) { must(t, syscall.Mkfifo(p, 0o644)) }, ErrNotRegular},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "out")
+			tt.setup(t, p)
+			err := Write(p, []byte("new"), 0o600)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Write: %v, want %v", err, tt.wantErr)
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, ".out.ncclwiz-*")); len(left) > 0 {
+				t.Errorf("temporary files left: %v", left)
+			}
+			if tt.wantErr != nil {
+				return
+			}
+			fi, err := os.Lstat(p)
+			if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("result: %v %v", fi, err)
+			}
+			if b, _ := os.ReadFile(p); string(b) != "new" {
+				t.Errorf("content %q", b)
+			}
+		})
+	}
+}
+
+// A directory it cannot create files in: a clear error naming the path
+// the user gave, and nothing left behind.
+func TestWriteUnwritableDirectory(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "missing-dir", "out")
+	err := Write(p, []byte("x"), 0o644)
+	if err == nil || !errors.Is(err, os.ErrNotExist) || err.Error() != "write "+p+": no such file or directory" {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestWriteHonoursUmask(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	p := filepath.Join(t.TempDir(), "out")
+	must(t, Write(p, []byte("x"), 0o644))
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v under umask 077, want 0600", fi.Mode().Perm())
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
