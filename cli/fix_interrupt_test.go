@@ -22,7 +22,6 @@ import (
 // that tests can signal a real process.
 const envRunCLI = "NCCLWIZ_CLI_TEST_MAIN"
 
-
 // makeOrphans creates n empty, hour-old segments quickly.
 func makeOrphans(t *testing.T, dir string, n int) {
 	t.Helper()
