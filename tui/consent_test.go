@@ -107,26 +107,28 @@ func confirmReady(m Model) bool {
 
 // The wizard in each of its states, reached the way a user reaches it.
 var wizardStates = []struct {
-	name string
-	keys []string
+	name  string
+	keys  []string
+	stage flow.Stage
 }{
-	{"start", nil},
-	{"findings", []string{"enter"}},
-	{"explain", []string{"enter", "tab"}},
-	{"fix", []string{"enter", "tab", "tab"}},
-	{"fix, cleanup chosen", []string{"enter", "tab", "tab", "space"}},
-	{"fix, both chosen", []string{"enter", "tab", "tab", "space", "down", "space"}},
-	{"confirm, compact plan", []string{"enter", "tab", "tab", "space", "down", "space", "enter"}},
-	{"confirm, expanded, not read", []string{"enter", "tab", "tab", "space", "down", "space", "enter", "e"}},
-	{"confirm, expanded, read to the end", []string{"enter", "tab", "tab", "space", "down", "space", "enter", "e", "end"}},
-	{"apply, done", []string{"enter", "tab", "tab", "space", "enter", "y"}},
-	{"fix, after applying", []string{"enter", "tab", "tab", "space", "enter", "y", "shift+tab"}},
-	{"validate", []string{"enter", "tab", "tab", "tab"}},
-	{"summary", []string{"enter", "tab", "tab", "tab", "tab"}},
-	{"summary, export prompt", []string{"enter", "tab", "tab", "tab", "tab", "e"}},
-	{"log", []string{"2"}},
-	{"learn", []string{"3"}},
-	{"guides", []string{"4"}},
+	{"start", nil, flow.Start},
+	{"findings", []string{"enter"}, flow.Findings},
+	{"explain", []string{"enter", "tab"}, flow.Explain},
+	{"fix", []string{"enter", "tab", "tab"}, flow.Fix},
+	{"fix, cleanup chosen", []string{"enter", "tab", "tab", "space"}, flow.Fix},
+	{"fix, both chosen", []string{"enter", "tab", "tab", "space", "down", "space"}, flow.Fix},
+	{"confirm, compact plan", []string{"enter", "tab", "tab", "space", "down", "space", "enter"}, flow.Fix},
+	{"confirm, expanded, not read", []string{"enter", "tab", "tab", "space", "down", "space", "enter", "e"}, flow.Fix},
+	{"confirm, expanded, read to the end", []string{"enter", "tab", "tab", "space", "down", "space", "enter", "e", "end"}, flow.Fix},
+	{"apply, done", []string{"enter", "tab", "tab", "space", "enter", "y"}, flow.Apply},
+	{"fix, after applying", []string{"enter", "tab", "tab", "space", "enter", "y", "shift+tab"}, flow.Fix},
+	{"validate", []string{"enter", "tab", "tab", "tab"}, flow.Validate},
+	{"summary", []string{"enter", "tab", "tab", "tab", "tab"}, flow.Summary},
+	{"summary, export prompt", []string{"enter", "tab", "tab", "tab", "tab", "e"}, flow.Summary},
+	{"detect, after a run", []string{"enter", "tab", "tab", "tab", "tab", "esc", "enter"}, flow.Detect},
+	{"log", []string{"2"}, flow.Log},
+	{"learn", []string{"3"}, flow.Learn},
+	{"guides", []string{"4"}, flow.Guides},
 }
 
 // Every key on every screen: only y on a confirm step whose plan has been
@@ -140,6 +142,9 @@ func TestNoKeyButConfirmedYApplies(t *testing.T) {
 			for _, k := range keys {
 				w := &longWorld{}
 				m := press(t, newTestModel(t, w.deps()), st.keys...)
+				if m.Stage() != st.stage {
+					t.Fatalf("reached %s, not %s", m.Stage(), st.stage)
+				}
 				before := len(w.applied)
 				ready := confirmReady(m)
 				shown := m.fix.chosenFixes()
@@ -172,6 +177,39 @@ func TestNoKeyButConfirmedYApplies(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// While the confirmed fixes run, no key starts another run or leaves the
+// Apply screen by Tab.
+func TestKeysWhileApplying(t *testing.T) {
+	keys := slices.DeleteFunc(keytest.All(), func(k string) bool { return k == "ctrl+c" })
+	for _, k := range keys {
+		w := &longWorld{}
+		d := w.deps()
+		called := make(chan struct{}, 1)
+		apply := d.ApplyFix
+		d.ApplyFix = func(ctx context.Context, f FixView, progress func(string)) FixResult {
+			defer func() { called <- struct{}{} }()
+			return apply(ctx, f, progress)
+		}
+		m := press(t, newTestModel(t, d), "enter", "tab", "tab", "space", "enter")
+		// y, without running the command that reads the run's progress: the
+		// run stays in flight for the model.
+		nm, cmd := m.Update(keytest.Press("y"))
+		nm, _ = nm.Update(cmd())
+		m = nm.(Model)
+		if !m.apply.running || m.Stage() != flow.Apply {
+			t.Fatalf("not applying: stage %s", m.Stage())
+		}
+		<-called
+		m = press(t, m, k)
+		if len(w.applied) != 1 {
+			t.Fatalf("key %q during the run: applied %d fixes, want the 1 confirmed", k, len(w.applied))
+		}
+		if (k == "tab" || k == "shift+tab") && m.Stage() != flow.Apply {
+			t.Errorf("%s left Apply while applying: %s", k, m.Stage())
+		}
 	}
 }
 
