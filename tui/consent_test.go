@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
@@ -355,6 +356,26 @@ func TestRecheckedSentence(t *testing.T) {
 	} {
 		if got := recheckedSentence(c.ids); !strings.HasPrefix(got, c.want) {
 			t.Errorf("%v: %q", c.ids, got)
+		}
+	}
+}
+
+// Every state fits the terminal exactly, at 80x24 and smaller.
+func TestEveryStateFits(t *testing.T) {
+	for _, st := range wizardStates {
+		for _, size := range [][2]int{{80, 24}, {60, 15}} {
+			w := &longWorld{kept: []string{"nccl-seg07: now in use by pid 4242 (python)"}}
+			m := press(t, newTestModel(t, w.deps()), st.keys...)
+			m = drive(t, m, tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+			lines := strings.Split(view(m), "\n")
+			if len(lines) != size[1] {
+				t.Errorf("%s at %dx%d: %d lines", st.name, size[0], size[1], len(lines))
+			}
+			for i, l := range lines {
+				if n := ansi.StringWidth(l); n > size[0] {
+					t.Errorf("%s at %dx%d: line %d is %d cells: %q", st.name, size[0], size[1], i, n, l)
+				}
+			}
 		}
 	}
 }

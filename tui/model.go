@@ -476,7 +476,7 @@ func (m Model) header() string {
 func (m Model) helpBar() string {
 	keys := m.current().keys()
 	keys = append(keys, [2]string{"q", "quit"})
-	if onPath(m.stage) && m.stage != flow.Start {
+	if onPath(m.stage) && m.stage != flow.Start && !m.apply.running {
 		keys = append(keys, [2]string{"tab/shift+tab", "next/back"})
 	}
 	st := m.c.st

@@ -138,9 +138,9 @@ func (m summaryModel) view() string {
 	}
 	switch {
 	case m.validated == nil && m.appliedOK() == 0:
-		b.WriteString(st.m.bullet + " verified: nothing — no fix was applied and no collective test ran\n")
+		b.WriteString(st.m.bullet + " " + textwrap.String("verified: nothing — no fix was applied and no collective test ran", m.c.width-2, "  ") + "\n")
 	case m.validated == nil:
-		b.WriteString(truncate(st.m.bullet+" verified: "+units.Count(m.appliedOK(), "applied fix", "applied fixes")+" re-checked above (no collective test)", m.c.width) + "\n")
+		b.WriteString(st.m.bullet + " " + textwrap.String("verified: "+units.Count(m.appliedOK(), "applied fix", "applied fixes")+" re-checked above (no collective test)", m.c.width-2, "  ") + "\n")
 	case m.validated.Pass:
 		b.WriteString(st.m.bullet + " verified: " + st.ok.Render(textsafe.Clean(m.validated.Verdict)) + "\n")
 	default:
