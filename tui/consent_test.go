@@ -125,6 +125,7 @@ var wizardStates = []struct {
 	{"fix, after applying", []string{"enter", "tab", "tab", "space", "enter", "y", "shift+tab"}, flow.Fix},
 	{"validate", []string{"enter", "tab", "tab", "tab"}, flow.Validate},
 	{"summary", []string{"enter", "tab", "tab", "tab", "tab"}, flow.Summary},
+	{"summary, after applying", []string{"enter", "tab", "tab", "space", "enter", "y", "enter", "enter"}, flow.Summary},
 	{"summary, export prompt", []string{"enter", "tab", "tab", "tab", "tab", "e"}, flow.Summary},
 	{"detect, after a run", []string{"enter", "tab", "tab", "tab", "tab", "esc", "enter"}, flow.Detect},
 	{"log", []string{"2"}, flow.Log},

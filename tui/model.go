@@ -376,6 +376,7 @@ func (m Model) resize() (tea.Model, tea.Cmd) {
 	m.fix.refresh()
 	m.apply.refresh()
 	m.findings.refresh()
+	m.summary.refresh()
 	if m.hasBrowser {
 		cmds = append(cmds, m.browser.SetSize(m.c.width, m.c.height-2))
 	}
