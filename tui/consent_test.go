@@ -92,7 +92,7 @@ func evidence(n int) map[string]any {
 	return ev
 }
 
-func press(t *testing.T, m Model, keys ...string) Model {
+func press(t testing.TB, m Model, keys ...string) Model {
 	t.Helper()
 	for _, k := range keys {
 		m = drive(t, m, keytest.Press(k))
