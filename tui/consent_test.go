@@ -215,27 +215,44 @@ func TestKeysWhileApplying(t *testing.T) {
 	}
 }
 
-// A long random walk over every key: an apply happens only on y with the
-// whole plan displayed.
+// Random walks over every key, each starting from one of the wizard's
+// states: an apply happens only on y with the whole plan displayed.
 func TestRandomKeysNeverApplyWithoutConsent(t *testing.T) {
 	keys := slices.DeleteFunc(keytest.All(), func(k string) bool { return k == "ctrl+c" || k == "q" })
+	// Half the presses are the keys that move through the wizard, so the
+	// walks keep reaching the confirm step; the other half are any key.
+	nav := []string{"enter", "tab", "shift+tab", "space", "down", "y", "y", "end", "pgdown", "e", "esc"}
 	r := rand.New(rand.NewPCG(13, 1))
-	w := &longWorld{}
-	m := newTestModel(t, w.deps())
-	applies := 0
-	for i := range 3000 {
-		k := keys[r.IntN(len(keys))]
-		ready := confirmReady(m)
-		before := len(w.applied)
-		m = drive(t, m, keytest.Press(k))
-		if len(w.applied) > before {
-			applies++
-			if !ready || k != "y" {
-				t.Fatalf("step %d: key %q in stage %s applied %v", i, k, m.Stage(), w.applied[before:])
+	applies, refused := 0, 0
+	for walk := range 300 {
+		st := wizardStates[r.IntN(len(wizardStates))]
+		w := &longWorld{}
+		m := press(t, newTestModel(t, w.deps()), st.keys...)
+		var trail []string
+		for range 25 {
+			k := keys[r.IntN(len(keys))]
+			if r.IntN(2) == 0 {
+				k = nav[r.IntN(len(nav))]
+			}
+			trail = append(trail, k)
+			ready := confirmReady(m)
+			if k == "y" && m.stage == flow.Fix && m.fix.confirming && !ready {
+				refused++
+			}
+			before := len(w.applied)
+			m = drive(t, m, keytest.Press(k))
+			if len(w.applied) > before {
+				applies++
+				if !ready || k != "y" {
+					t.Fatalf("walk %d from %s, keys %q: the last applied %v", walk, st.name, trail, w.applied[before:])
+				}
 			}
 		}
 	}
-	t.Logf("%d confirmed applies in 3000 keys", applies)
+	t.Logf("%d confirmed applies, %d refused y", applies, refused)
+	if applies == 0 || refused == 0 {
+		t.Errorf("the walks never applied (%d) or never had y refused (%d): they prove little", applies, refused)
+	}
 }
 
 // The sequence: Enter, Tab, Tab, Space, Tab — and Tab from the
