@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncclwiz/ncclwiz/checks/all"
 	"github.com/ncclwiz/ncclwiz/internal/shmtest"
 	"github.com/ncclwiz/ncclwiz/internal/tmuxtest"
+	"github.com/ncclwiz/ncclwiz/tui"
 )
 
 // The layout for real: a small tmpfs (8 MiB, as root) holding 30
@@ -136,10 +140,13 @@ func TestWizardConsentInTmux(t *testing.T) {
 				t.Errorf("%s survived the cleanup", p)
 			}
 		}
-		for _, w := range []string{"removed 29 segments", "left alone (1):", "kept " + filepath.Base(held)} {
-			if !strings.Contains(scr, w) {
-				t.Errorf("Apply screen lacks %q:\n%s", w, scr)
-			}
+		if !strings.Contains(scr, "removed 29 segments") {
+			t.Errorf("Apply screen lacks the count removed:\n%s", scr)
+		}
+		// The line under "left alone" names the held segment (and why:
+		// the cleanup's own words).
+		if row := fixRow(scr, "left alone (1):"); row < 0 || !strings.Contains(strings.Split(scr, "\n")[row+1], filepath.Base(held)+":") {
+			t.Errorf("Apply screen does not name %s as left alone:\n%s", filepath.Base(held), scr)
 		}
 		if remount > 0 {
 			if size := tmpfsSize(t, dir); size <= 8<<20 {
@@ -166,4 +173,73 @@ func tmpfsSize(t *testing.T, dir string) uint64 {
 		t.Fatal(err)
 	}
 	return st.Blocks * uint64(st.Bsize)
+}
+
+// The wizard's deps apply the fix of the plan a view came from, frozen when
+// it was planned: a segment that appears after the preview is not touched,
+// and a view of a plan never made applies nothing. (No tmux needed; kept
+// beside the end-to-end test of the same promise.)
+func TestWizardAppliesThePlanShown(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	seg := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, make([]byte, 4096), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	shown := []string{seg("nccl-plan01"), seg("nccl-plan02"), seg("nccl-plan03")}
+	a := &App{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, ShmPath: dir}
+	reg, err := all.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := wizardDeps(a, reg, reg.All())
+	h, err := a.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	fs, err := findingsNow(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var view tui.FixView
+	for _, v := range d.PlanFixes(ctx, fs) {
+		if v.ID == "shm.cleanup" {
+			view = v
+		}
+	}
+	if view.ID == "" {
+		t.Fatalf("no cleanup planned for %s: %v", dir, fs)
+	}
+	later := seg("nccl-later1") // orphaned too, but never previewed
+
+	bogus := view
+	bogus.Plan = view.Plan + 100
+	if r := d.ApplyFix(ctx, bogus, nil); r.Err == nil || !strings.Contains(r.Err.Error(), "not in the plan that was shown") {
+		t.Errorf("a view of no plan: %+v", r)
+	}
+	for _, p := range append(shown, later) {
+		if _, err := os.Lstat(p); err != nil {
+			t.Fatalf("%s removed by a view of no plan", p)
+		}
+	}
+
+	r := d.ApplyFix(ctx, view, func(string) {})
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	for _, p := range shown {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was previewed and confirmed but not removed: %+v", p, r)
+		}
+	}
+	if _, err := os.Lstat(later); err != nil {
+		t.Errorf("%s was not in the plan shown, yet it was removed", later)
+	}
 }

@@ -220,7 +220,7 @@ func resultLines(st styles, r FixResult, open map[string]bool, width int) string
 	if len(r.Skipped) > 0 {
 		b.WriteString("    " + st.warn.Render(fmt.Sprintf("left alone (%d):", len(r.Skipped))) + "\n")
 		for _, s := range r.Skipped {
-			b.WriteString(truncate("      kept "+textsafe.Clean(s), width) + "\n")
+			b.WriteString(truncate("      "+textsafe.Clean(s), width) + "\n")
 		}
 	}
 	if len(r.Changed) > 0 {

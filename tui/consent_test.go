@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
@@ -91,7 +92,7 @@ func evidence(n int) map[string]any {
 	return ev
 }
 
-func press(t *testing.T, m Model, keys ...string) Model {
+func press(t testing.TB, m Model, keys ...string) Model {
 	t.Helper()
 	for _, k := range keys {
 		m = drive(t, m, keytest.Press(k))
@@ -107,26 +108,29 @@ func confirmReady(m Model) bool {
 
 // The wizard in each of its states, reached the way a user reaches it.
 var wizardStates = []struct {
-	name string
-	keys []string
+	name  string
+	keys  []string
+	stage flow.Stage
 }{
-	{"start", nil},
-	{"findings", []string{"enter"}},
-	{"explain", []string{"enter", "tab"}},
-	{"fix", []string{"enter", "tab", "tab"}},
-	{"fix, cleanup chosen", []string{"enter", "tab", "tab", "space"}},
-	{"fix, both chosen", []string{"enter", "tab", "tab", "space", "down", "space"}},
-	{"confirm, compact plan", []string{"enter", "tab", "tab", "space", "down", "space", "enter"}},
-	{"confirm, expanded, not read", []string{"enter", "tab", "tab", "space", "down", "space", "enter", "e"}},
-	{"confirm, expanded, read to the end", []string{"enter", "tab", "tab", "space", "down", "space", "enter", "e", "end"}},
-	{"apply, done", []string{"enter", "tab", "tab", "space", "enter", "y"}},
-	{"fix, after applying", []string{"enter", "tab", "tab", "space", "enter", "y", "shift+tab"}},
-	{"validate", []string{"enter", "tab", "tab", "tab"}},
-	{"summary", []string{"enter", "tab", "tab", "tab", "tab"}},
-	{"summary, export prompt", []string{"enter", "tab", "tab", "tab", "tab", "e"}},
-	{"log", []string{"2"}},
-	{"learn", []string{"3"}},
-	{"guides", []string{"4"}},
+	{"start", nil, flow.Start},
+	{"findings", []string{"enter"}, flow.Findings},
+	{"explain", []string{"enter", "tab"}, flow.Explain},
+	{"fix", []string{"enter", "tab", "tab"}, flow.Fix},
+	{"fix, cleanup chosen", []string{"enter", "tab", "tab", "space"}, flow.Fix},
+	{"fix, both chosen", []string{"enter", "tab", "tab", "space", "down", "space"}, flow.Fix},
+	{"confirm, compact plan", []string{"enter", "tab", "tab", "space", "down", "space", "enter"}, flow.Fix},
+	{"confirm, expanded, not read", []string{"enter", "tab", "tab", "space", "down", "space", "enter", "e"}, flow.Fix},
+	{"confirm, expanded, read to the end", []string{"enter", "tab", "tab", "space", "down", "space", "enter", "e", "end"}, flow.Fix},
+	{"apply, done", []string{"enter", "tab", "tab", "space", "enter", "y"}, flow.Apply},
+	{"fix, after applying", []string{"enter", "tab", "tab", "space", "enter", "y", "shift+tab"}, flow.Fix},
+	{"validate", []string{"enter", "tab", "tab", "tab"}, flow.Validate},
+	{"summary", []string{"enter", "tab", "tab", "tab", "tab"}, flow.Summary},
+	{"summary, after applying", []string{"enter", "tab", "tab", "space", "enter", "y", "enter", "enter"}, flow.Summary},
+	{"summary, export prompt", []string{"enter", "tab", "tab", "tab", "tab", "e"}, flow.Summary},
+	{"detect, after a run", []string{"enter", "tab", "tab", "tab", "tab", "esc", "enter"}, flow.Detect},
+	{"log", []string{"2"}, flow.Log},
+	{"learn", []string{"3"}, flow.Learn},
+	{"guides", []string{"4"}, flow.Guides},
 }
 
 // Every key on every screen: only y on a confirm step whose plan has been
@@ -140,6 +144,9 @@ func TestNoKeyButConfirmedYApplies(t *testing.T) {
 			for _, k := range keys {
 				w := &longWorld{}
 				m := press(t, newTestModel(t, w.deps()), st.keys...)
+				if m.Stage() != st.stage {
+					t.Fatalf("reached %s, not %s", m.Stage(), st.stage)
+				}
 				before := len(w.applied)
 				ready := confirmReady(m)
 				shown := m.fix.chosenFixes()
@@ -175,27 +182,77 @@ func TestNoKeyButConfirmedYApplies(t *testing.T) {
 	}
 }
 
-// A long random walk over every key: an apply happens only on y with the
-// whole plan displayed.
+// While the confirmed fixes run, no key starts another run or leaves the
+// Apply screen by Tab.
+func TestKeysWhileApplying(t *testing.T) {
+	keys := slices.DeleteFunc(keytest.All(), func(k string) bool { return k == "ctrl+c" })
+	for _, k := range keys {
+		w := &longWorld{}
+		d := w.deps()
+		called := make(chan struct{}, 1)
+		apply := d.ApplyFix
+		d.ApplyFix = func(ctx context.Context, f FixView, progress func(string)) FixResult {
+			defer func() { called <- struct{}{} }()
+			return apply(ctx, f, progress)
+		}
+		m := press(t, newTestModel(t, d), "enter", "tab", "tab", "space", "enter")
+		// y, without running the command that reads the run's progress: the
+		// run stays in flight for the model.
+		nm, cmd := m.Update(keytest.Press("y"))
+		nm, _ = nm.Update(cmd())
+		m = nm.(Model)
+		if !m.apply.running || m.Stage() != flow.Apply {
+			t.Fatalf("not applying: stage %s", m.Stage())
+		}
+		<-called
+		m = press(t, m, k)
+		if len(w.applied) != 1 {
+			t.Fatalf("key %q during the run: applied %d fixes, want the 1 confirmed", k, len(w.applied))
+		}
+		if (k == "tab" || k == "shift+tab") && m.Stage() != flow.Apply {
+			t.Errorf("%s left Apply while applying: %s", k, m.Stage())
+		}
+	}
+}
+
+// Random walks over every key, each starting from one of the wizard's
+// states: an apply happens only on y with the whole plan displayed.
 func TestRandomKeysNeverApplyWithoutConsent(t *testing.T) {
 	keys := slices.DeleteFunc(keytest.All(), func(k string) bool { return k == "ctrl+c" || k == "q" })
+	// Half the presses are the keys that move through the wizard, so the
+	// walks keep reaching the confirm step; the other half are any key.
+	nav := []string{"enter", "tab", "shift+tab", "space", "down", "y", "y", "end", "pgdown", "e", "esc"}
 	r := rand.New(rand.NewPCG(13, 1))
-	w := &longWorld{}
-	m := newTestModel(t, w.deps())
-	applies := 0
-	for i := range 3000 {
-		k := keys[r.IntN(len(keys))]
-		ready := confirmReady(m)
-		before := len(w.applied)
-		m = drive(t, m, keytest.Press(k))
-		if len(w.applied) > before {
-			applies++
-			if !ready || k != "y" {
-				t.Fatalf("step %d: key %q in stage %s applied %v", i, k, m.Stage(), w.applied[before:])
+	applies, refused := 0, 0
+	for walk := range 300 {
+		st := wizardStates[r.IntN(len(wizardStates))]
+		w := &longWorld{}
+		m := press(t, newTestModel(t, w.deps()), st.keys...)
+		var trail []string
+		for range 25 {
+			k := keys[r.IntN(len(keys))]
+			if r.IntN(2) == 0 {
+				k = nav[r.IntN(len(nav))]
+			}
+			trail = append(trail, k)
+			ready := confirmReady(m)
+			if k == "y" && m.stage == flow.Fix && m.fix.confirming && !ready {
+				refused++
+			}
+			before := len(w.applied)
+			m = drive(t, m, keytest.Press(k))
+			if len(w.applied) > before {
+				applies++
+				if !ready || k != "y" {
+					t.Fatalf("walk %d from %s, keys %q: the last applied %v", walk, st.name, trail, w.applied[before:])
+				}
 			}
 		}
 	}
-	t.Logf("%d confirmed applies in 3000 keys", applies)
+	t.Logf("%d confirmed applies, %d refused y", applies, refused)
+	if applies == 0 || refused == 0 {
+		t.Errorf("the walks never applied (%d) or never had y refused (%d): they prove little", applies, refused)
+	}
 }
 
 // The sequence: Enter, Tab, Tab, Space, Tab — and Tab from the
@@ -263,7 +320,7 @@ func TestConfirmNeedsWholePlanShown(t *testing.T) {
 		t.Fatalf("applied %v, stage %s", w.applied, m.Stage())
 	}
 	v = view(m)
-	for _, want := range []string{"Applied: what happened", "removed 29 segments", "left alone (1):", "kept nccl-seg07: now in use by pid 4242"} {
+	for _, want := range []string{"Applied: what happened", "removed 29 segments", "left alone (1):", "nccl-seg07: now in use by pid 4242"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("apply view lacks %q:\n%s", want, v)
 		}
@@ -317,6 +374,26 @@ func TestRecheckedSentence(t *testing.T) {
 	} {
 		if got := recheckedSentence(c.ids); !strings.HasPrefix(got, c.want) {
 			t.Errorf("%v: %q", c.ids, got)
+		}
+	}
+}
+
+// Every state fits the terminal exactly, at 80x24 and smaller.
+func TestEveryStateFits(t *testing.T) {
+	for _, st := range wizardStates {
+		for _, size := range [][2]int{{80, 24}, {60, 15}} {
+			w := &longWorld{kept: []string{"nccl-seg07: now in use by pid 4242 (python)"}}
+			m := press(t, newTestModel(t, w.deps()), st.keys...)
+			m = drive(t, m, tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+			lines := strings.Split(view(m), "\n")
+			if len(lines) != size[1] {
+				t.Errorf("%s at %dx%d: %d lines", st.name, size[0], size[1], len(lines))
+			}
+			for i, l := range lines {
+				if n := ansi.StringWidth(l); n > size[0] {
+					t.Errorf("%s at %dx%d: line %d is %d cells: %q", st.name, size[0], size[1], i, n, l)
+				}
+			}
 		}
 	}
 }

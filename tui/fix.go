@@ -37,6 +37,9 @@ type fixModel struct {
 	gen    int
 	detail pager // the selected fix's preview
 	plan   pager // the confirm step's plan
+	// built says what the pagers were last built for, so keys that only
+	// scroll do not rebuild a plan of 100,000 lines.
+	built string
 }
 
 func newFixModel(c *common) fixModel {
@@ -204,6 +207,14 @@ func (m fixModel) listTop() int {
 // refresh rebuilds the pagers' content for the current state and size.
 func (m *fixModel) refresh() {
 	w, h := m.c.width, m.c.bodyHeight()
+	sig := fmt.Sprint(w, h, m.confirming, m.expanded, m.cursor, m.chosenIDs(), m.gen, len(m.fixes), m.c.deps.Host != nil && m.c.deps.Host.Simulated)
+	if len(m.fixes) > 0 {
+		sig += fmt.Sprint(m.fixes[0].Plan)
+	}
+	if sig == m.built {
+		return
+	}
+	m.built = sig
 	if m.confirming {
 		// Title and blank above; the position line and the prompt below.
 		m.plan.set(m.planText(), w, h-4)

@@ -376,6 +376,7 @@ func (m Model) resize() (tea.Model, tea.Cmd) {
 	m.fix.refresh()
 	m.apply.refresh()
 	m.findings.refresh()
+	m.summary.refresh()
 	if m.hasBrowser {
 		cmds = append(cmds, m.browser.SetSize(m.c.width, m.c.height-2))
 	}
@@ -476,7 +477,7 @@ func (m Model) header() string {
 func (m Model) helpBar() string {
 	keys := m.current().keys()
 	keys = append(keys, [2]string{"q", "quit"})
-	if onPath(m.stage) && m.stage != flow.Start {
+	if onPath(m.stage) && m.stage != flow.Start && !m.apply.running {
 		keys = append(keys, [2]string{"tab/shift+tab", "next/back"})
 	}
 	st := m.c.st

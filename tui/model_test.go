@@ -25,7 +25,7 @@ func key(s string) tea.KeyPressMsg { return keytest.Press(s) }
 
 // drive feeds msg to the model and runs the commands it returns (and the
 // commands those return) until quiet, like a program would, skipping ticks.
-func drive(t *testing.T, m Model, msg tea.Msg) Model {
+func drive(t testing.TB, m Model, msg tea.Msg) Model {
 	t.Helper()
 	queue := []tea.Msg{msg}
 	for steps := 0; len(queue) > 0; steps++ {
@@ -133,7 +133,7 @@ func (w *fakeWorld) deps() Deps {
 	}
 }
 
-func newTestModel(t *testing.T, d Deps) Model {
+func newTestModel(t testing.TB, d Deps) Model {
 	m := New(context.Background(), d, Options{ASCII: true})
 	return drive(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
 }

@@ -28,6 +28,7 @@ type summaryModel struct {
 	validated *ValidationResult
 	fixIDs    []string
 	input     textinput.Model
+	out       pager
 	exporting bool
 	exported  string
 	snippet   string
@@ -38,7 +39,7 @@ func newSummaryModel(c *common) summaryModel {
 	in := textinput.New()
 	in.Prompt = "export to: "
 	in.SetValue("ncclwiz-fix.sh")
-	return summaryModel{c: c, input: in}
+	return summaryModel{c: c, input: in, out: newPager()}
 }
 
 func problemsOf(rs []checks.Result) []checks.Finding {
@@ -64,9 +65,16 @@ func (m *summaryModel) load(s flow.State, before []checks.Result, applied []FixR
 	if m.c.deps.EnvSnippet != nil {
 		m.snippet = m.c.deps.EnvSnippet(m.now)
 	}
+	m.refresh()
 }
 
 func (m summaryModel) update(msg tea.Msg) (summaryModel, tea.Cmd) {
+	m, cmd := m.handle(msg)
+	m.refresh()
+	return m, cmd
+}
+
+func (m summaryModel) handle(msg tea.Msg) (summaryModel, tea.Cmd) {
 	switch msg := msg.(type) {
 	case exportDoneMsg:
 		m.exporting = false
@@ -101,6 +109,9 @@ func (m summaryModel) update(msg tea.Msg) (summaryModel, tea.Cmd) {
 			m.input, cmd = m.input.Update(msg)
 			return m, cmd
 		}
+		if m.out.scroll(msg.String(), true) {
+			return m, nil
+		}
 		switch msg.String() {
 		case "e":
 			if m.c.deps.ExportScript != nil {
@@ -123,8 +134,22 @@ func (m summaryModel) update(msg tea.Msg) (summaryModel, tea.Cmd) {
 
 func (m summaryModel) view() string {
 	st := m.c.st
+	bottom := st.dim.Render(truncate(m.out.position(), m.c.width))
+	if m.exporting {
+		bottom = truncate(m.input.View(), m.c.width)
+	}
+	return st.title.Render("Summary") + "\n\n" + m.out.view() + "\n" + bottom
+}
+
+// refresh lays the summary into its pager: the title above and the
+// position line (or the export prompt) below stay on screen.
+func (m *summaryModel) refresh() {
+	m.out.set(m.text(), m.c.width, m.c.bodyHeight()-3)
+}
+
+func (m summaryModel) text() string {
+	st := m.c.st
 	var b strings.Builder
-	b.WriteString(st.title.Render("Summary") + "\n\n")
 	found := fmt.Sprintf("%s found: %s at the start", st.m.bullet, units.Count(len(m.before), "problem"))
 	if len(m.before) > 0 {
 		found += " — " + textsafe.Clean(m.before[0].Title)
@@ -143,9 +168,9 @@ func (m summaryModel) view() string {
 	}
 	switch {
 	case m.validated == nil && m.appliedOK() == 0:
-		b.WriteString(st.m.bullet + " verified: nothing — no fix was applied and no collective test ran\n")
+		b.WriteString(st.m.bullet + " " + textwrap.String("verified: nothing — no fix was applied and no collective test ran", m.c.width-2, "  ") + "\n")
 	case m.validated == nil:
-		b.WriteString(truncate(st.m.bullet+" verified: "+units.Count(m.appliedOK(), "applied fix", "applied fixes")+" re-checked above (no collective test)", m.c.width) + "\n")
+		b.WriteString(st.m.bullet + " " + textwrap.String("verified: "+units.Count(m.appliedOK(), "applied fix", "applied fixes")+" re-checked above (no collective test)", m.c.width-2, "  ") + "\n")
 	case m.validated.Pass:
 		b.WriteString(st.m.bullet + " verified: " + st.ok.Render(textsafe.Clean(m.validated.Verdict)) + "\n")
 	default:
@@ -155,25 +180,19 @@ func (m summaryModel) view() string {
 		b.WriteString(st.m.bullet + " left: " + st.ok.Render("nothing — no warnings or errors remain") + "\n")
 	} else {
 		fmt.Fprintf(&b, "%s left: %s\n", st.m.bullet, units.Count(len(m.now), "problem"))
-		for i, f := range m.now {
-			if i == 5 {
-				fmt.Fprintf(&b, "    … %d more\n", len(m.now)-5)
-				break
-			}
+		for _, f := range m.now {
 			b.WriteString(truncate("    "+st.mark(f.Severity)+" "+textsafe.Clean(f.Title), m.c.width) + "\n")
 			if len(f.Fixes) > 0 {
 				b.WriteString(st.dim.Render(truncate("      → fix: "+strings.Join(f.Fixes, ", ")+" (ncclwiz fix shows each)", m.c.width)) + "\n")
 			}
 		}
 	}
-	b.WriteString("\n")
-	if m.exporting {
-		b.WriteString(m.input.View() + "\n")
-	} else if m.exported != "" {
-		b.WriteString(st.ok.Render("exported "+textsafe.Sanitize(m.exported)) + st.dim.Render(" — review it, then run: bash "+textsafe.Sanitize(m.exported)+" --apply") + "\n")
+	if m.exported != "" {
+		b.WriteString("\n" + st.ok.Render("exported "+textsafe.Sanitize(m.exported)) + "\n")
+		b.WriteString(st.dim.Render(textwrap.String("review it, then run: bash "+textsafe.Sanitize(m.exported)+" --apply", m.c.width-2, "  ")) + "\n")
 	}
 	if m.showEnv && m.snippet != "" {
-		b.WriteString(st.dim.Render("environment for the next run:") + "\n")
+		b.WriteString("\n" + st.dim.Render("environment for the next run:") + "\n")
 		for _, l := range strings.Split(strings.TrimRight(m.snippet, "\n"), "\n") {
 			b.WriteString("  " + st.hint.Render(truncate(textsafe.Sanitize(l), m.c.width-2)) + "\n")
 		}
@@ -191,6 +210,9 @@ func (m summaryModel) keys() [][2]string {
 	}
 	if m.snippet != "" {
 		ks = append(ks, [2]string{"c", "copy env snippet"})
+	}
+	if m.out.scrolls() {
+		ks = append(ks, [2]string{"pgup/pgdn", "scroll"})
 	}
 	return append(ks, [2]string{"esc", "start"})
 }
