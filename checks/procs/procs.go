@@ -104,7 +104,8 @@ func IsLauncher(p proctab.Process) bool {
 func reaperName(t *proctab.Table, p proctab.Process) (string, bool) {
 	c := p.Comm
 	switch c {
-	case "systemd", "init", "tini", "tini-static", "dumb-init", "docker-init", "catatonit", "s6-svscan", "runit", "runsvdir", "openrc-init":
+	// pause is PID 1 of a Kubernetes pod that shares its process namespace.
+	case "systemd", "init", "tini", "tini-static", "dumb-init", "docker-init", "catatonit", "s6-svscan", "runit", "runsvdir", "openrc-init", "pause":
 		return c, true
 	}
 	if strings.HasPrefix(c, "containerd-shim") {
