@@ -401,7 +401,7 @@ func staleOf(ctx context.Context, h *host.Host, as []Assessment) []StaleRank {
 
 func evidence(a Assessment) map[string]any {
 	e := map[string]any{"pid": a.PID, "ppid": a.PPID, "uid": a.UID(), "state": a.State, "command": a.Command(),
-		"age_seconds": int64(a.Age.Seconds()), "verdict": a.Verdict, "why": a.Why, "reason": a.Reason()}
+		"age_seconds": int64(a.Age.Seconds()), "verdict": a.Verdict, "why": a.Why}
 	if r := a.Rank(); r != "" {
 		e["rank"] = r
 	}
@@ -452,6 +452,7 @@ func run(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 				mine++
 			}
 			e := evidence(s.Assessment)
+			e["reason"] = s.Reason()
 			if len(s.Segments) > 0 {
 				e["shm_segments"] = s.Segments
 			}

@@ -287,6 +287,24 @@ func (t *Table) Children(pid int) []Process {
 	return out
 }
 
+// Descendants returns every process below pid (children, their children
+// …), by PID.
+func (t *Table) Descendants(pid int) []Process {
+	var out []Process
+	seen := map[int]bool{pid: true}
+	for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {
+		for _, c := range t.Children(queue[0]) {
+			if !seen[c.PID] { // a corrupt table must not loop
+				seen[c.PID] = true
+				out = append(out, c)
+				queue = append(queue, c.PID)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out
+}
+
 // Age returns how long ago the process started, by the host's clock (so a
 // fixture's pinned clock, or a test's, decides it).
 func (t *Table) Age(p Process) time.Duration { return age(p, t.Now, t.boot, t.uptime) }
