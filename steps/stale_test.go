@@ -100,3 +100,37 @@ func TestStaleApplyRejudges(t *testing.T) {
 		})
 	}
 }
+
+// On a real orphan (idle, torchrun's variables, re-parented to the
+// machine's init; the clock ten minutes ahead so it is old enough): the
+// apply judges it again on the real machine, finds the same process still
+// left over and ends it by PID.
+func TestStaleApplyRealOrphan(t *testing.T) {
+	pid := startStaleRank(t)
+	h := localHost(t.TempDir())
+	h.Clock = func() time.Time { return time.Now().Add(10 * time.Minute) }
+	ctx := context.Background()
+	targets, _, err := staleTargets(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []rank
+	for _, tg := range targets {
+		if tg.PID == pid {
+			mine = append(mine, tg) // never touch other processes of the machine
+		}
+	}
+	if len(mine) != 1 || !strings.Contains(mine[0].Reason, "launcher gone") || !strings.Contains(mine[0].Reason, "no CPU used") {
+		t.Fatalf("orphan %d not judged a leftover: %+v", pid, mine)
+	}
+	out, err := staleFix(h, mine, nil).Apply(ctx, h, ApplyOptions{Yes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Changed) != 1 || !strings.Contains(out.Changed[0], fmt.Sprintf("pid %d ended after SIGTERM", pid)) {
+		t.Errorf("outcome %+v", out)
+	}
+	if alive(pid) {
+		t.Errorf("orphan %d still runs", pid)
+	}
+}

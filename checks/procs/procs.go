@@ -104,7 +104,8 @@ func IsLauncher(p proctab.Process) bool {
 func reaperName(t *proctab.Table, p proctab.Process) (string, bool) {
 	c := p.Comm
 	switch c {
-	case "systemd", "init", "tini", "tini-static", "dumb-init", "docker-init", "catatonit", "s6-svscan", "runit", "runsvdir", "openrc-init":
+	// pause is PID 1 of a Kubernetes pod that shares its process namespace.
+	case "systemd", "init", "tini", "tini-static", "dumb-init", "docker-init", "catatonit", "s6-svscan", "runit", "runsvdir", "openrc-init", "pause":
 		return c, true
 	}
 	if strings.HasPrefix(c, "containerd-shim") {
@@ -400,7 +401,7 @@ func staleOf(ctx context.Context, h *host.Host, as []Assessment) []StaleRank {
 
 func evidence(a Assessment) map[string]any {
 	e := map[string]any{"pid": a.PID, "ppid": a.PPID, "uid": a.UID(), "state": a.State, "command": a.Command(),
-		"age_seconds": int64(a.Age.Seconds()), "verdict": a.Verdict, "why": a.Why, "reason": a.Reason()}
+		"age_seconds": int64(a.Age.Seconds()), "verdict": a.Verdict, "why": a.Why}
 	if r := a.Rank(); r != "" {
 		e["rank"] = r
 	}
@@ -451,6 +452,7 @@ func run(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 				mine++
 			}
 			e := evidence(s.Assessment)
+			e["reason"] = s.Reason()
 			if len(s.Segments) > 0 {
 				e["shm_segments"] = s.Segments
 			}

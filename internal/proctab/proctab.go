@@ -4,12 +4,15 @@
 // command line and a chosen subset of the environment.
 //
 // It is built on gopsutil v4's process package, given the host's root through
-// its context keys (host.GopsutilContext). Two gopsutil entry points are not
-// used because they reach past that root (see gopsutil_test.go, which proves
-// it): process.NewProcessWithContext probes the real PID with kill(pid, 0)
-// when the root is not a mount point, and every stat-based accessor (Ppid,
-// Times, CreateTime, Threads) calls getpriority(2) on the real PID and reads
-// the boot time through a process-wide cache that a first fixture poisons.
+// its context keys (host.GopsutilContext). Two kinds of gopsutil calls are
+// not used because they reach past that root (v4.26.10, process_linux.go;
+// TestGopsutilHonoursRoot checks each call that is used, and the first of
+// these): process.NewProcessWithContext probes the real PID with
+// kill(pid, 0) when the root is not a mount point, and every stat-based
+// accessor (Ppid, Times, CreateTime, Threads) calls getpriority(2) on the
+// real PID and derives the boot time from a process-wide cached guess of
+// the virtualization (the first root read wins; in a container it uses the
+// real clock).
 // /proc/PID/stat and the NSpid/Uid lines of status are therefore read here
 // directly; gopsutil answers the PID list, the command line and the
 // environment. Measured (bench_test.go, 100 processes, 2-core EPYC): the
@@ -284,6 +287,24 @@ func (t *Table) Children(pid int) []Process {
 			out = append(out, *p)
 		}
 	}
+	return out
+}
+
+// Descendants returns every process below pid (children, their children
+// …), by PID.
+func (t *Table) Descendants(pid int) []Process {
+	var out []Process
+	seen := map[int]bool{pid: true}
+	for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {
+		for _, c := range t.Children(queue[0]) {
+			if !seen[c.PID] { // a corrupt table must not loop
+				seen[c.PID] = true
+				out = append(out, c)
+				queue = append(queue, c.PID)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out
 }
 

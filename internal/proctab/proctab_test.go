@@ -66,6 +66,9 @@ func TestReadFixture(t *testing.T) {
 	if c := tab.Children(4194306); len(c) != 1 || c[0].PID != fixturePID {
 		t.Errorf("children = %+v", c)
 	}
+	if d := tab.Descendants(0); len(d) != 2 || d[0].PID != fixturePID || d[1].PID != 4194306 {
+		t.Errorf("descendants of 0 = %+v", d)
+	}
 	if p.NSLocalPID() != 7 || p.IsNamespaceInit() || p.UID() != 1000 {
 		t.Errorf("NSLocalPID %d, ns init %v, uid %d", p.NSLocalPID(), p.IsNamespaceInit(), p.UID())
 	}
