@@ -275,7 +275,7 @@ func TestPracticeScriptRefuses(t *testing.T) {
 	if code != 3 || !strings.Contains(out, "refusing --apply") || strings.Contains(out, "  + ") {
 		t.Errorf("--apply (exit %d):\n%s", code, out)
 	}
-	// With the guard edited out, act still refuses.
+	// With the guard edited out, act still refuses (a second line only).
 	edited := strings.Replace(script, "if [ -n \"$NCCLWIZ_PRACTICE\" ]; then\n  if [ \"$APPLY\" = 1 ]", "if false; then\n  if [ \"$APPLY\" = 1 ]", 1)
 	if edited == script {
 		t.Fatal("guard not found")
