@@ -84,6 +84,19 @@ func TestFixExportFile(t *testing.T) {
 			t.Errorf("shellcheck: %v\n%s", err, out)
 		}
 	}
+	// Issue 13 item 4, the user's commands: the script of a practice
+	// scenario says so and refuses --apply before any step.
+	if !strings.Contains(errs, "a practice script for the simulated scenario shm-orphans") || strings.Contains(errs, "--apply\n") {
+		t.Errorf("export message: %s", errs)
+	}
+	b, _ := os.ReadFile(p)
+	if !strings.Contains(string(b), "# ncclwiz-practice-scenario: shm-orphans") {
+		t.Errorf("no marker in the script")
+	}
+	out, err := exec.Command("bash", p, "--apply").CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || !strings.Contains(string(out), "refusing --apply") {
+		t.Errorf("bash %s --apply: %v\n%s", p, err, out)
+	}
 }
 
 // On a real tmpfs (root): fix --apply removes the orphan and keeps the

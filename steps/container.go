@@ -91,7 +91,7 @@ func resizeInside(h *host.Host, c sysinfo.Container) string {
 	if !c.InContainer() {
 		return "From inside a container it can be grown only with CAP_SYS_ADMIN, and only until the container restarts."
 	}
-	return sysinfo.ResizeInside(sysinfo.CapSysAdmin(h))
+	return sysinfo.ResizeInside(sysinfo.CanRemount(h))
 }
 
 func firstOr(xs []string, def string) string {

@@ -111,7 +111,8 @@ func TestPracticeScriptInPrivateNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	etc := copyEtc(t)
-	realBefore := realState(t)
+	names := scenarioShmNames(t)
+	realBefore := realState(t, names)
 	etcBefore := treeDigest(t, etc)
 
 	r := runInPrivateNamespace(t, script, etc, "--apply")
@@ -127,7 +128,7 @@ func TestPracticeScriptInPrivateNamespace(t *testing.T) {
 	if r.shmBlocks != "256 4096" {
 		t.Errorf("the private /dev/shm was resized: %q (want 1 MiB = 256 4096)\n%s", r.shmBlocks, r.out)
 	}
-	if after := realState(t); after != realBefore {
+	if after := realState(t, names); after != realBefore {
 		t.Errorf("the real machine changed:\n%s\n---\n%s", realBefore, after)
 	}
 
@@ -149,7 +150,7 @@ func TestPracticeScriptInPrivateNamespace(t *testing.T) {
 	if d := diffDigest(etcBefore, treeDigest(t, etc)); len(d) == 0 {
 		t.Errorf("control: the /etc copy did not change:\n%s", r.out)
 	}
-	if after := realState(t); after != realBefore {
+	if after := realState(t, names); after != realBefore {
 		t.Errorf("control: the real machine changed:\n%s\n---\n%s", realBefore, after)
 	}
 }

@@ -85,11 +85,21 @@ func diffDigest(a, b map[string]string) []string {
 }
 
 // realState is what a fix could change on the real machine: the files
-// fixes write under /etc, the real /dev/shm (listing, size) and its mount.
-func realState(t *testing.T) string {
+// fixes write under /etc, the real /dev/shm's size and mount, and the
+// entries of the real /dev/shm named like the simulation's segments
+// (other tests running at the same time may use the rest of /dev/shm).
+func realState(t *testing.T, shmNames []string) string {
 	t.Helper()
 	var b strings.Builder
-	for _, p := range []string{"/etc/fstab", "/etc/systemd/logind.conf.d", "/etc/security/limits.d", "/dev/shm"} {
+	paths := []string{"/etc/fstab", "/etc/systemd/logind.conf.d", "/etc/security/limits.d"}
+	for _, n := range shmNames {
+		paths = append(paths, filepath.Join("/dev/shm", n))
+	}
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err != nil {
+			fmt.Fprintf(&b, "%s absent\n", p)
+			continue
+		}
 		d := treeDigest(t, p)
 		keys := make([]string, 0, len(d))
 		for k := range d {
@@ -134,7 +144,8 @@ func TestEveryFixOnEveryScenarioTouchesOnlyTheScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	realBefore := realState(t)
+	names := scenarioShmNames(t)
+	realBefore := realState(t, names)
 	ctx := context.Background()
 	for _, info := range list {
 		t.Run(info.Name, func(t *testing.T) {
@@ -197,9 +208,34 @@ func TestEveryFixOnEveryScenarioTouchesOnlyTheScenario(t *testing.T) {
 			t.Logf("%d fixes applied; %d paths changed in the simulation; actions %q", applied, len(changed), acted)
 		})
 	}
-	if after := realState(t); after != realBefore {
+	if after := realState(t, names); after != realBefore {
 		t.Errorf("the real machine changed:\n%s\n---\n%s", realBefore, after)
 	}
+}
+
+// scenarioShmNames lists the /dev/shm entries of every scenario.
+func scenarioShmNames(t *testing.T) []string {
+	t.Helper()
+	list, err := scenario.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, info := range list {
+		s, err := scenario.Build(info.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ents, _ := os.ReadDir(s.Host.ShmReal())
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		_ = s.Close()
+	}
+	if len(names) == 0 {
+		t.Fatal("no scenario has segments")
+	}
+	return names
 }
 
 func within(p, root string) bool {
@@ -275,7 +311,7 @@ func TestPracticeScriptRefuses(t *testing.T) {
 	if code != 3 || !strings.Contains(out, "refusing --apply") || strings.Contains(out, "  + ") {
 		t.Errorf("--apply (exit %d):\n%s", code, out)
 	}
-	// With the guard edited out, act still refuses.
+	// With the guard edited out, act still refuses (a second line only).
 	edited := strings.Replace(script, "if [ -n \"$NCCLWIZ_PRACTICE\" ]; then\n  if [ \"$APPLY\" = 1 ]", "if false; then\n  if [ \"$APPLY\" = 1 ]", 1)
 	if edited == script {
 		t.Fatal("guard not found")

@@ -52,8 +52,9 @@ act() {
 
 // practiceGuard stops a script exported from a practice scenario before
 // any step: its steps describe the simulation, so even a dry run would
-// compare them with this machine and mislead. act refuses too, in case
-// the guard is edited out.
+// compare them with this machine and mislead. It is the guarantee; act's
+// own refusal is only a second line (helpers also write temporary files
+// and move segments aside before their first act).
 const practiceGuard = `
 if [ -n "$NCCLWIZ_PRACTICE" ]; then
   if [ "$APPLY" = 1 ]; then

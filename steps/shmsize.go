@@ -91,11 +91,11 @@ func planRemount(ctx context.Context, h *host.Host, r *request) *Fix {
 		Recheck: []string{"shm.mount"},
 	}
 	if c := t.container; c.InContainer() {
-		if !sysinfo.CapSysAdmin(h) {
-			f.Impossible = fmt.Sprintf("ncclwiz runs inside a %s container: %s", c.Runtime, sysinfo.ResizeInside(false))
+		if rp := sysinfo.CanRemount(h); !rp.OK {
+			f.Impossible = fmt.Sprintf("ncclwiz runs inside a %s container. %s", c.Runtime, sysinfo.ResizeInside(rp))
 			f.Alternative = fmt.Sprintf("start the container with a %s /dev/shm: fix container.shm", shm.Human(size))
 		} else {
-			f.Summary += fmt.Sprintf(" %s Fix container.shm makes it permanent.", sysinfo.ResizeInside(true))
+			f.Summary += fmt.Sprintf(" %s Fix container.shm makes it permanent.", sysinfo.ResizeInside(rp))
 		}
 	}
 	dir := h.ShmReal()

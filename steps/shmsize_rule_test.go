@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -96,9 +97,15 @@ func TestOneShmSizeEverywhere(t *testing.T) {
 // until the container restarts.
 func TestContainerResizeIsToldConsistently(t *testing.T) {
 	for _, tt := range []struct {
-		name   string
-		capEff string
-	}{{"no CAP_SYS_ADMIN", "00000000a80425fb"}, {"CAP_SYS_ADMIN", "000001ffffffffff"}} {
+		name     string
+		capEff   string
+		apparmor string
+		can      bool
+	}{
+		{"no CAP_SYS_ADMIN (docker's default)", "00000000a80425fb", "", false},
+		{"CAP_SYS_ADMIN, unconfined", "000001ffffffffff", "unconfined\n", true},
+		{"CAP_SYS_ADMIN under docker-default AppArmor", "000001ffffffffff", "docker-default (enforce)\n", false},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := scenario.Build("docker-small-shm")
 			if err != nil {
@@ -107,6 +114,9 @@ func TestContainerResizeIsToldConsistently(t *testing.T) {
 			defer s.Close()
 			h := s.Host
 			writeFile(t, h.Path("/proc/self/status"), "Name:\tncclwiz\nCapEff:\t"+tt.capEff+"\n")
+			if tt.apparmor != "" {
+				writeFile(t, h.Path("/proc/self/attr/current"), tt.apparmor)
+			}
 			findings := scenarioFindings(t, h)
 			plan := PlanFor(context.Background(), h, findings, []string{"shm.remount", "container.shm"})
 			rm, _ := ByID(plan, "shm.remount")
@@ -118,12 +128,15 @@ func TestContainerResizeIsToldConsistently(t *testing.T) {
 				}
 			}
 			texts = append(texts, cs.Summary, rm.Summary+" "+rm.Impossible)
-			hasCap := tt.capEff == "000001ffffffffff"
+			hasCap := tt.can
 			if hasCap != (rm.Impossible == "") {
 				t.Errorf("shm.remount impossible=%q with CAP_SYS_ADMIN=%v", rm.Impossible, hasCap)
 			}
 			if !hasCap && !strings.Contains(rm.Alternative, "container.shm") {
 				t.Errorf("alternative: %q", rm.Alternative)
+			}
+			if tt.apparmor == "docker-default (enforce)\n" && !strings.Contains(rm.Impossible, "AppArmor profile docker-default forbids mount") {
+				t.Errorf("impossible: %q", rm.Impossible)
 			}
 			for _, x := range texts {
 				if strings.Contains(x, "cannot be resized from inside") && hasCap {
@@ -139,7 +152,7 @@ func TestContainerResizeIsToldConsistently(t *testing.T) {
 					c = f
 				}
 			}
-			if c.Evidence["cap_sys_admin"] != hasCap {
+			if c.Evidence["can_remount"] != hasCap {
 				t.Errorf("host.container evidence: %v", c.Evidence)
 			}
 		})
@@ -148,6 +161,9 @@ func TestContainerResizeIsToldConsistently(t *testing.T) {
 
 func writeFile(t *testing.T, p, content string) {
 	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -187,7 +187,7 @@ func judgeName(s Setting, ss []Setting, setIn map[string][]string) []checks.Find
 		f = checks.Finding{Severity: checks.Warn, Title: fmt.Sprintf("%s%s is not a known NCCL or PyTorch variable", s.Name, where),
 			Detail: "Neither NCCL nor PyTorch reads this name, so it has no effect.", Guide: "env-reference",
 			Evidence: map[string]any{"name": s.Name}}
-		rm.reason = "neither NCCL nor PyTorch reads this name"
+		rm.reason = "neither NCCL nor PyTorch reads this name (a network plugin might: keep it if yours does)"
 		if c := envvars.Closest(s.Name); c != "" {
 			f.Title += "; did you mean " + c + "?"
 			f.Evidence["did_you_mean"] = c

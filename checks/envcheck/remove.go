@@ -114,6 +114,7 @@ func (r removal) attach(f *checks.Finding, s Setting, setIn map[string][]string)
 	if len(where) > 0 {
 		sort.Strings(where)
 		f.Evidence["set_in"] = map[string][]string{r.name: where}
+		f.Detail = strings.TrimSpace(f.Detail + " Set in " + strings.Join(where, "; ") + ": delete it there too (ncclwiz fix shows how).")
 	}
 	if r.rename != "" {
 		f.Evidence["recommended_env"] = map[string]string{r.rename: r.value}

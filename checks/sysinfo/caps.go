@@ -28,3 +28,44 @@ func CapSysAdmin(h *host.Host) bool {
 	}
 	return false
 }
+
+// Remount says whether this process may remount /dev/shm inside its
+// container, and why not.
+type Remount struct {
+	OK bool
+	// Why not: no CAP_SYS_ADMIN, or an AppArmor profile that confines it
+	// (Docker's docker-default denies mount even with the capability).
+	Why string
+}
+
+// CanRemount decides it from CapEff and the AppArmor label of ncclwiz
+// (/proc/self/attr/apparmor/current, or /proc/self/attr/current on older
+// kernels): "unconfined" or no AppArmor leaves the capability in charge.
+func CanRemount(h *host.Host) Remount {
+	if !CapSysAdmin(h) {
+		return Remount{Why: "it lacks CAP_SYS_ADMIN"}
+	}
+	for _, p := range []string{"/proc/self/attr/apparmor/current", "/proc/self/attr/current"} {
+		b, err := h.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		label := strings.TrimSpace(strings.TrimRight(string(b), "\x00"))
+		if label == "" || label == "unconfined" || !strings.Contains(label, "(enforce)") {
+			break
+		}
+		return Remount{Why: "its AppArmor profile " + strings.TrimSuffix(label, " (enforce)") + " forbids mount, even with CAP_SYS_ADMIN"}
+	}
+	return Remount{OK: true}
+}
+
+// ResizeInside says whether /dev/shm can be grown from inside this
+// container — the same statement the container finding, shm.mount's advice,
+// shm.remount and container.shm make: only with permission to mount
+// (shm.remount is then offered), and only until the container restarts.
+func ResizeInside(r Remount) string {
+	if r.OK {
+		return "This container has CAP_SYS_ADMIN, so shm.remount can grow it now, but only until the container restarts."
+	}
+	return "/dev/shm cannot be resized from inside this container: " + r.Why + " (shm.remount is not possible here)."
+}

@@ -148,8 +148,9 @@ func runContainer(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	}
 	// shm.mount judges the size; this finding says why it is that size and
 	// where it must be fixed, so the same problem is not counted twice.
-	canRemount := CapSysAdmin(h)
-	ev["cap_sys_admin"] = canRemount
+	canRemount := CanRemount(h)
+	ev["cap_sys_admin"] = CapSysAdmin(h)
+	ev["can_remount"] = canRemount.OK
 	f := checks.Finding{Severity: checks.Info, Title: fmt.Sprintf("Running inside a %s container", c.Runtime), Evidence: ev, Guide: "container-shm",
 		Detail: "Inside a container, /dev/shm and memory limits are set by whoever started it: " +
 			"a lasting change needs a new container (docker --shm-size or --ipc=host, a Kubernetes emptyDir with medium: Memory). " + ResizeInside(canRemount)}
@@ -163,17 +164,6 @@ func runContainer(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	}
 	fs := []checks.Finding{f}
 	return fs, nil
-}
-
-// ResizeInside says whether /dev/shm can be grown from inside this
-// container — the same statement the container finding, shm.mount's advice
-// and the container.shm fix make: only with CAP_SYS_ADMIN (shm.remount is
-// then offered), and only until the container restarts.
-func ResizeInside(capSysAdmin bool) string {
-	if capSysAdmin {
-		return "This container has CAP_SYS_ADMIN, so shm.remount can grow it now, but only until the container restarts."
-	}
-	return "This container lacks CAP_SYS_ADMIN, so /dev/shm cannot be resized from inside it (shm.remount is not possible here)."
 }
 
 func runtimeDefaultName(rt string) string {

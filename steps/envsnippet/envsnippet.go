@@ -424,6 +424,9 @@ func render(format string, vs []Var) (string, error) {
 	if len(unsets) > 0 {
 		if len(vs) == 0 {
 			b.WriteString(head)
+			if norm == "python" {
+				b.WriteString("import os\n\n")
+			}
 		}
 		b.WriteString(removeSection(norm, unsets))
 	}

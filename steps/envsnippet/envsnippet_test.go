@@ -220,3 +220,33 @@ func TestPracticeSnippetIsInert(t *testing.T) {
 		t.Errorf("sourcing the practice snippet set variables: %s %v", got, err)
 	}
 }
+
+// Only removals: every format still renders, the shells' and Python's
+// snippets run and remove the variable, and a name ncclwiz does not govern
+// is never unset.
+func TestRemovalsOnly(t *testing.T) {
+	rm := []Var{{Name: "NCCL_TIMEOUT", Unset: true, Reason: "does not exist", SetIn: []string{"~/.bashrc:3: export NCCL_TIMEOUT=1800"}}}
+	for _, f := range Formats {
+		out, err := Render(f, rm)
+		if err != nil || !strings.Contains(out, "NCCL_TIMEOUT") || !strings.Contains(out, "~/.bashrc:3") {
+			t.Errorf("%s: %v\n%s", f, err, out)
+		}
+	}
+	sh, _ := Render("bash", rm)
+	if got, err := exec.Command("env", "-i", "NCCL_TIMEOUT=1", "bash", "-c", sh+"\necho \"[${NCCL_TIMEOUT-unset}]\"").CombinedOutput(); err != nil || strings.TrimSpace(string(got)) != "[unset]" {
+		t.Errorf("bash: %q %v", got, err)
+	}
+	if python, err := exec.LookPath("python3"); err == nil {
+		py, _ := Render("python", rm)
+		cmd := exec.Command(python, "-c", py+"\nprint(os.environ.get('NCCL_TIMEOUT', 'unset'))")
+		cmd.Env = []string{"NCCL_TIMEOUT=1"}
+		if got, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(got)) != "unset" {
+			t.Errorf("python: %q %v", got, err)
+		}
+	}
+	for _, bad := range []Var{{Name: "PATH", Unset: true}, {Name: "NCCL_X;rm -rf /", Unset: true}, {Name: "NCCL_TIMEOUT", Unset: true, Code: "x\x1b[2J"}} {
+		if _, err := Render("bash", []Var{bad}); err == nil {
+			t.Errorf("accepted %+v", bad)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// dockerImage builds a tiny image holding a static ncclwiz and an image's
+// logind.conf (as distribution images ship it), with no systemd-logind
+// running: the layout of issue 13 item 7. No registry is used.
+func dockerImage(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for Docker (CI runs as root)")
+	}
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("docker is not installed")
+	}
+	if out, err := exec.Command("docker", "info").CombinedOutput(); err != nil {
+		t.Skipf("no Docker Engine: %v %s", err, firstLine(string(out)))
+	}
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "ncclwiz"), "..")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "etc/systemd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "etc/systemd/logind.conf"), []byte("[Login]\n#RemoveIPC=yes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const image = "ncclwiz-test-scen:latest"
+	imp := exec.Command("sh", "-c", `tar -C "$1" -c . | docker import - "$2"`, "sh", dir, image)
+	if out, err := imp.CombinedOutput(); err != nil {
+		t.Fatalf("docker import: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
+	return image
+}
+
+// words joins wrapped lines, so a phrase is found across a line break.
+func words(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+
+// dockerRun runs ncclwiz in a fresh container (removed afterwards).
+func dockerRun(t *testing.T, image string, opts []string, args ...string) (string, int) {
+	t.Helper()
+	name := "ncclwiz-test-scen-" + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-")
+	cmdArgs := append([]string{"run", "--rm", "--name", name, "--shm-size=64m"}, opts...)
+	cmdArgs = append(cmdArgs, image, "/ncclwiz")
+	out, err := exec.Command("docker", append(cmdArgs, args...)...).CombinedOutput()
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("docker run: %v\n%s", err, out)
+	}
+	return string(out), code
+}
+
+// In a real Docker container with the default 64 MiB /dev/shm and an image
+// that ships logind.conf: RemoveIPC is not reported (logind does not run),
+// the recommended size is one number everywhere, and shm.remount is offered
+// exactly when the container may remount — impossible by default, offered
+// and working with --cap-add SYS_ADMIN.
+func TestContainerFindingsAndFixesAgreeInDocker(t *testing.T) {
+	image := dockerImage(t)
+
+	out, _ := dockerRun(t, image, nil, "check", "--json", "--only", "host.ipc,host.container,shm.mount")
+	var rep struct {
+		Findings []struct {
+			Check, Severity, Title, Detail string
+			Evidence                       map[string]any
+		}
+	}
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &rep); err != nil {
+		t.Fatalf("check --json: %v\n%s", err, out)
+	}
+	var rec float64
+	for _, f := range rep.Findings {
+		if strings.Contains(f.Title, "RemoveIPC=yes") {
+			t.Errorf("RemoveIPC reported where logind does not run: %s", f.Title)
+		}
+		if f.Check == "host.container" && (f.Evidence["can_remount"] != false || f.Evidence["runtime"] != "docker") {
+			t.Errorf("host.container evidence: %v", f.Evidence)
+		}
+		if f.Check == "shm.mount" && f.Evidence["recommended_size_bytes"] != nil {
+			rec = f.Evidence["recommended_size_bytes"].(float64)
+		}
+	}
+	if rec == 0 || int64(rec)%(1<<30) != 0 {
+		t.Fatalf("shm.mount recommends %v", rec)
+	}
+	gib := int64(rec) >> 30
+	size := fmt.Sprintf("%d GiB", gib)
+
+	out, _ = dockerRun(t, image, nil, "fix")
+	if !strings.Contains(out, "shm.remount — Grow /dev/shm from 64 MiB to "+size) || !strings.Contains(out, "not possible here") ||
+		!strings.Contains(out, fmt.Sprintf("--shm-size=%dg", gib)) || strings.Contains(out, "systemd.removeipc") {
+		t.Errorf("fix without CAP_SYS_ADMIN:\n%s", out)
+	}
+	if strings.Contains(words(out), "can grow it now") {
+		t.Errorf("claims a remount is possible without CAP_SYS_ADMIN:\n%s", out)
+	}
+
+	out, code := dockerRun(t, image, []string{"--cap-add", "SYS_ADMIN", "--security-opt", "apparmor=unconfined"}, "fix", "--apply", "shm.remount", "--yes")
+	if code != 0 || !strings.Contains(words(out), "can grow it now") || !strings.Contains(out, "/dev/shm grew from 64 MiB to "+size) {
+		t.Errorf("fix with CAP_SYS_ADMIN (exit %d):\n%s", code, out)
+	}
+}
