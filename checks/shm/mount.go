@@ -1,7 +1,9 @@
 // Package shm holds the shared-memory checks: whether /dev/shm is a usable,
 // big-enough tmpfs (shm.mount), and which NCCL/PyTorch segments in it are in
-// use or orphaned (shm.segments). Scan and ProveOrphaned are shared with the
-// cleanup fix, which re-proves every file right before removing it.
+// use or orphaned (shm.segments). Scan, ProveBatch and TakeLease are shared
+// with the cleanup fix, which proves every file again right before removing
+// it: the kernel's write lease where it can take one, else a /proc scan
+// that saw every process.
 package shm
 
 import (

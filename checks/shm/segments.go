@@ -542,7 +542,9 @@ func (w *scanWorker) scanPID(h *host.Host, pid int, ix *index, real bool) procOu
 		return o
 	}
 	o.denied = fdState == denied || mapState == denied
-	if threadState := w.scanThreads(h, pid, base, ix, real, mapLines == 0); threadState == denied {
+	// A process that could not be read already makes the scan blind; its
+	// threads (PID 1 of some sandboxes has many, with many fds) add nothing.
+	if !o.denied && w.scanThreads(h, pid, base, ix, real, mapLines == 0) == denied {
 		o.denied = true
 	}
 	if len(w.hits) > 0 {
