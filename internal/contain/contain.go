@@ -522,3 +522,16 @@ func keys(t map[int]Stat) map[int]bool {
 	}
 	return m
 }
+
+// Available reports whether mode can contain a run here, by starting and
+// ending /bin/true under it.
+func Available(mode string) error {
+	r, err := Start(Spec{Path: "/bin/true", Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/", Mode: mode,
+		Name: "ncclwiz-probe-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)})
+	if err != nil {
+		return err
+	}
+	<-r.Exited()
+	r.End(10 * time.Second)
+	return nil
+}
