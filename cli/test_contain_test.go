@@ -22,6 +22,10 @@ type e2e struct {
 	// python is the real interpreter for the fakes, per user: a root
 	// developer's may live under /root, where nobody cannot reach it.
 	python map[string]string
+	// userns: whether the user can make a PID namespace here (root
+	// directly, nobody through a user namespace); auto then uses one.
+	userns map[string]bool
+	nons   bool
 }
 
 func newE2E(t *testing.T) *e2e {
@@ -60,12 +64,24 @@ func newE2E(t *testing.T) *e2e {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	return &e2e{bin: bin, linger: linger, python: pys, dir: dir}
+	ns := map[string]bool{"root": exec.Command("unshare", "--user", "--pid", "--fork", "--mount", "true").Run() == nil}
+	if os.Geteuid() == 0 {
+		ns["root"] = exec.Command("unshare", "--pid", "--fork", "--mount", "true").Run() == nil
+		ns["nobody"] = exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+			"unshare", "--user", "--pid", "--fork", "--mount", "true").Run() == nil
+	}
+	pys["nons"] = pys["root"]
+	nons := exec.Command("unshare", "--user", "--map-root-user", "--mount", "sh", "-c", "echo 0 >/proc/sys/user/max_pid_namespaces").Run() == nil
+	return &e2e{bin: bin, linger: linger, python: pys, dir: dir, userns: ns, nons: nons}
 }
 
 // e2eCase is one run of `ncclwiz test` against the linger fake.
 type e2eCase struct {
-	user   string // "root" (the test's user) or "nobody"
+	// user is "root" (the test's user), "nobody", or "nons": the test's
+	// user inside a user namespace that allows no nested PID or user
+	// namespace, as in a container, so auto must fall back to the
+	// subreaper.
+	user   string
 	mode   string // --contain
 	how    string // hup (tmux kill-session), int, term, timeout, done, kill
 	marker string
@@ -74,8 +90,12 @@ type e2eCase struct {
 
 func (c *e2eCase) command(x *e2e) []string {
 	var argv []string
-	if c.user == "nobody" {
+	switch c.user {
+	case "nobody":
 		argv = append(argv, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--")
+	case "nons":
+		argv = append(argv, "unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+			`echo 0 >/proc/sys/user/max_pid_namespaces && echo 0 >/proc/sys/user/max_user_namespaces && exec "$0" "$@"`)
 	}
 	argv = append(argv, x.bin, "test", "--rungs", "single", "--max-size", "64M", "--json")
 	if c.how == "timeout" {
@@ -143,7 +163,11 @@ func (c *e2eCase) run(t *testing.T, x *e2e) []byte {
 		// session hangs the terminal up (SIGHUP), as closing a window does.
 		script := filepath.Join(c.dir, "run.sh")
 		// The marker stays out of tmux's argv: only the script holds it.
-		body := "#!/bin/sh\nexec env -i " + strings.Join(c.env(x), " ") + " " + strings.Join(c.command(x), " ") +
+		var words []string
+		for _, w := range append(c.env(x), c.command(x)...) {
+			words = append(words, "'"+strings.ReplaceAll(w, "'", `'\''`)+"'")
+		}
+		body := "#!/bin/sh\nexec env -i " + strings.Join(words, " ") +
 			" >" + out + " 2>" + filepath.Join(c.dir, "err.log") + "\n"
 		if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 			t.Fatal(err)
@@ -231,19 +255,24 @@ func readFile(p string) string {
 // write its report, the JSON lists the grandchild (PID, command). Each
 // case runs as root and as nobody (setpriv), with the strongest
 // containment (a PID namespace; a user namespace too for nobody) and with
-// the subreaper fallback.
+// the subreaper fallback forced; and as "nons", inside a user namespace
+// whose limits allow no nested PID or user namespace (a container), where
+// the automatic choice must fall back to the subreaper and say so.
 func TestTestCommandContainsEverything(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the binary and runs 20 contained runs")
+		t.Skip("builds the binary and runs 27 contained runs")
 	}
 	x := newE2E(t)
 	_, tmuxErr := exec.LookPath("tmux")
 	_, setprivErr := exec.LookPath("setpriv")
 	var cases []e2eCase
-	for _, user := range []string{"root", "nobody"} {
+	for _, user := range []string{"root", "nobody", "nons"} {
 		for _, mode := range []string{"", contain.ModeSubreaper} {
+			if user == "nons" && mode != "" {
+				continue
+			}
 			hows := []string{"hup", "int", "term", "timeout", "done", "kill"}
-			if mode == contain.ModeSubreaper {
+			if mode == contain.ModeSubreaper || user == "nons" {
 				hows = []string{"hup", "int", "term", "done", "kill"}
 			}
 			for _, how := range hows {
@@ -260,6 +289,8 @@ func TestTestCommandContainsEverything(t *testing.T) {
 				t.Skip("running as nobody needs root (setpriv); CI runs as root")
 			case c.user == "nobody" && setprivErr != nil:
 				t.Skip("setpriv is not installed (util-linux)")
+			case c.user == "nons" && !x.nons:
+				t.Skip("cannot make a user namespace here to forbid nested namespaces in")
 			case x.python[c.user] == "":
 				t.Skip("no python3 that nobody can run (CI installs Debian's)")
 			case c.how == "hup" && tmuxErr != nil:
@@ -295,8 +326,9 @@ func TestTestCommandContainsEverything(t *testing.T) {
 				return
 			}
 			var res struct {
-				Containment string `json:"containment"`
-				Interrupted bool   `json:"interrupted"`
+				Containment string   `json:"containment"`
+				Interrupted bool     `json:"interrupted"`
+				Notes       []string `json:"notes"`
 				Rungs       []struct {
 					TimedOut  bool `json:"timed_out"`
 					Survivors []struct {
@@ -329,11 +361,14 @@ func TestTestCommandContainsEverything(t *testing.T) {
 				}
 			}
 			want := "PID namespace"
-			if c.mode == contain.ModeSubreaper {
+			if c.mode == contain.ModeSubreaper || !x.userns[c.user] || c.user == "nons" {
 				want = "subreaper"
 			}
 			if !strings.Contains(res.Containment, want) {
 				t.Errorf("containment %q, want %s", res.Containment, want)
+			}
+			if c.user == "nons" && !strings.Contains(strings.Join(res.Notes, "\n"), "a PID namespace is not available here") {
+				t.Errorf("the fallback should be noted: %q", res.Notes)
 			}
 		})
 	}

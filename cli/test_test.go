@@ -109,7 +109,7 @@ func TestTestCommandUsage(t *testing.T) {
 	env := fakeTestEnv(t)
 	for _, args := range [][]string{
 		{"--max-size", "lots"}, {"--rungs", "everything"}, {"--env", "NOEQUALS"}, {"--timeout", "0s"},
-		{"--tolerance", "3"}, {"--backend", "mpi"}, {"--gpus", "-1"}, {"extra-arg"},
+		{"--tolerance", "3"}, {"--backend", "mpi"}, {"--gpus", "-1"}, {"extra-arg"}, {"--contain", "chroot"},
 	} {
 		_, errOut, code := runTestCLI(t, env, args...)
 		if code != 2 || !strings.HasPrefix(errOut, "ncclwiz: ") {

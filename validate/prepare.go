@@ -495,11 +495,20 @@ func (p *Plan) ensureTmp() error {
 	if p.tmpDir != "" {
 		return nil
 	}
+	// A test killed (SIGKILL) while no launcher ran left its directory:
+	// remove those whose owner is provably gone.
+	for _, d := range contain.SweepTmp(os.TempDir()) {
+		p.Notes = append(p.Notes, "removed "+d+", left by an earlier `ncclwiz test` that was killed")
+	}
 	d, err := os.MkdirTemp("", contain.TmpPrefix)
 	if err != nil {
 		return fmt.Errorf("private temporary directory: %w", err)
 	}
 	if err := os.Chmod(d, 0o700); err != nil {
+		os.RemoveAll(d)
+		return fmt.Errorf("private temporary directory: %w", err)
+	}
+	if err := contain.ClaimTmp(d); err != nil {
 		os.RemoveAll(d)
 		return fmt.Errorf("private temporary directory: %w", err)
 	}

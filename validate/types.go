@@ -8,9 +8,11 @@
 // Two backends run the collectives: torchrun with an embedded
 // torch.distributed script (collective.py), and nccl-tests' all_reduce_perf.
 // Launchers are found by name on the PATH of the diagnosed environment and
-// run in their own process group with an explicit environment; a timeout or
-// cancellation ends the whole group, and afterwards /proc is searched for
-// any process of the run that survived (it is reported and ended by PID).
+// run with an explicit environment, contained by internal/contain (a PID
+// namespace, else a child subreaper; a cgroup where writable) so that
+// nothing they start outlives ncclwiz. A timeout or cancellation sends
+// SIGTERM to the launcher's group; at every end, whatever of the run is
+// still alive is reported (PID, command) and killed.
 package validate
 
 import (

@@ -394,7 +394,7 @@ func (r *Run) End(bound time.Duration) Report {
 	r.mu.Unlock()
 
 	var rep Report
-	rep.Ended = r.members()
+	rep.Ended = r.members(nil)
 	_, _ = r.lifeline.Write([]byte{'k'})
 	r.lifeline.Close()
 	select {
@@ -411,7 +411,7 @@ func (r *Run) End(bound time.Duration) Report {
 	// Anything outside the keeper's tree: by group, marker or cgroup.
 	deadline := time.Now().Add(bound)
 	for {
-		left := r.members()
+		left := r.members(rep.Ended)
 		if len(left) == 0 {
 			break
 		}
@@ -441,13 +441,26 @@ func (r *Run) End(bound time.Duration) Report {
 	return rep
 }
 
-// members lists the live processes of the run other than the keeper.
-func (r *Run) members() []Proc {
+// members lists the live processes of the run other than the keeper:
+// those below the keeper (while it lives: once reaped, its PID may name
+// another process), in the run's cgroup, carrying the marker, or seen
+// before (same PID and start time). Nothing else is ever a member, so an
+// unrelated process is never reported or killed.
+func (r *Run) members(seen []Proc) []Proc {
 	t := table()
-	tree := descendants(t, r.keeperPID)
+	var tree map[int]bool
+	select {
+	case <-r.keeperW:
+	default:
+		tree = descendants(t, r.keeperPID)
+	}
 	var inCg map[int]bool
 	if r.cg != nil {
 		inCg = r.cg.procs()
+	}
+	known := map[int]uint64{}
+	for _, p := range seen {
+		known[p.PID] = p.start
 	}
 	var out []Proc
 	for _, pid := range sortedPIDs(keys(t)) {
@@ -455,33 +468,40 @@ func (r *Run) members() []Proc {
 		if pid == r.keeperPID || pid == os.Getpid() || !s.Alive() {
 			continue
 		}
+		inTree := tree[pid] || inCg[pid]
+		if st, ok := known[pid]; ok && st == s.Start {
+			inTree = true
+		}
 		marked := r.spec.Marker != "" && HasEnv(pid, r.spec.Marker)
-		var why string
+		if !inTree && !marked {
+			continue
+		}
+		why := "descendant"
 		switch {
 		case pid == r.launcher:
 			why = "launcher"
-		case r.inGroup(pid, s, tree[pid]):
+		case r.inGroup(pid, s, inTree):
 			why = "process group"
 		case marked:
 			why = "environment marker"
-		case tree[pid] || inCg[pid]:
-			why = "descendant"
-		default:
-			continue
 		}
 		out = append(out, Proc{PID: pid, Comm: s.Comm, Command: Cmdline(pid), Why: why, start: s.Start})
 	}
 	return out
 }
 
-// inGroup reports whether the process is in the launcher's process group.
-// In a namespace the group is matched by its ID there, which holds even
-// when the launcher exited before ncclwiz saw its host PID.
+// inGroup reports whether a member of the run is in the launcher's
+// process group. In a namespace the group is matched by its ID there,
+// which holds even when the launcher exited before ncclwiz saw its host
+// PID.
 func (r *Run) inGroup(pid int, s Stat, inTree bool) bool {
+	if !inTree {
+		return false
+	}
 	if r.launcher > 0 && s.PGRP == r.launcher {
 		return true
 	}
-	if r.mode != ModeNamespace || !inTree {
+	if r.mode != ModeNamespace {
 		return false
 	}
 	g, ok := nsID(pid, "NSpgid")
@@ -501,4 +521,17 @@ func keys(t map[int]Stat) map[int]bool {
 		m[k] = true
 	}
 	return m
+}
+
+// Available reports whether mode can contain a run here, by starting and
+// ending /bin/true under it.
+func Available(mode string) error {
+	r, err := Start(Spec{Path: "/bin/true", Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/", Mode: mode,
+		Name: "ncclwiz-probe-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)})
+	if err != nil {
+		return err
+	}
+	<-r.Exited()
+	r.End(10 * time.Second)
+	return nil
 }

@@ -1,0 +1,345 @@
+package contain
+
+import (
+	"bufio"
+	"crypto/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain serves as the keeper (as ncclwiz's main does) and, with
+// CONTAIN_TEST_PARENT set, as a stand-in for ncclwiz that starts a run and
+// waits to be killed.
+func TestMain(m *testing.M) {
+	Main()
+	if mode := os.Getenv("CONTAIN_TEST_PARENT"); mode != "" {
+		os.Exit(fakeParent(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// lingerScript starts a child in the group and a grandchild that double
+// forks, calls setsid, clears the marker and ignores SIGTERM and SIGHUP;
+// both carry $1 in their argv. It prints "up" once they run.
+const lingerScript = `m=$1
+(setsid env -u CONTAIN_MARK bash -c 'trap "" TERM HUP; exec -a "$0-grandchild" sleep 100000' "$m" </dev/null >/dev/null 2>&1 &)
+(exec -a "$m-child" sleep 100000) &
+while ! grep -qs -- "$m-grandchild" /proc/[0-9]*/cmdline; do sleep 0.01; done
+echo up
+wait`
+
+func fakeParent(mode string) int {
+	r, err := Start(Spec{
+		Path: "/bin/bash", Args: []string{"-c", lingerScript, "bash", os.Getenv("CONTAIN_TEST_ARGV")},
+		Env: []string{"PATH=/usr/bin:/bin", "CONTAIN_MARK=1"}, Dir: "/", Output: os.Stdout,
+		Marker: "CONTAIN_MARK=1", TmpDir: os.Getenv("CONTAIN_TEST_TMP"), Mode: mode, Name: os.Getenv("CONTAIN_TEST_CGROUP"),
+	})
+	if err != nil {
+		os.Stdout.WriteString("error " + err.Error() + "\n")
+		return 1
+	}
+	os.Stdout.WriteString("mode " + r.Describe() + "\n")
+	select {} // until killed
+}
+
+// needMode skips when the machine cannot make a PID namespace (a
+// container without user namespaces, say); CI, as root, can.
+func needMode(t *testing.T, mode string) {
+	t.Helper()
+	if err := Available(mode); err != nil {
+		t.Skipf("%s is not available here: %v", mode, err)
+	}
+}
+
+func newMarker(t *testing.T) string {
+	t.Helper()
+	return "ncclwiz-contain-" + strings.ToLower(rand.Text()[:12])
+}
+
+func argvAlive(marker string) []string {
+	var out []string
+	for pid, s := range table() {
+		if s.Alive() && strings.Contains(Cmdline(pid), marker) && pid != os.Getpid() {
+			out = append(out, strconv.Itoa(pid)+" "+Cmdline(pid))
+		}
+	}
+	return out
+}
+
+func waitFor(limit time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
+// End reports every live process of the run, the escaped grandchild
+// included (by the containment alone: it left the group and dropped the
+// marker), ends them all, and removes the run's cgroup.
+func TestEndReportsAndEndsEverything(t *testing.T) {
+	for _, mode := range []string{ModeNamespace, ModeSubreaper} {
+		t.Run(mode, func(t *testing.T) {
+			needMode(t, mode)
+			m := newMarker(t)
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pr.Close()
+			r, err := Start(Spec{Path: "/bin/bash", Args: []string{"-c", lingerScript, "bash", m}, Env: []string{"PATH=/usr/bin:/bin", "CONTAIN_MARK=1"},
+				Dir: "/", Output: pw, Marker: "CONTAIN_MARK=1", Mode: mode, Name: m})
+			pw.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			line, _ := bufio.NewReader(pr).ReadString('\n')
+			if line != "up\n" {
+				t.Fatalf("the script said %q", line)
+			}
+			if r.Mode() != mode {
+				t.Errorf("mode %s, want %s", r.Mode(), mode)
+			}
+			rep := r.End(10 * time.Second)
+			whys := map[string]string{}
+			for _, p := range rep.Ended {
+				switch {
+				case strings.HasPrefix(p.Command, m+"-grandchild"):
+					whys["grandchild"] = p.Why
+				case strings.HasPrefix(p.Command, m+"-child"):
+					whys["child"] = p.Why
+				case p.PID == r.LauncherPID():
+					whys["launcher"] = p.Why
+				}
+			}
+			want := map[string]string{"grandchild": "descendant", "child": "process group", "launcher": "launcher"}
+			for k, v := range want {
+				if whys[k] != v {
+					t.Errorf("%s: why %q, want %q (ended %+v)", k, whys[k], v, rep.Ended)
+				}
+			}
+			if len(rep.Leftover) > 0 {
+				t.Errorf("leftover %+v", rep.Leftover)
+			}
+			if alive := argvAlive(m); len(alive) > 0 {
+				t.Errorf("alive after End: %q", alive)
+			}
+			if ws, ok := r.Status(); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+				t.Errorf("launcher status %v %v, want killed", ws, ok)
+			}
+			if r.cg != nil {
+				if _, err := os.Stat(r.cg.dir); !os.IsNotExist(err) {
+					t.Errorf("cgroup %s not removed: %v", r.cg.dir, err)
+				}
+			}
+			if again := r.End(time.Second); len(again.Ended) != 0 {
+				t.Errorf("a second End ended %+v", again.Ended)
+			}
+		})
+	}
+}
+
+// When ncclwiz is SIGKILLed, its keeper ends the run, removes the private
+// temporary directory and the run's cgroup: nothing of the run is left.
+func TestKeeperCleansUpWhenParentIsKilled(t *testing.T) {
+	for _, mode := range []string{ModeNamespace, ModeSubreaper} {
+		t.Run(mode, func(t *testing.T) {
+			needMode(t, mode)
+			m := newMarker(t)
+			tmp, err := os.MkdirTemp(t.TempDir(), TmpPrefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(tmp, "probe.py"), []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("/proc/self/exe", "-test.run=^$")
+			cmd.Env = append(os.Environ(), "CONTAIN_TEST_PARENT="+mode, "CONTAIN_TEST_ARGV="+m, "CONTAIN_TEST_TMP="+tmp, "CONTAIN_TEST_CGROUP="+m)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			br := bufio.NewReader(out)
+			var lines []string
+			for len(lines) < 2 {
+				l, err := br.ReadString('\n')
+				if err != nil {
+					t.Fatalf("the stand-in for ncclwiz said %q: %v", lines, err)
+				}
+				lines = append(lines, strings.TrimSpace(l))
+			}
+			// The script and the stand-in share stdout: either comes first.
+			if !strings.HasPrefix(strings.Join(lines, "|"), "mode ") && !strings.HasPrefix(lines[1], "mode ") || !slices.Contains(lines, "up") {
+				t.Fatalf("the stand-in for ncclwiz said %q", lines)
+			}
+			if len(argvAlive(m+"-grandchild")) == 0 {
+				t.Fatal("the grandchild is not running")
+			}
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			_ = cmd.Wait()
+			if !waitFor(15*time.Second, func() bool { return len(argvAlive(m)) == 0 }) {
+				t.Errorf("processes of the run survived ncclwiz: %q", argvAlive(m))
+			}
+			if !waitFor(5*time.Second, func() bool { _, err := os.Lstat(tmp); return os.IsNotExist(err) }) {
+				t.Errorf("the keeper did not remove %s", tmp)
+			}
+			if own, err := ownCgroupDir(); err == nil {
+				cg := filepath.Join(own, m)
+				if !waitFor(5*time.Second, func() bool { _, err := os.Stat(cg); return os.IsNotExist(err) }) {
+					t.Errorf("the keeper did not remove the cgroup %s", cg)
+				}
+			}
+		})
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	// session, then tty … itrealvalue (15 fields), then starttime.
+	tail := strings.Repeat(" 0", 15) + " 4242 7 8"
+	cases := []struct {
+		in   string
+		ok   bool
+		comm string
+	}{
+		{"12 (sleep) S 1 12 12" + tail, true, "sleep"},
+		{"12 (a) b (c)) R 1 12 12" + tail, true, "a) b (c)"},
+		{"12 (sleep) S 1 12", false, ""},
+		{"12 sleep S 1 12 12" + tail, false, ""},
+		{"12 (x) S one 12 12" + tail, false, ""},
+	}
+	for _, c := range cases {
+		s, ok := parseStat(12, []byte(c.in))
+		if ok != c.ok || s.Comm != c.comm {
+			t.Errorf("%q: %+v %v", c.in, s, ok)
+		}
+		if ok && (s.PPID != 1 || s.PGRP != 12 || s.Start != 4242) {
+			t.Errorf("%q: %+v", c.in, s)
+		}
+	}
+	if self, ok := ReadStat(os.Getpid()); !ok || !self.Alive() || self.Start == 0 {
+		t.Errorf("own stat: %+v %v", self, ok)
+	}
+	if _, ok := ReadStat(-5); ok {
+		t.Error("no such process")
+	}
+}
+
+func TestDescendants(t *testing.T) {
+	tab := map[int]Stat{1: {PPID: 0}, 10: {PPID: 1}, 11: {PPID: 10}, 12: {PPID: 11}, 20: {PPID: 1}, 13: {PPID: 10}}
+	got := sortedPIDs(descendants(tab, 10))
+	if fmtInts(got) != "11 12 13" {
+		t.Errorf("descendants of 10: %v", got)
+	}
+}
+
+func fmtInts(v []int) string {
+	var s []string
+	for _, i := range v {
+		s = append(s, strconv.Itoa(i))
+	}
+	return strings.Join(s, " ")
+}
+
+func TestUnescapeMount(t *testing.T) {
+	for in, want := range map[string]string{`/sys/fs/cgroup`: "/sys/fs/cgroup", `/mnt/a\040b`: "/mnt/a b", `/x\`: `/x\`} {
+		if got := unescapeMount(in); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A run directory is swept only when its owner is provably gone; live
+// owners, unknown owners, other users' directories, other PID namespaces
+// and symlinks are left alone.
+func TestSweepTmp(t *testing.T) {
+	parent := t.TempDir()
+	me, err := owner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(me)
+	start, _ := strconv.ParseUint(f[1], 10, 64)
+	mk := func(name, owner string) string {
+		d := filepath.Join(parent, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if owner != "" {
+			if err := os.WriteFile(filepath.Join(d, ownerFile), []byte(owner), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	dead := mk(TmpPrefix+"dead", strings.Join([]string{f[0], strconv.FormatUint(start+1, 10), f[2], f[3]}, " "))
+	rebooted := mk(TmpPrefix+"rebooted", strings.Join([]string{f[0], f[1], f[2], "another-boot"}, " "))
+	live := mk(TmpPrefix+"live", me)
+	unknown := mk(TmpPrefix+"unknown", "")
+	otherNS := mk(TmpPrefix+"otherns", strings.Join([]string{"1", "1", "pid:[1]", f[3]}, " "))
+	other := mk("unrelated", strings.Join([]string{f[0], "1", f[2], f[3]}, " "))
+	if err := os.Symlink(dead, filepath.Join(parent, TmpPrefix+"link")); err != nil {
+		t.Fatal(err)
+	}
+	got := SweepTmp(parent)
+	slices.Sort(got)
+	if want := []string{dead, rebooted}; !slices.Equal(got, want) {
+		t.Errorf("removed %v, want %v", got, want)
+	}
+	for _, d := range []string{live, unknown, otherNS, other, filepath.Join(parent, TmpPrefix+"link")} {
+		if _, err := os.Lstat(d); err != nil {
+			t.Errorf("%s should be left: %v", d, err)
+		}
+	}
+	if os.Geteuid() == 0 {
+		// Another user's directory, even with a dead owner, is not ours.
+		d := mk(TmpPrefix+"nobody", strings.Join([]string{f[0], "1", f[2], f[3]}, " "))
+		if err := os.Chown(d, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if got := SweepTmp(parent); len(got) != 0 {
+			t.Errorf("removed %v", got)
+		}
+	}
+}
+
+// BenchmarkStartEnd measures what containment adds to a launch: the
+// keeper's re-exec, the namespace or subreaper set-up, the cgroup, and
+// End's scans of /proc.
+func BenchmarkStartEnd(b *testing.B) {
+	for _, mode := range []string{ModeNamespace, ModeSubreaper} {
+		b.Run(mode, func(b *testing.B) {
+			if err := Available(mode); err != nil {
+				b.Skip(err)
+			}
+			for i := 0; i < b.N; i++ {
+				r, err := Start(Spec{Path: "/bin/true", Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/", Mode: mode, Name: "ncclwiz-bench-" + strconv.Itoa(i)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				<-r.Exited()
+				r.End(10 * time.Second)
+			}
+		})
+	}
+	b.Run("plain-exec", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := exec.Command("/bin/true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
