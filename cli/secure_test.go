@@ -91,7 +91,8 @@ func TestBinaryRedactsSecrets(t *testing.T) {
 	}
 	bin := tmuxtest.Build(t, "..")
 	secrets := []string{"hfSecret7731", "awsSecret7731", "pwSecret7731", "urlSecret7731"}
-	pid := startLeftoverRank(t, "--hf_token hfSecret7731 --aws_secret_access_key awsSecret7731 --pw pwSecret7731")
+	// --pw first: the exported script shows only the first 60 characters.
+	pid := startLeftoverRank(t, "--pw pwSecret7731 --hf_token hfSecret7731 --aws_secret_access_key awsSecret7731")
 	env := []string{"NCCL_NET=redis://:urlSecret7731@store.example.com:6379"}
 
 	runs := map[string]binRun{
@@ -104,12 +105,12 @@ func TestBinaryRedactsSecrets(t *testing.T) {
 	}
 	// What each output must show, so the test knows it saw the data.
 	wants := map[string][]string{
-		"report":         {"--hf_token [redacted]", "redis://:[redacted]@"},
-		"check --json":   {"--hf_token [redacted]", "redis://:[redacted]@"},
+		"report":         {"--pw [redacted] --hf_token [redacted] --aws_secret_access_key [redacted]", "redis://:[redacted]@"},
+		"check --json":   {"--pw [redacted] --hf_token [redacted] --aws_secret_access_key [redacted]", "redis://:[redacted]@"},
 		"check -v":       {"--hf_token [redacted]", "redis://:[redacted]@"},
-		"fix":            {"kill -TERM " + strconv.Itoa(pid), "--hf_token [redacted]"},
-		"fix dry run":    {strconv.Itoa(pid), "--hf_token [redacted]"},
-		"fix --export -": {"stop_rank " + strconv.Itoa(pid), "--hf_token [redacted]"},
+		"fix":            {"kill -TERM " + strconv.Itoa(pid), "--pw [redacted] --hf_token [redacted]"},
+		"fix dry run":    {strconv.Itoa(pid), "--pw [redacted] --hf_token [redacted]"},
+		"fix --export -": {"stop_rank " + strconv.Itoa(pid), "--pw [redacted]"},
 	}
 	for name, r := range runs {
 		all := r.stdout + r.stderr
