@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,9 +21,10 @@ import (
 )
 
 type explainFlags struct {
-	json    bool
-	verbose bool
-	maxLine int
+	json      bool
+	verbose   bool
+	maxLine   int
+	maxStream int64
 }
 
 func newExplainCmd(a *App) *cobra.Command {
@@ -48,30 +48,43 @@ JSON (--json): {"schema": 1, "diagnoses": [{"id", "title", "confidence",
 "root_cause", "evidence": [{"file", "line", "text"}], "fields", "guide",
 "checks", "fixes"}], "nccl_version", "summary"}, plus notes, first_error,
 digest and inputs.
+A named pipe (FIFO) or a device is read once, up to --max-stream bytes
+(the report says when the rest was not read). Ctrl-C stops waiting for a
+writer or for data.
+
 Exit codes: 0 a diagnosis was made, 1 no NCCL failure found, 2 bad input
-(missing, unreadable, empty or binary file) or usage error.`,
+(missing, unreadable, empty or binary file), usage error or interrupted.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runExplain(cmd, a, f, args) },
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&f.json, "json", false, "print the versioned JSON report")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show every evidence line, note and peer")
 	fl.IntVar(&f.maxLine, "max-line", explain.DefaultMaxLine, "keep at most this many bytes of one line (longer lines are cut, not rejected)")
+	fl.Int64Var(&f.maxStream, "max-stream", explain.DefaultStreamLimit, "read at most this many bytes of an input that is not a regular file (a FIFO, a device; not a pipe on stdin)")
 	return cmd
 }
 
 func runExplain(cmd *cobra.Command, a *App, f explainFlags, args []string) error {
-	inputs, err := explainInputs(a, args)
-	if err != nil {
-		return err
-	}
 	if f.maxLine < 256 {
 		return usageError{fmt.Errorf("--max-line must be at least 256 bytes")}
 	}
+	if f.maxStream < 1<<10 {
+		return usageError{fmt.Errorf("--max-stream must be at least 1024 bytes")}
+	}
+	// Ctrl-C or SIGTERM ends the command while it waits for a FIFO's
+	// writer, for data, or reads a stream that never ends.
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	inputs, err := explainInputs(ctx, a, args, f.maxStream)
+	if err != nil {
+		return interrupted(ctx, err)
+	}
 	rep, err := explain.Analyze(ctx, inputs, explain.Options{Lang: a.Lang, MaxLineBytes: f.maxLine})
 	if err != nil {
-		return fmt.Errorf("explain: %w", err)
+		return interrupted(ctx, fmt.Errorf("explain: %w", err))
+	}
+	if ctx.Err() != nil {
+		return interrupted(ctx, nil)
 	}
 	if f.json {
 		if err := explain.WriteJSON(a.Stdout, rep); err != nil {
@@ -95,6 +108,18 @@ func runExplain(cmd *cobra.Command, a *App, f explainFlags, args []string) error
 		return ExitError{Code: 1}
 	}
 	return nil
+}
+
+// interrupted turns the end of an interrupted command into its message.
+func interrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return errors.New("explain: interrupted; nothing was explained")
+	}
+	var ie *explain.InputError
+	if errors.As(err, &ie) {
+		return usageError{ie}
+	}
+	return err
 }
 
 // badInput explains why nothing could be read, or "" when the input was a
@@ -125,9 +150,10 @@ func badInput(r *explain.Report) string {
 	return ""
 }
 
-// explainInputs turns the arguments into inputs, checking each file first
-// so a typo gets a clear message and exit code 2 before any reading.
-func explainInputs(a *App, args []string) ([]explain.Input, error) {
+// explainInputs turns the arguments into inputs, opening each file once
+// (a FIFO's content is read by the same open that checks it), so a typo
+// gets a clear message and exit code 2 before any reading.
+func explainInputs(ctx context.Context, a *App, args []string, maxStream int64) ([]explain.Input, error) {
 	if len(args) == 0 {
 		if a.StdinTTY() {
 			return nil, usageError{errors.New("no log given. Pass the failing job's output as a file (ncclwiz explain train.log), several files for several ranks (ncclwiz explain rank*.log), or pipe it in (torchrun ... 2>&1 | ncclwiz explain -)")}
@@ -145,30 +171,14 @@ func explainInputs(a *App, args []string) ([]explain.Input, error) {
 			if a.Stdin == nil {
 				return nil, usageError{errors.New("no standard input to read")}
 			}
-			inputs = append(inputs, explain.ReaderInput("<stdin>", a.Stdin))
+			inputs = append(inputs, explain.StreamInput(ctx, "<stdin>", a.Stdin, maxStream))
 			continue
 		}
-		shown := textsafe.Sanitize(p)
-		st, err := os.Stat(p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return nil, usageError{fmt.Errorf("%s: no such file", shown)}
-		case errors.Is(err, fs.ErrPermission):
-			return nil, usageError{fmt.Errorf("%s: permission denied", shown)}
-		case err != nil:
-			return nil, usageError{fmt.Errorf("%s: %v", shown, err)}
-		case st.IsDir():
-			return nil, usageError{fmt.Errorf("%s is a directory; pass the log files in it (e.g. %s/*.log)", shown, strings.TrimRight(shown, "/"))}
-		}
-		fh, err := os.Open(p)
+		in, err := explain.OpenPath(ctx, p, textsafe.Sanitize(p), maxStream)
 		if err != nil {
-			if errors.Is(err, fs.ErrPermission) {
-				return nil, usageError{fmt.Errorf("%s: permission denied", shown)}
-			}
-			return nil, usageError{fmt.Errorf("%s: %v", shown, err)}
+			return nil, err
 		}
-		_ = fh.Close()
-		inputs = append(inputs, explain.FileInput(p))
+		inputs = append(inputs, in)
 	}
 	return inputs, nil
 }
@@ -183,7 +193,7 @@ func ExplainForWizard(ctx context.Context, lang, path string) (tui.LogResult, er
 		}
 	}
 	a := &App{Stdin: strings.NewReader("")}
-	inputs, err := explainInputs(a, []string{path})
+	inputs, err := explainInputs(ctx, a, []string{path}, explain.DefaultStreamLimit)
 	if err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"os/user"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -42,7 +45,12 @@ default. With -o FILE the pseudonym key is written to FILE.map.json (mode
 FILE or key is replaced by a new file (never written through); a symlink
 at either name is refused.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runReport(cmd.Context(), a, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Ctrl-C stops the checks; nothing is written then.
+			ctx, stop := signal.NotifyContext(cmdContext(cmd), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return runReport(ctx, a, f)
+		},
 	}
 	cmd.Flags().StringVarP(&f.out, "output", "o", "", "write the report to FILE instead of stdout")
 	cmd.Flags().BoolVar(&f.noRedact, "no-redact", false, "keep host names, IPs and user names (secrets are still removed)")
@@ -59,6 +67,9 @@ func runReport(ctx context.Context, a *App, f reportFlags) error {
 		return err
 	}
 	results := checks.Run(ctx, h, reg.All(), checks.Options{})
+	if ctx.Err() != nil {
+		return errors.New("report: interrupted; no report was written")
+	}
 	doc, err := renderMarkdownReport(h, results, a.VersionString())
 	if err != nil {
 		return err

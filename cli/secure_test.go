@@ -91,7 +91,8 @@ func TestBinaryRedactsSecrets(t *testing.T) {
 	}
 	bin := tmuxtest.Build(t, "..")
 	secrets := []string{"hfSecret7731", "awsSecret7731", "pwSecret7731", "urlSecret7731"}
-	pid := startLeftoverRank(t, "--hf_token hfSecret7731 --aws_secret_access_key awsSecret7731 --pw pwSecret7731")
+	// --pw first: the exported script shows only the first 60 characters.
+	pid := startLeftoverRank(t, "--pw pwSecret7731 --hf_token hfSecret7731 --aws_secret_access_key awsSecret7731")
 	env := []string{"NCCL_NET=redis://:urlSecret7731@store.example.com:6379"}
 
 	runs := map[string]binRun{
@@ -104,12 +105,12 @@ func TestBinaryRedactsSecrets(t *testing.T) {
 	}
 	// What each output must show, so the test knows it saw the data.
 	wants := map[string][]string{
-		"report":         {"--hf_token [redacted]", "redis://:[redacted]@"},
-		"check --json":   {"--hf_token [redacted]", "redis://:[redacted]@"},
+		"report":         {"--pw [redacted] --hf_token [redacted] --aws_secret_access_key [redacted]", "redis://:[redacted]@"},
+		"check --json":   {"--pw [redacted] --hf_token [redacted] --aws_secret_access_key [redacted]", "redis://:[redacted]@"},
 		"check -v":       {"--hf_token [redacted]", "redis://:[redacted]@"},
-		"fix":            {"kill -TERM " + strconv.Itoa(pid), "--hf_token [redacted]"},
-		"fix dry run":    {strconv.Itoa(pid), "--hf_token [redacted]"},
-		"fix --export -": {"stop_rank " + strconv.Itoa(pid), "--hf_token [redacted]"},
+		"fix":            {"kill -TERM " + strconv.Itoa(pid), "--pw [redacted] --hf_token [redacted]"},
+		"fix dry run":    {strconv.Itoa(pid), "--pw [redacted] --hf_token [redacted]"},
+		"fix --export -": {"stop_rank " + strconv.Itoa(pid), "--pw [redacted]"},
 	}
 	for name, r := range runs {
 		all := r.stdout + r.stderr
@@ -240,6 +241,154 @@ func TestBinaryErrorsAreSanitised(t *testing.T) {
 		if r.code == 2 && !strings.Contains(r.stderr, `\x1b]0;pwned`) {
 			t.Errorf("%q: the error does not show the argument: %q", args, r.stderr)
 		}
+	}
+}
+
+// blockedIn waits (polling, with a generous deadline) until process pid
+// has path open or one of its threads sleeps in a kernel function whose
+// name contains wchan: then it is waiting where the test wants it.
+func blockedIn(t *testing.T, pid int, path, wchan string) {
+	t.Helper()
+	dir := "/proc/" + strconv.Itoa(pid)
+	end := time.Now().Add(30 * time.Second)
+	for time.Now().Before(end) {
+		if path != "" {
+			fds, _ := os.ReadDir(dir + "/fd")
+			for _, fd := range fds {
+				if l, _ := os.Readlink(dir + "/fd/" + fd.Name()); l == path {
+					return
+				}
+			}
+		}
+		if wchan != "" {
+			tasks, _ := os.ReadDir(dir + "/task")
+			for _, task := range tasks {
+				if w, _ := os.ReadFile(dir + "/task/" + task.Name() + "/wchan"); strings.Contains(string(w), wchan) {
+					return
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("pid %d never blocked on %q / %q", pid, path, wchan)
+}
+
+// TestBinaryExplainStreams reproduces issue 14 item 9 with the real
+// binary: a FIFO whose writer wrote and exited is explained (it used to be
+// opened twice, the second open waiting forever); /dev/zero is read up to
+// the bound, which the output names; and SIGINT or SIGTERM while it waits
+// for a writer, for data, or reads an endless device ends it with a clear
+// message (it used to ignore both).
+func TestBinaryExplainStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := tmuxtest.Build(t, "..")
+	dir := t.TempDir()
+	mkfifo := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	t.Run("FIFO whose writer exits", func(t *testing.T) {
+		p := mkfifo("writer-exits.fifo")
+		log := filepath.Join(dir, "job.log")
+		if err := os.WriteFile(log, []byte(explainLeakLog), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// The writer writes the whole log and exits (the log fits in the
+		// pipe buffer, so it need not wait for the reader).
+		writer := exec.Command("sh", "-c", `cat "$1" > "$2"`, "sh", log, p)
+		if err := writer.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = writer.Process.Kill(); _ = writer.Wait() }()
+		r := runBin(t, bin, nil, "explain", p)
+		if r.code != 0 || !strings.Contains(r.stdout, "Root cause") {
+			t.Errorf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	})
+
+	t.Run("/dev/zero is bounded", func(t *testing.T) {
+		r := runBin(t, bin, nil, "explain", "--max-stream", "4194304", "/dev/zero")
+		if !strings.Contains(r.stdout, "/dev/zero is not a regular file: read its first 4 MiB; the rest was not read") {
+			t.Errorf("exit %d, no bound in the output:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	})
+
+	signals := []struct {
+		name  string
+		args  []string
+		stdin func(t *testing.T) *os.File
+		ready func(t *testing.T, pid int, p string)
+		sig   syscall.Signal
+	}{
+		{"SIGINT waiting for a FIFO writer", []string{"explain", "@fifo"}, nil,
+			func(t *testing.T, pid int, _ string) { blockedIn(t, pid, "", "wait_for_partner") }, syscall.SIGINT},
+		{"SIGTERM waiting for a FIFO writer", []string{"explain", "--json", "@fifo"}, nil,
+			func(t *testing.T, pid int, _ string) { blockedIn(t, pid, "", "wait_for_partner") }, syscall.SIGTERM},
+		{"SIGINT reading a silent FIFO", []string{"explain", "@held"}, nil,
+			func(t *testing.T, pid int, p string) { blockedIn(t, pid, p, "") }, syscall.SIGINT},
+		{"SIGINT reading /dev/zero without end", []string{"explain", "--max-stream", "1000000000000000", "/dev/zero"}, nil,
+			func(t *testing.T, pid int, _ string) { blockedIn(t, pid, "/dev/zero", "") }, syscall.SIGINT},
+		{"SIGINT reading a silent stdin pipe", []string{"explain", "-"},
+			func(t *testing.T) *os.File {
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = w.Close() })
+				return r
+			},
+			func(t *testing.T, pid int, _ string) { blockedIn(t, pid, "", "pipe") }, syscall.SIGINT},
+	}
+	for i, tt := range signals {
+		t.Run(tt.name, func(t *testing.T) {
+			fifo := mkfifo("sig" + strconv.Itoa(i) + ".fifo")
+			args := append([]string(nil), tt.args...)
+			for j, a := range args {
+				switch a {
+				case "@fifo":
+					args[j] = fifo
+				case "@held":
+					args[j] = fifo
+					// O_RDWR opens without waiting and keeps a silent writer.
+					w, err := os.OpenFile(fifo, os.O_RDWR, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { _ = w.Close() })
+				}
+			}
+			cmd := exec.Command(bin, args...)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "NO_COLOR=1"}
+			if tt.stdin != nil {
+				cmd.Stdin = tt.stdin(t)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			t.Cleanup(func() { _ = cmd.Process.Kill() })
+			tt.ready(t, cmd.Process.Pid, fifo)
+			if err := cmd.Process.Signal(tt.sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second): // generous: it must react within a second
+				t.Fatalf("still running after %v", tt.sig)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(out.String(), "interrupted") {
+				t.Errorf("exit %d (%v), want 2 and a message:\n%s", code, cmd.ProcessState, out.String())
+			}
+		})
 	}
 }
 

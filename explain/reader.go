@@ -4,10 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"time"
 	"unicode/utf8"
+
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // DefaultMaxLine is how much of one line is kept when Options.MaxLineBytes
@@ -275,4 +281,228 @@ func openMaybeGzip(r io.Reader, maxLine int) (io.Reader, bool, error) {
 	// Logs are sometimes concatenated .gz members (rotations); keep reading.
 	zr.Multistream(true)
 	return zr, true, nil
+}
+
+// DefaultStreamLimit is how much of an input that is not a regular file (a
+// FIFO, a character device such as /dev/zero) is read when the caller does
+// not say: such an input may never end.
+const DefaultStreamLimit = 256 << 20
+
+// LimitError ends the reading of a stream at its bound.
+type LimitError struct {
+	Name  string
+	Limit int64
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%s is not a regular file: read its first %s; the rest was not read", e.Name, units.Bytes(uint64(e.Limit)))
+}
+
+// InputError is a path that cannot be explained (missing, a directory,
+// unreadable); its message is for the user as is.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+// OpenPath opens path once (no separate check-then-open, which would lose
+// what a FIFO's writer wrote) and returns it as an Input that has already
+// been opened. Opening a FIFO waits for its writer, and reading any input
+// that can block waits for data, only until ctx is done. An input that is
+// not a regular file is read up to limit bytes (DefaultStreamLimit when
+// limit <= 0); the report then says what was left unread. shown is the
+// path as it may be printed.
+func OpenPath(ctx context.Context, path, shown string, limit int64) (Input, error) {
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := os.Open(path)
+		ch <- opened{f, err}
+	}()
+	var f *os.File
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			return Input{}, openError(shown, o.err)
+		}
+		f = o.f
+	case <-ctx.Done():
+		// open(2) of a FIFO without a writer blocks in the kernel; the
+		// goroutine closes the file should a writer ever come.
+		go func() {
+			if o := <-ch; o.f != nil {
+				_ = o.f.Close()
+			}
+		}()
+		return Input{}, fmt.Errorf("%s: waiting for a writer: %w", shown, ctx.Err())
+	}
+	st, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return Input{}, openError(shown, err)
+	}
+	if st.IsDir() {
+		_ = f.Close()
+		return Input{}, &InputError{fmt.Sprintf("%s is a directory; pass the log files in it (e.g. %s/*.log)", shown, trimSlash(shown))}
+	}
+	if limit <= 0 {
+		limit = DefaultStreamLimit
+	}
+	if st.Mode().IsRegular() {
+		limit = 0
+	}
+	return openedInput(ctx, path, f, !st.Mode().IsRegular(), limit, true), nil
+}
+
+// StreamInput reads r (stdin) under name, stopping when ctx is done even
+// while a read waits for data. A file that is a character device (stdin
+// redirected from /dev/zero, say) is bounded like OpenPath's streams; a
+// pipe is not, since it is how a running job's output is followed, and
+// closing it early would end that job with SIGPIPE.
+func StreamInput(ctx context.Context, name string, r io.Reader, limit int64) Input {
+	f, ok := r.(*os.File)
+	if !ok {
+		return Input{Name: name, Open: func() (io.ReadCloser, error) {
+			return io.NopCloser(&ctxReader{ctx: ctx, r: r, async: true}), nil
+		}}
+	}
+	st, err := f.Stat()
+	if err != nil || st.Mode().IsRegular() {
+		return openedInput(ctx, name, f, false, 0, false)
+	}
+	if st.Mode()&fs.ModeCharDevice == 0 {
+		limit = 0 // a pipe: follow it to its end
+	} else if limit <= 0 {
+		limit = DefaultStreamLimit
+	}
+	return openedInput(ctx, name, f, true, limit, false)
+}
+
+// openedInput reads f: when it can block (not a regular file), a read
+// that waits ends when ctx is done; limit > 0 bounds it; own closes f
+// after reading (never stdin).
+func openedInput(ctx context.Context, name string, f *os.File, canBlock bool, limit int64, own bool) Input {
+	return Input{Name: name, Open: func() (io.ReadCloser, error) {
+		cr := &ctxReader{ctx: ctx, r: f}
+		if canBlock {
+			// A FIFO, a pipe or a terminal is pollable: a read deadline
+			// wakes a read that waits. Others get a reading goroutine.
+			if f.SetReadDeadline(time.Time{}) == nil {
+				cr.stop = context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
+			} else {
+				cr.async = true
+			}
+		}
+		var r io.Reader = cr
+		if limit > 0 {
+			r = &limitReader{r: cr, left: limit, err: &LimitError{Name: name, Limit: limit}}
+		}
+		return readCloser{r, func() error {
+			if cr.stop != nil {
+				cr.stop()
+			}
+			if own {
+				return f.Close()
+			}
+			return nil
+		}}, nil
+	}}
+}
+
+type readCloser struct {
+	io.Reader
+	close func() error
+}
+
+func (r readCloser) Close() error { return r.close() }
+
+// ctxReader ends reading with ctx.Err() once ctx is done. With async, each
+// read runs in a goroutine into a private buffer, so a read that blocks
+// forever is abandoned instead of waited for.
+type ctxReader struct {
+	ctx   context.Context
+	r     io.Reader
+	stop  func() bool
+	async bool
+	buf   []byte
+	res   chan readResult
+}
+
+type readResult struct {
+	n   int
+	err error
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if !c.async {
+		n, err := c.r.Read(p)
+		if err != nil && c.ctx.Err() != nil {
+			return n, c.ctx.Err() // the deadline set on cancel
+		}
+		return n, err
+	}
+	if c.res == nil {
+		c.res = make(chan readResult, 1)
+	}
+	if cap(c.buf) < len(p) {
+		c.buf = make([]byte, len(p))
+	}
+	buf := c.buf[:len(p)]
+	go func() {
+		n, err := c.r.Read(buf)
+		c.res <- readResult{n, err}
+	}()
+	select {
+	case r := <-c.res:
+		return copy(p, buf[:r.n]), r.err
+	case <-c.ctx.Done():
+		// The goroutine still owns buf; this reader is never read again.
+		c.buf = nil
+		return 0, c.ctx.Err()
+	}
+}
+
+// limitReader returns err after left bytes.
+type limitReader struct {
+	r    io.Reader
+	left int64
+	err  error
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, l.err
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+func openError(shown string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &InputError{shown + ": no such file"}
+	case errors.Is(err, fs.ErrPermission):
+		return &InputError{shown + ": permission denied"}
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &InputError{fmt.Sprintf("%s: %v", shown, err)}
+}
+
+func trimSlash(s string) string {
+	for len(s) > 1 && s[len(s)-1] == '/' {
+		s = s[:len(s)-1]
+	}
+	return s
 }

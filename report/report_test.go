@@ -125,3 +125,30 @@ func TestPlainWrapsAtTheTerminalWidth(t *testing.T) {
 		t.Errorf("hints should have broken between commands:\n%s", text)
 	}
 }
+
+// TestSanitizeFindingRedactsByKey: a value that carries no secret shape is
+// still secret when its key (an env map) or its record's name says so;
+// URL passwords with an empty user go too. Ordinary values stay.
+func TestSanitizeFindingRedactsByKey(t *testing.T) {
+	f := checks.Finding{Check: "env.nccl", Severity: checks.Info, Title: "NCCL_NET=redis://:pw9@host",
+		Evidence: map[string]any{
+			"env":      map[string]string{"WANDB_API_KEY": "plainvalue1", "NCCL_SOCKET_IFNAME": "eth0"},
+			"settings": []map[string]any{{"name": "MY_PASSWORD", "value": "plainvalue2", "source": "environment"}, {"name": "NCCL_NET", "value": "redis://:plainvalue3@host", "source": "environment"}},
+			"cmdline":  "python train.py --hf_token plainvalue4 --master_port 29500",
+		}}
+	got := SanitizeFinding(f)
+	b, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, leak := range []string{"plainvalue", "pw9"} {
+		if bytes.Contains(b, []byte(leak)) {
+			t.Errorf("%s leaked: %s", leak, b)
+		}
+	}
+	for _, kept := range []string{`"NCCL_SOCKET_IFNAME":"eth0"`, `--master_port 29500`, `"source":"environment"`, `redis://:[redacted]@host`} {
+		if !bytes.Contains(b, []byte(kept)) {
+			t.Errorf("want %s in %s", kept, b)
+		}
+	}
+}

@@ -84,22 +84,61 @@ func RedactText(s string) string {
 	if s == "" {
 		return s
 	}
-	s = rePrivateKey.ReplaceAllString(s, "-----BEGIN ${1}PRIVATE KEY-----"+Redacted+"-----END ${1}PRIVATE KEY-----")
-	s = reTokens.ReplaceAllString(s, Redacted)
-	s = reURLUser.ReplaceAllStringFunc(s, func(m string) string {
-		sm := reURLUser.FindStringSubmatch(m)
-		if sm[2] == "" {
-			return m
-		}
-		return sm[1] + Redacted + "@"
-	})
-	s = replaceGroup(s, reAuthHeader, 2, func([]string) bool { return true })
-	s = replaceGroup(s, reBearer, 2, func([]string) bool { return true })
-	s = replaceGroup(s, reBasic, 2, func(sm []string) bool { return looksEncoded(sm[2]) })
+	// Cheap tests first: most log lines hold no secret and skip the
+	// regexps that need them.
+	lower := strings.ToLower(s)
+	if strings.Contains(s, "PRIVATE KEY-----") {
+		s = rePrivateKey.ReplaceAllString(s, "-----BEGIN ${1}PRIVATE KEY-----"+Redacted+"-----END ${1}PRIVATE KEY-----")
+	}
+	if hasTokenPrefix(s) {
+		s = reTokens.ReplaceAllString(s, Redacted)
+	}
+	if strings.Contains(s, "://") && strings.Contains(s, "@") {
+		s = reURLUser.ReplaceAllStringFunc(s, func(m string) string {
+			sm := reURLUser.FindStringSubmatch(m)
+			if sm[2] == "" {
+				return m
+			}
+			return sm[1] + Redacted + "@"
+		})
+	}
+	if strings.Contains(lower, "authorization") {
+		s = replaceGroup(s, reAuthHeader, 2, func([]string) bool { return true })
+	}
+	if strings.Contains(lower, "bearer") {
+		s = replaceGroup(s, reBearer, 2, func([]string) bool { return true })
+	}
+	if strings.Contains(s, "Basic") {
+		s = replaceGroup(s, reBasic, 2, func(sm []string) bool { return looksEncoded(sm[2]) })
+	}
+	if !mentionsSecret(lower) {
+		return s
+	}
 	s = replaceGroup(s, reAssign, 3, func(sm []string) bool { return sm[3] != "" && IsSecretName(sm[1]) })
 	s = replaceGroup(s, reFlag, 2, func(sm []string) bool { return IsSecretName(sm[1]) && !strings.HasPrefix(sm[2], "-") })
 	s = replaceGroup(s, reEnvSpace, 2, func(sm []string) bool { return IsSecretName(sm[1]) && looksSecret(sm[2]) })
 	return s
+}
+
+// hasTokenPrefix reports whether s may hold one of reTokens' shapes.
+func hasTokenPrefix(s string) bool {
+	for _, p := range []string{"hf_", "gh", "github_pat_", "glpat-", "sk-", "AKIA", "ASIA", "xox", "eyJ"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// mentionsSecret reports whether lower (lower-cased text) contains a word
+// that IsSecretName could accept; without one no name=value can be secret.
+func mentionsSecret(lower string) bool {
+	for _, w := range []string{"token", "secret", "pass", "pw", "key", "auth", "credential", "cookie", "pat"} {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // replaceGroup replaces submatch g of each match of re with Redacted when

@@ -155,3 +155,19 @@ func TestRedactKeepsExplainCorpus(t *testing.T) {
 	}
 	t.Logf("%d lines of %d logs unchanged", lines, len(files))
 }
+
+// BenchmarkRedactText: a typical NCCL log line (nothing to redact) and a
+// launcher command line with secrets.
+func BenchmarkRedactText(b *testing.B) {
+	for _, bc := range []struct{ name, s string }{
+		{"log line", "gpu-node-17:12345:12400 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.2.3<0> [1]ib0:10.2.3.4<0>; NCCL_SOCKET_IFNAME set by environment to eth0"},
+		{"cmdline", "python -u train.py --model llama --hf_token hf_abcdefghijklmnopqrstuvwxyz12 --lr 3e-4 --master_port 29500 --aws_secret_access_key wJalrXUtnFEMI/K7MDENG"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.s)))
+			for b.Loop() {
+				RedactText(bc.s)
+			}
+		})
+	}
+}
