@@ -46,6 +46,12 @@ func fakeParent(mode string) int {
 		return 1
 	}
 	os.Stdout.WriteString("mode " + r.Describe() + "\n")
+	if os.Getenv("CONTAIN_TEST_END") == "panic" {
+		// Once the run is up, like a bug in ncclwiz would: an unrecovered
+		// panic exits the process without running anyone's defers.
+		bufio.NewReader(os.Stdin).ReadString('\n')
+		panic("ncclwiz crashed")
+	}
 	select {} // until killed
 }
 
@@ -149,11 +155,13 @@ func TestEndReportsAndEndsEverything(t *testing.T) {
 	}
 }
 
-// When ncclwiz is SIGKILLed, its keeper ends the run, removes the private
-// temporary directory and the run's cgroup: nothing of the run is left.
+// When ncclwiz is SIGKILLed, or crashes on a panic, its keeper ends the
+// run, removes the private temporary directory and the run's cgroup:
+// nothing of the run is left.
 func TestKeeperCleansUpWhenParentIsKilled(t *testing.T) {
-	for _, mode := range []string{ModeNamespace, ModeSubreaper} {
-		t.Run(mode, func(t *testing.T) {
+	for _, c := range []struct{ mode, end string }{{ModeNamespace, "kill"}, {ModeSubreaper, "kill"}, {ModeNamespace, "panic"}, {ModeSubreaper, "panic"}} {
+		mode := c.mode
+		t.Run(mode+"/"+c.end, func(t *testing.T) {
 			needMode(t, mode)
 			m := newMarker(t)
 			tmp, err := os.MkdirTemp(t.TempDir(), TmpPrefix)
@@ -164,7 +172,12 @@ func TestKeeperCleansUpWhenParentIsKilled(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd := exec.Command("/proc/self/exe", "-test.run=^$")
-			cmd.Env = append(os.Environ(), "CONTAIN_TEST_PARENT="+mode, "CONTAIN_TEST_ARGV="+m, "CONTAIN_TEST_TMP="+tmp, "CONTAIN_TEST_CGROUP="+m)
+			cmd.Env = append(os.Environ(), "CONTAIN_TEST_PARENT="+mode, "CONTAIN_TEST_ARGV="+m, "CONTAIN_TEST_TMP="+tmp,
+				"CONTAIN_TEST_CGROUP="+m, "CONTAIN_TEST_END="+c.end)
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
 			out, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -189,8 +202,14 @@ func TestKeeperCleansUpWhenParentIsKilled(t *testing.T) {
 			if len(argvAlive(m+"-grandchild")) == 0 {
 				t.Fatal("the grandchild is not running")
 			}
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			_ = cmd.Wait()
+			if c.end == "panic" {
+				stdin.Write([]byte("go\n"))
+			} else {
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+			}
+			if err := cmd.Wait(); err == nil {
+				t.Error("the stand-in for ncclwiz should have died")
+			}
 			if !waitFor(15*time.Second, func() bool { return len(argvAlive(m)) == 0 }) {
 				t.Errorf("processes of the run survived ncclwiz: %q", argvAlive(m))
 			}
