@@ -174,7 +174,7 @@ func explainInputs(ctx context.Context, a *App, args []string, maxStream int64) 
 			inputs = append(inputs, explain.StreamInput(ctx, "<stdin>", a.Stdin, maxStream))
 			continue
 		}
-		in, err := explain.OpenPath(ctx, p, textsafe.Sanitize(p), maxStream)
+		in, err := explain.PathInput(ctx, p, textsafe.Sanitize(p), maxStream)
 		if err != nil {
 			return nil, err
 		}

@@ -312,6 +312,22 @@ func TestBinaryExplainStreams(t *testing.T) {
 		}
 	})
 
+	t.Run("more files than file descriptors", func(t *testing.T) {
+		// Each input is opened when it is read, not all up front.
+		var args []string
+		for i := 0; i < 100; i++ {
+			p := filepath.Join(dir, "rank"+strconv.Itoa(i)+".log")
+			if err := os.WriteFile(p, []byte(explainLeakLog), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, p)
+		}
+		r := runBin(t, "sh", nil, append([]string{"-c", `ulimit -n 40 && exec "$0" explain "$@"`, bin}, args...)...)
+		if r.code != 0 || !strings.Contains(r.stdout, "100 inputs") && !strings.Contains(r.stdout, "100 files") {
+			t.Errorf("exit %d:\n%s%s", r.code, r.stdout[:min(len(r.stdout), 2000)], r.stderr)
+		}
+	})
+
 	t.Run("/dev/zero is bounded", func(t *testing.T) {
 		r := runBin(t, bin, nil, "explain", "--max-stream", "4194304", "/dev/zero")
 		if !strings.Contains(r.stdout, "/dev/zero is not a regular file: read its first 4 MiB; the rest was not read") {

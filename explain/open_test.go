@@ -27,8 +27,9 @@ func readInput(t *testing.T, in Input) (string, error) {
 	return string(b), err
 }
 
-// A FIFO whose writer wrote and exited: read once, all of it.
-func TestOpenPathFIFOWriterExits(t *testing.T) {
+// A FIFO whose writer wrote and exited: checked without opening, opened
+// once, read in full.
+func TestPathInputFIFOWriterExits(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "log.fifo")
 	if err := syscall.Mkfifo(p, 0o600); err != nil {
 		t.Fatal(err)
@@ -40,7 +41,7 @@ func TestOpenPathFIFOWriterExits(t *testing.T) {
 			_ = f.Close()
 		}
 	}()
-	in, err := OpenPath(context.Background(), p, p, 0)
+	in, err := PathInput(context.Background(), p, p, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,11 @@ func TestCancelEndsWaits(t *testing.T) {
 		run  func(ctx context.Context) error
 	}{
 		{"open without a writer", func(ctx context.Context) error {
-			_, err := OpenPath(ctx, noWriter, noWriter, 0)
+			in, err := PathInput(ctx, noWriter, noWriter, 0)
+			if err != nil {
+				return err
+			}
+			_, err = readInput(t, in)
 			return err
 		}},
 		{"read from a silent writer", func(ctx context.Context) error {
@@ -76,7 +81,7 @@ func TestCancelEndsWaits(t *testing.T) {
 				return err
 			}
 			defer w.Close()
-			in, err := OpenPath(ctx, held, held, 0)
+			in, err := PathInput(ctx, held, held, 0)
 			if err != nil {
 				return err
 			}
@@ -132,8 +137,8 @@ func TestCancelEndsWaits(t *testing.T) {
 }
 
 // /dev/zero never ends: it is read up to the bound, which the error names.
-func TestOpenPathBoundsDevices(t *testing.T) {
-	in, err := OpenPath(context.Background(), "/dev/zero", "/dev/zero", 1<<20)
+func TestPathInputBoundsDevices(t *testing.T) {
+	in, err := PathInput(context.Background(), "/dev/zero", "/dev/zero", 1<<20)
 	if err != nil {
 		t.Skipf("no /dev/zero: %v", err)
 	}
@@ -146,7 +151,7 @@ func TestOpenPathBoundsDevices(t *testing.T) {
 		t.Errorf("message %q", msg)
 	}
 	// The whole explainer: the bound ends up in the report's warnings.
-	in, _ = OpenPath(context.Background(), "/dev/zero", "/dev/zero", 1<<20)
+	in, _ = PathInput(context.Background(), "/dev/zero", "/dev/zero", 1<<20)
 	rep, err := Analyze(context.Background(), []Input{in}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -156,17 +161,18 @@ func TestOpenPathBoundsDevices(t *testing.T) {
 	}
 }
 
-func TestOpenPathErrors(t *testing.T) {
+func TestPathInputErrors(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct{ path, want string }{
 		{filepath.Join(dir, "missing.log"), "missing.log: no such file"},
 		{dir, "is a directory; pass the log files in it"},
+		{"/proc/self/mem/x", "not a directory"},
 	}
 	for _, tt := range tests {
-		_, err := OpenPath(context.Background(), tt.path, tt.path, 0)
+		_, err := PathInput(context.Background(), tt.path, tt.path, 0)
 		var ie *InputError
 		if !errors.As(err, &ie) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("OpenPath(%s) = %v, want an InputError with %q", tt.path, err, tt.want)
+			t.Errorf("PathInput(%s) = %v, want an InputError with %q", tt.path, err, tt.want)
 		}
 	}
 }

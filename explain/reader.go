@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -304,14 +305,49 @@ type InputError struct{ Msg string }
 
 func (e *InputError) Error() string { return e.Msg }
 
-// OpenPath opens path once (no separate check-then-open, which would lose
-// what a FIFO's writer wrote) and returns it as an Input that has already
-// been opened. Opening a FIFO waits for its writer, and reading any input
-// that can block waits for data, only until ctx is done. An input that is
-// not a regular file is read up to limit bytes (DefaultStreamLimit when
-// limit <= 0); the report then says what was left unread. shown is the
-// path as it may be printed.
-func OpenPath(ctx context.Context, path, shown string, limit int64) (Input, error) {
+// PathInput checks path (exists, is not a directory, is readable) without
+// opening it, and returns an Input that opens it exactly once when it is
+// read: a check that opened and closed a FIFO would consume its writer's
+// output and leave the real open waiting forever. Opening a FIFO waits for
+// its writer, and any read that can block waits for data, only until ctx
+// is done. An input that is not a regular file is read up to limit bytes
+// (DefaultStreamLimit when limit <= 0); the report then says what was left
+// unread. shown is the path as it may be printed.
+func PathInput(ctx context.Context, path, shown string, limit int64) (Input, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return Input{}, openError(shown, err)
+	}
+	if st.IsDir() {
+		return Input{}, &InputError{fmt.Sprintf("%s is a directory; pass the log files in it (e.g. %s/*.log)", shown, trimSlash(shown))}
+	}
+	if err := syscall.Access(path, 4 /* R_OK */); err != nil {
+		return Input{}, openError(shown, &fs.PathError{Op: "access", Path: path, Err: err})
+	}
+	if limit <= 0 {
+		limit = DefaultStreamLimit
+	}
+	return Input{Name: path, Open: func() (io.ReadCloser, error) {
+		f, err := openCtx(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+		if st.Mode().IsRegular() {
+			return wrapFile(ctx, path, f, false, 0, true), nil
+		}
+		return wrapFile(ctx, path, f, true, limit, true), nil
+	}}, nil
+}
+
+// openCtx opens path for reading; when ctx ends first (open(2) of a FIFO
+// without a writer blocks in the kernel) it returns ctx's error, and the
+// goroutine left waiting closes the file should a writer ever come.
+func openCtx(ctx context.Context, path string) (*os.File, error) {
 	type opened struct {
 		f   *os.File
 		err error
@@ -321,93 +357,75 @@ func OpenPath(ctx context.Context, path, shown string, limit int64) (Input, erro
 		f, err := os.Open(path)
 		ch <- opened{f, err}
 	}()
-	var f *os.File
 	select {
 	case o := <-ch:
 		if o.err != nil {
-			return Input{}, openError(shown, o.err)
+			var pe *fs.PathError
+			if errors.As(o.err, &pe) {
+				return nil, pe.Err
+			}
 		}
-		f = o.f
+		return o.f, o.err
 	case <-ctx.Done():
-		// open(2) of a FIFO without a writer blocks in the kernel; the
-		// goroutine closes the file should a writer ever come.
 		go func() {
 			if o := <-ch; o.f != nil {
 				_ = o.f.Close()
 			}
 		}()
-		return Input{}, fmt.Errorf("%s: waiting for a writer: %w", shown, ctx.Err())
+		return nil, fmt.Errorf("waiting for a writer: %w", ctx.Err())
 	}
-	st, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
-		return Input{}, openError(shown, err)
-	}
-	if st.IsDir() {
-		_ = f.Close()
-		return Input{}, &InputError{fmt.Sprintf("%s is a directory; pass the log files in it (e.g. %s/*.log)", shown, trimSlash(shown))}
-	}
-	if limit <= 0 {
-		limit = DefaultStreamLimit
-	}
-	if st.Mode().IsRegular() {
-		limit = 0
-	}
-	return openedInput(ctx, path, f, !st.Mode().IsRegular(), limit, true), nil
 }
 
 // StreamInput reads r (stdin) under name, stopping when ctx is done even
 // while a read waits for data. A file that is a character device (stdin
-// redirected from /dev/zero, say) is bounded like OpenPath's streams; a
+// redirected from /dev/zero, say) is bounded like PathInput's streams; a
 // pipe is not, since it is how a running job's output is followed, and
-// closing it early would end that job with SIGPIPE.
+// closing it early would end that job with SIGPIPE. stdin is never closed.
 func StreamInput(ctx context.Context, name string, r io.Reader, limit int64) Input {
-	f, ok := r.(*os.File)
-	if !ok {
-		return Input{Name: name, Open: func() (io.ReadCloser, error) {
+	return Input{Name: name, Open: func() (io.ReadCloser, error) {
+		f, ok := r.(*os.File)
+		if !ok {
 			return io.NopCloser(&ctxReader{ctx: ctx, r: r, async: true}), nil
-		}}
-	}
-	st, err := f.Stat()
-	if err != nil || st.Mode().IsRegular() {
-		return openedInput(ctx, name, f, false, 0, false)
-	}
-	if st.Mode()&fs.ModeCharDevice == 0 {
-		limit = 0 // a pipe: follow it to its end
-	} else if limit <= 0 {
-		limit = DefaultStreamLimit
-	}
-	return openedInput(ctx, name, f, true, limit, false)
+		}
+		st, err := f.Stat()
+		switch {
+		case err != nil || st.Mode().IsRegular():
+			return wrapFile(ctx, name, f, false, 0, false), nil
+		case st.Mode()&fs.ModeCharDevice == 0:
+			return wrapFile(ctx, name, f, true, 0, false), nil // a pipe: follow it to its end
+		case limit <= 0:
+			limit = DefaultStreamLimit
+		}
+		return wrapFile(ctx, name, f, true, limit, false), nil
+	}}
 }
 
-// openedInput reads f: when it can block (not a regular file), a read
-// that waits ends when ctx is done; limit > 0 bounds it; own closes f
-// after reading (never stdin).
-func openedInput(ctx context.Context, name string, f *os.File, canBlock bool, limit int64, own bool) Input {
-	return Input{Name: name, Open: func() (io.ReadCloser, error) {
-		cr := &ctxReader{ctx: ctx, r: f}
-		if canBlock {
-			// A FIFO, a pipe or a terminal is pollable: a read deadline
-			// wakes a read that waits. Others get a reading goroutine.
-			if f.SetReadDeadline(time.Time{}) == nil {
-				cr.stop = context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
-			} else {
-				cr.async = true
-			}
+// wrapFile reads f: when it can block (not a regular file), a read that
+// waits ends when ctx is done; limit > 0 bounds it; own closes f after
+// reading.
+func wrapFile(ctx context.Context, name string, f *os.File, canBlock bool, limit int64, own bool) io.ReadCloser {
+	cr := &ctxReader{ctx: ctx, r: f}
+	if canBlock {
+		// A FIFO, a pipe or a terminal is pollable: a read deadline wakes
+		// a read that waits. Others get a reading goroutine.
+		if f.SetReadDeadline(time.Time{}) == nil {
+			cr.stop = context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
+		} else {
+			cr.async = true
 		}
-		var r io.Reader = cr
-		if limit > 0 {
-			r = &limitReader{r: cr, left: limit, err: &LimitError{Name: name, Limit: limit}}
+	}
+	var r io.Reader = cr
+	if limit > 0 {
+		r = &limitReader{r: cr, left: limit, err: &LimitError{Name: name, Limit: limit}}
+	}
+	return readCloser{r, func() error {
+		if cr.stop != nil {
+			cr.stop()
 		}
-		return readCloser{r, func() error {
-			if cr.stop != nil {
-				cr.stop()
-			}
-			if own {
-				return f.Close()
-			}
-			return nil
-		}}, nil
+		if own {
+			return f.Close()
+		}
+		return nil
 	}}
 }
 
