@@ -32,7 +32,7 @@ func TestScriptFstabSetLeavesNoTempWhenRenameFails(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	script := "set -euo pipefail\n" + scriptPrelude + helperText["fstab_set"] + helperText["put_file"] +
+	script := "set -euo pipefail\nNCCLWIZ_PRACTICE=''\n" + scriptPrelude + helperText["fstab_set"] + helperText["put_file"] +
 		`fstab_set "$ETC/fstab" /dev/shm 1g rw,nosuid,nodev
 put_file "$ETC/limits.conf" "new content" || true
 echo "FAILED=$FAILED"
