@@ -309,7 +309,7 @@ func printFix(out io.Writer, fx steps.Fix, applying bool) {
 		fmt.Fprintf(out, "  guide: ncclwiz guides %s\n", fx.Guide)
 	}
 	for _, l := range fx.Preview() {
-		fmt.Fprintf(out, "    %s\n", textsafe.Sanitize(l))
+		fmt.Fprintf(out, "    %s\n", textsafe.Clean(l))
 	}
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -416,4 +417,20 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+func TestPrintError(t *testing.T) {
+	tests := []struct{ err, want string }{
+		{"unknown flag: --\x1b]0;p\a", `ncclwiz: unknown flag: --\x1b]0;p\x07` + "\n"},
+		{"bad peer user:pw@x\u202e", `ncclwiz: bad peer user:pw@x\u202e` + "\n"},
+		{"line one\nline two\r", "ncclwiz: line one\nline two\\r\n"},
+		{"connect https://:hunter2@store failed", "ncclwiz: connect https://:[redacted]@store failed\n"},
+	}
+	for _, tt := range tests {
+		var b bytes.Buffer
+		PrintError(&b, errors.New(tt.err))
+		if b.String() != tt.want {
+			t.Errorf("PrintError(%q) = %q, want %q", tt.err, b.String(), tt.want)
+		}
+	}
 }

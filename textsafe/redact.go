@@ -65,8 +65,9 @@ var (
 	reAuthHeader = regexp.MustCompile(`(?i)\b((?:proxy-)?authorization"?\s*[:=]\s*"?(?:(?:bearer|basic|token|digest|negotiate|aws4-hmac-sha256)\s+)?)("[^"]*"|'[^']*'|[^\s"',;]+)`)
 	reBearer     = regexp.MustCompile(`(?i)\b(bearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)`)
 	reBasic      = regexp.MustCompile(`\b(Basic\s+)([A-Za-z0-9+/]{8,}={0,2})`)
-	// name=value, name: value, "name": "value", --name=value.
-	reAssign = regexp.MustCompile(`([A-Za-z][A-Za-z0-9_.\-]*)("?[ \t]*[=:][ \t]*)("[^"]*"|'[^']*'|[^\s'"&,;]*)`)
+	// name=value, name: value, "name": "value", --name=value. A name that
+	// ends a path (/run/secret.log: …) is not one.
+	reAssign = regexp.MustCompile(`(?:^|[^A-Za-z0-9_./])([A-Za-z][A-Za-z0-9_.\-]*)("?[ \t]*[=:][ \t]*)("[^"]*"|'[^']*'|[^\s'"&,;]*)`)
 	// --name value (a flag and the next word).
 	reFlag = regexp.MustCompile(`(?:^|[\s'"])(--?[A-Za-z][A-Za-z0-9_\-]*)[ \t]+("[^"]*"|'[^']*'|[^\s'"]+)`)
 	// NAME value: an environment dump without '=' (AWS_SECRET_ACCESS_KEY abc…).
@@ -114,7 +115,13 @@ func RedactText(s string) string {
 	if !mentionsSecret(lower) {
 		return s
 	}
-	s = replaceGroup(s, reAssign, 3, func(sm []string) bool { return sm[3] != "" && IsSecretName(sm[1]) })
+	s = replaceGroup(s, reAssign, 3, func(sm []string) bool {
+		// "secret.log: permission denied" is a file name and a message.
+		if strings.Contains(sm[2], ":") && strings.Contains(sm[1], ".") {
+			return false
+		}
+		return sm[3] != "" && IsSecretName(sm[1])
+	})
 	s = replaceGroup(s, reFlag, 2, func(sm []string) bool { return IsSecretName(sm[1]) && !strings.HasPrefix(sm[2], "-") })
 	s = replaceGroup(s, reEnvSpace, 2, func(sm []string) bool { return IsSecretName(sm[1]) && looksSecret(sm[2]) })
 	return s

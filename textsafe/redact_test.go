@@ -31,6 +31,7 @@ func TestRedactSecretShapes(t *testing.T) {
 		{"passwd", "passwd: hunter2", "hunter2", "passwd: " + Redacted},
 		{"auth", "auth=letmein", "letmein", "auth=" + Redacted},
 		{"quoted value", `run --secret "a b c" --x 1`, "a b c", "--secret " + Redacted + " --x 1"},
+		{"dotted name", "spring.datasource.password=hunter2", "hunter2", "spring.datasource.password=" + Redacted},
 		{"json pair", `{"api_key": "zzz999", "rank": 0}`, "zzz999", `"api_key": ` + Redacted + `, "rank": 0`},
 		{"env secret", "WANDB_API_KEY=0123456789abcdef", "0123456789abcdef", "WANDB_API_KEY=" + Redacted},
 		{"env glued", "DBPASSWORD=hunter2", "hunter2", "DBPASSWORD=" + Redacted},
@@ -85,6 +86,9 @@ func TestRedactLeavesOrdinaryText(t *testing.T) {
 		"Wait timeout for key(s): ['rank_1']",
 		"https://example.com:443/path?x=1",
 		"git@github.com:org/repo.git",
+		"ncclwiz: /tmp/x/secret.log: permission denied",
+		"ncclwiz: token.txt: no such file",
+		"open /run/secrets/db_password: permission denied",
 		"RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
 	} {
 		if got := RedactText(s); got != s {
