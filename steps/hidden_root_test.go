@@ -396,81 +396,105 @@ func exportCleanup(t *testing.T, dir string) string {
 	return p
 }
 
-// TestExportedScriptHiddenHolders (items 1-4 for the exported script): the
+// TestExportedScriptHiddenHolders (items 1-5 for the exported script): the
 // plan is made while nothing holds the files; then processes hold them the
 // ways /proc/PID/fd and maps alone miss (a thread after the leader exited,
-// a thread's own file table, a bind mount under another name). The
-// script's own last proof keeps every one and removes the orphan. Run in
-// a nested PID namespace or as nobody, it cannot see every process and
-// refuses even the orphan, saying why.
+// a thread's own file table, a bind mount under another name, a descriptor
+// only in flight). With perl the script proves each file with the kernel
+// lease, held across the unlink: it keeps every held file and removes the
+// orphan, even from a nested PID namespace. Without perl (a stub that
+// fails) only its /proc proof is left: as root on the host it still finds
+// the thread and bind-mount holders; from a nested PID namespace or as
+// nobody it cannot see every process and refuses even the orphan.
 func TestExportedScriptHiddenHolders(t *testing.T) {
 	needTool(t, "bash")
-	dir := shmtest.MountTmpfs(t, "16M")
-	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+	holder := shmtest.BuildHolder(t)
+	noPerl := shmtest.PublicDir(t)
+	if err := os.WriteFile(filepath.Join(noPerl, "perl"), []byte("#!/bin/sh\nexit 127\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	holder := shmtest.BuildHolder(t)
-	ways := []string{"leader-map", "leader-fd", "thread-files", "bind", "open"}
-	var paths []string
-	for i, w := range ways {
-		paths = append(paths, shmtest.MakeSegment(t, dir, fmt.Sprintf("nccl-S%02d-%s", i, w), 4096, time.Hour))
-	}
-	orphan := shmtest.MakeSegment(t, dir, "nccl-Orph01", 4096, time.Hour)
-	script := exportCleanup(t, dir)
-	var held []heldSeg
-	for i, w := range ways {
-		var p *shmtest.Process
-		switch w {
-		case "bind":
-			p = startThroughBind(t, paths[i])
-		case "open":
-			p = shmtest.Start(t, "open", paths[i])
-		default:
-			p = shmtest.StartCmd(t, exec.Command(holder, w, paths[i]))
-		}
-		held = append(held, heldSeg{path: paths[i], how: w, ino: inode(t, paths[i]), proc: p})
-	}
-	run := func(wrapper ...string) string {
-		t.Helper()
-		argv := append(append([]string{}, wrapper...), "bash", script, "--apply")
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Dir = "/"
-		out, _ := cmd.CombinedOutput() // kept files are not failures
-		return string(out)
-	}
+	nested := []string{"unshare", "--pid", "--fork", "--mount-proc"}
+	nobody := []string{"setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "--"}
 	for _, tc := range []struct {
-		name    string
-		wrapper []string
-		why     string
+		name     string
+		wrapper  []string
+		perl     bool
+		inFlight bool   // only the lease sees it
+		refuse   string // the orphan is kept, saying this
 	}{
-		{"nested PID namespace", []string{"unshare", "--pid", "--fork", "--mount-proc"}, "not in the initial PID namespace"},
-		{"nobody", []string{"setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "--"}, "only root can inspect every process"},
+		{"root, perl", nil, true, true, ""},
+		{"nested PID namespace, perl", nested, true, true, ""},
+		{"root, no perl", nil, false, false, ""},
+		{"nested PID namespace, no perl", nested, false, false, "not in the initial PID namespace"},
+		{"nobody, no perl", nobody, false, false, "only root can inspect every process"},
 	} {
-		if _, err := exec.LookPath(tc.wrapper[0]); err != nil {
-			t.Logf("%s: %s missing, skipped", tc.name, tc.wrapper[0])
-			continue
-		}
-		out := run(tc.wrapper...)
-		if !exists(orphan) || !strings.Contains(out, "kept "+orphan+": ") || !strings.Contains(out, tc.why) {
-			t.Errorf("%s: the script did not refuse:\n%s", tc.name, out)
-		}
-		checkHeld(t, held)
-	}
-	out := run()
-	if exists(orphan) {
-		t.Errorf("the orphan survived:\n%s", out)
-	}
-	for _, hs := range held {
-		if !strings.Contains(out, "kept "+hs.path+": ") {
-			t.Errorf("%s (%s) not reported kept:\n%s", hs.path, hs.how, out)
-		}
-	}
-	checkHeld(t, held)
-	finishHolders(t, held)
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "nccl-ncclwiz-rm-") {
-			t.Errorf("left moved aside: %s", e.Name())
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if len(tc.wrapper) > 0 {
+				needTool(t, tc.wrapper[0])
+			}
+			if tc.perl {
+				needTool(t, "perl")
+			}
+			dir := shmtest.MountTmpfs(t, "16M")
+			if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			ways := []string{"leader-map", "leader-fd", "thread-files", "bind", "open"}
+			if tc.inFlight {
+				ways = append(ways, "scm-inflight")
+			}
+			var paths []string
+			for i, w := range ways {
+				paths = append(paths, shmtest.MakeSegment(t, dir, fmt.Sprintf("nccl-S%02d-%s", i, w), 4096, time.Hour))
+			}
+			orphan := shmtest.MakeSegment(t, dir, "nccl-Orph01", 4096, time.Hour)
+			script := exportCleanup(t, dir)
+			var held []heldSeg
+			for i, w := range ways {
+				var p *shmtest.Process
+				switch w {
+				case "bind":
+					p = startThroughBind(t, paths[i])
+				case "open":
+					p = shmtest.Start(t, "open", paths[i])
+				default:
+					p = shmtest.StartCmd(t, exec.Command(holder, w, paths[i]))
+				}
+				held = append(held, heldSeg{path: paths[i], how: w, ino: inode(t, paths[i]), proc: p})
+			}
+			argv := append(append([]string{}, tc.wrapper...), "bash", script, "--apply")
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Dir = "/"
+			cmd.Env = os.Environ()
+			if !tc.perl {
+				cmd.Env = append(cmd.Env, "PATH="+noPerl+":"+os.Getenv("PATH"))
+			}
+			b, _ := cmd.CombinedOutput() // kept files are not failures
+			out := string(b)
+			switch {
+			case tc.refuse != "":
+				if !exists(orphan) || !strings.Contains(out, "kept "+orphan+": ") || !strings.Contains(out, tc.refuse) {
+					t.Errorf("the script did not refuse the orphan:\n%s", out)
+				}
+			case exists(orphan):
+				t.Errorf("the orphan survived:\n%s", out)
+			}
+			for _, hs := range held {
+				if !strings.Contains(out, "kept "+hs.path+": ") {
+					t.Errorf("%s (%s) not reported kept:\n%s", hs.path, hs.how, out)
+				}
+			}
+			if tc.perl && !strings.Contains(out, "kernel lease") {
+				t.Errorf("perl was there, yet no kernel lease:\n%s", out)
+			}
+			checkHeld(t, held)
+			finishHolders(t, held)
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), "nccl-ncclwiz-rm-") {
+					t.Errorf("left moved aside: %s", e.Name())
+				}
+			}
+		})
 	}
 }

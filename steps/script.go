@@ -2,7 +2,9 @@ package steps
 
 // The bash text of exported scripts. It uses bash, coreutils (stat, date,
 // mktemp, cp, mv, chmod, chown, cat, id, sleep), grep, find and awk (for
-// fstab only); nothing else.
+// fstab only), and perl where present (for the kernel lease the cleanup
+// proves a file unused with; without perl it falls back to /proc);
+// nothing else.
 
 // scriptPrelude parses the arguments and defines the output helpers.
 const scriptPrelude = `
@@ -82,15 +84,15 @@ fi
 `
 
 // helperOrder is the order helpers appear in a script.
-var helperOrder = []string{"shm_unused", "remove_unused", "same_proc", "stop_rank", "remount_shm", "fstab_set", "put_file"}
+var helperOrder = []string{"shm_unused", "lease_rm", "remove_unused", "same_proc", "stop_rank", "remount_shm", "fstab_set", "put_file"}
 
 var helperDeps = map[string][]string{
-	"remove_unused": {"shm_unused"},
+	"remove_unused": {"shm_unused", "lease_rm"},
 	"stop_rank":     {"same_proc"},
 }
 
 var helperText = map[string]string{
-	"shm_unused": `# shm_unused PATH INODE: succeeds only if PATH is still the regular,
+	"shm_unused": `# shm_unused PATH INODE [--file-only]: succeeds only if PATH is still the regular,
 # single-link file with that inode, unmodified for two minutes, and no
 # process or thread has it open (/proc/*/fd, /proc/*/task/*/fd: a thread may
 # have a file table of its own) or mapped (/proc/*/maps, or the threads'
@@ -111,6 +113,8 @@ shm_unused() {
   if [ "$nlink" != 1 ]; then WHY="it has $nlink hard links"; return 1; fi
   now=$(date +%s)
   if [ $((now - mtime)) -lt 120 ]; then WHY="modified $((now - mtime)) s ago; a job may be starting"; return 1; fi
+  # --file-only: the checks above alone (the kernel lease proves the rest).
+  if [ "${3:-}" = --file-only ]; then SHM_DEV=$dev; return 0; fi
   pidns=$(readlink /proc/self/ns/pid 2>/dev/null || true)
   if [ "$pidns" != 'pid:[4026531836]' ]; then
     WHY="this shell is not in the initial PID namespace (${pidns:-unknown}): processes outside it may share this tmpfs unseen (ncclwiz fix can prove it here with a kernel lease)"
@@ -138,15 +142,62 @@ shm_unused() {
   return 0
 }
 `,
-	"remove_unused": `# remove_unused PATH INODE: removes PATH only if shm_unused proves, right
-# now, that it is still the planned file and nobody holds it. With --apply
-# it first moves the file aside (so nothing can open it by its name any
-# more), proves that again under the new name, then removes it; on any
+	"lease_rm": `# lease_rm probe|rm PATH INODE DEV: asks the kernel, through perl, for
+# the write lease it grants only when nothing else anywhere has the file
+# open or mapped (any process, thread, PID namespace or container, or a
+# descriptor in flight in a socket's queue); with rm it unlinks PATH while
+# holding the lease, so nothing can open it in between. PATH is opened
+# without following a symlink, as an O_PATH descriptor first, and must be
+# the file INODE on device DEV. Exit status: 0 free (and removed, with rm),
+# 3 held, 4 changed, 6 gone; anything else: no lease here (no perl, neither
+# the owner nor CAP_LEASE, a filesystem without leases).
+lease_rm() {
+  command -v perl >/dev/null 2>&1 || return 5
+  perl -e '
+    use strict; use warnings; use Fcntl qw(O_RDONLY O_NOFOLLOW O_NONBLOCK);
+    $SIG{IO} = "IGNORE";   # a broken lease signals its holder
+    my ($mode, $p, $ino, $dev) = @ARGV;
+    my $same = sub { my @s = @_; return @s && -f _ && $s[0] == $dev && $s[1] == $ino };
+    my @l = lstat($p) or exit 6;
+    exit 4 unless !-l _ && $same->(@l);
+    sysopen(my $ph, $p, 010000000 | O_NOFOLLOW) or exit($!{ENOENT} ? 6 : 5);   # O_PATH
+    exit 4 unless $same->(stat($ph));
+    sysopen(my $fh, "/proc/self/fd/" . fileno($ph), O_RDONLY | O_NONBLOCK) or exit($!{EWOULDBLOCK} ? 3 : 5);
+    unless (fcntl($fh, 1024, 1)) { exit(($!{EAGAIN} || $!{EBUSY}) ? 3 : 5) }   # F_SETLEASE F_WRLCK
+    exit 0 if $mode ne "rm";
+    exit 3 if fcntl($fh, 1025, 0) != 1;   # F_GETLEASE: an open began
+    @l = lstat($p) or exit 6;
+    exit 4 unless !-l _ && $same->(@l);
+    unlink($p) or exit 5;
+    exit 0;
+  ' "$@"
+}
+`,
+	"remove_unused": `# remove_unused PATH INODE: removes PATH only if it is still the planned
+# file and nothing holds it. First proof: the kernel lease (lease_rm), held
+# across the unlink. Where no lease can be taken, shm_unused must prove it
+# by /proc (root, the initial PID namespace, every process inspected): with
+# --apply the file is then moved aside (so nothing can open it by its name
+# any more), proven unused again under the new name and removed; on any
 # doubt it is put back.
 remove_unused() {
-  local q
+  local q rc=0 mode=probe
   if [ ! -e "$1" ] && [ ! -L "$1" ]; then say "  already gone: $1"; return 0; fi
-  if ! shm_unused "$1" "$2"; then say "  kept $1: $WHY"; return 0; fi
+  if ! shm_unused "$1" "$2" --file-only; then say "  kept $1: $WHY"; return 0; fi
+  if [ "$APPLY" = 1 ]; then mode='rm'; fi
+  lease_rm "$mode" "$1" "$2" "$SHM_DEV" || rc=$?
+  case $rc in
+    0)
+      if [ "$APPLY" = 1 ]; then say "  + $(show rm -- "$1")   (kernel lease: nothing had it open)"; CHANGED=$((CHANGED + 1))
+      else say "  would run: $(show rm -- "$1")   (unused now: the kernel granted an exclusive lease)"; fi
+      return 0 ;;
+    3)
+      shm_unused "$1" "$2" || true
+      say "  kept $1: open elsewhere (the kernel refused an exclusive lease)${WHY:+; $WHY}"; return 0 ;;
+    4) say "  kept $1: it changed since it was planned"; return 0 ;;
+    6) say "  already gone: $1"; return 0 ;;
+  esac
+  if ! shm_unused "$1" "$2"; then say "  kept $1: $WHY (and no kernel lease could be taken here)"; return 0; fi
   if [ "$APPLY" != 1 ]; then say "  would run: $(show rm -- "$1")   (unused now)"; return 0; fi
   q="${1%/*}/nccl-ncclwiz-rm-$2-$$"
   if [ -e "$q" ] || [ -L "$q" ] || ! mv -n -T -- "$1" "$q" 2>/dev/null || [ ! -e "$q" ]; then

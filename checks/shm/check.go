@@ -167,16 +167,27 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	}
 	if len(inUse) > 0 {
 		pids := map[int]bool{}
+		unseen := 0
 		for _, s := range inUse {
 			for _, hd := range s.Holders {
 				pids[hd.PID] = true
 			}
+			if len(s.Holders) == 0 {
+				unseen++
+			}
 		}
-		add(checks.Finding{Severity: checks.Info,
-			Title: fmt.Sprintf("%d segment%s in use by %d running process%s; they will not be touched",
-				len(inUse), plural(len(inUse)), len(pids), pluralEs(len(pids))),
-			Detail: "A running job has them open or mapped. If that job is hung or left over from a failed run, gpu.processes and proc.ranks show it; " +
-				"end it first, and NCCL (or the cleanup) removes its files."})
+		title := fmt.Sprintf("%d segment%s in use by %d running process%s; they will not be touched",
+			len(inUse), plural(len(inUse)), len(pids), pluralEs(len(pids)))
+		detail := "A running job has them open or mapped. If that job is hung or left over from a failed run, gpu.processes and proc.ranks show it; " +
+			"end it first, and NCCL (or the cleanup) removes its files."
+		if unseen > 0 {
+			// The kernel refused a lease, so something holds them, but no
+			// /proc file here names it.
+			title = fmt.Sprintf("%d segment%s in use (%d held where /proc does not show by whom); they will not be touched",
+				len(inUse), plural(len(inUse)), unseen)
+			detail += " " + heldWhy + "."
+		}
+		add(checks.Finding{Severity: checks.Info, Title: title, Detail: detail})
 	}
 	if len(young) > 0 {
 		add(checks.Finding{Severity: checks.Info,

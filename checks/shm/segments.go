@@ -659,14 +659,18 @@ func scanFDs(h *host.Host, fdDir string, ix *index, real bool, hits map[int]stri
 			if len(link) == 0 || link[0] != '/' {
 				continue // sockets, pipes, anon inodes, memfd: not a file in a directory
 			}
-			var st unix.Stat_t
-			err := unix.Fstatat(dfd, fd, &st, 0)
+			// Only the device and inode are needed: AT_STATX_DONT_SYNC keeps
+			// a network or FUSE filesystem (a hung NFS server) from being
+			// asked, so the scan never waits on one.
+			var stx unix.Statx_t
+			err := unix.Statx(dfd, fd, unix.AT_STATX_DONT_SYNC, unix.STATX_INO, &stx)
 			if err == nil {
-				if !ix.devNums[uint64(st.Dev)] {
+				dev := unix.Mkdev(stx.Dev_major, stx.Dev_minor)
+				if !ix.devNums[dev] {
 					continue
 				}
-				for _, i := range ix.byIno[st.Ino] {
-					if ix.segs[i].Dev == uint64(st.Dev) {
+				for _, i := range ix.byIno[stx.Ino] {
+					if ix.segs[i].Dev == dev {
 						hits[i] = "fd"
 					}
 				}
