@@ -170,6 +170,11 @@ func runTest(cmd *cobra.Command, a *App, f testFlags) error {
 		if err := validate.WriteReport(a.Stdout, res); err != nil {
 			return err
 		}
+		if res.Containment != "" {
+			// Which layer held the test's processes (a fallback is in
+			// the notes above).
+			fmt.Fprintf(a.Stdout, "The test's processes ran in %s; any still running at the end were killed and are listed above.\n", res.Containment)
+		}
 	}
 	if !res.Pass {
 		return ExitError{Code: 1}

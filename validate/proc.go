@@ -75,7 +75,7 @@ func runProcess(ctx context.Context, spec procSpec) (procResult, error) {
 	run, err := contain.Start(contain.Spec{
 		Path: spec.Path, Args: spec.Args, Env: spec.Env, Dir: spec.Dir, Output: pw,
 		Marker: MarkerVar + "=" + spec.Marker, TmpDir: spec.TmpDir, Mode: spec.Contain,
-		Name: "ncclwiz-test-" + spec.Marker + "-" + strconv.FormatInt(start.UnixNano(), 36),
+		Name: contain.TmpPrefix + spec.Marker + "-" + strconv.FormatInt(start.UnixNano(), 36),
 	})
 	pw.Close()
 	if err != nil {

@@ -31,6 +31,7 @@ func newCgroup(name string) (*cgroup, error) {
 	if err != nil {
 		return nil, err
 	}
+	sweepCgroups(own)
 	dir := filepath.Join(own, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create a cgroup under %s: %w", own, err)
@@ -45,6 +46,36 @@ func newCgroup(name string) (*cgroup, error) {
 		return nil, err
 	}
 	return cg, nil
+}
+
+// staleAge is how old an empty run cgroup must be before another run
+// removes it: a run's cgroup is empty for a moment before its launcher
+// starts, and must not be taken from it then.
+const staleAge = time.Minute
+
+// sweepCgroups removes empty run cgroups (TmpPrefix*) under own that are
+// older than staleAge: left when both ncclwiz and its keeper were killed.
+func sweepCgroups(own string) {
+	ents, err := os.ReadDir(own)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), TmpPrefix) {
+			continue
+		}
+		dir := filepath.Join(own, e.Name())
+		fi, err := os.Stat(dir)
+		if err != nil || time.Since(fi.ModTime()) < staleAge {
+			continue
+		}
+		ev, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+		if err != nil || !strings.Contains(string(ev), "populated 0") {
+			continue
+		}
+		// rmdir removes only an empty cgroup: a populated one is refused.
+		_ = unix.Rmdir(dir)
+	}
 }
 
 // ownCgroupDir is the cgroup v2 directory of this process: the "0::" line

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestMain serves as the keeper (as ncclwiz's main does) and, with
@@ -361,4 +363,54 @@ func BenchmarkStartEnd(b *testing.B) {
 			}
 		}
 	})
+}
+
+// Run cgroups left empty (ncclwiz and its keeper both killed) are removed
+// by a later run once they are old enough; a fresh empty one (a run about
+// to start its launcher) and a populated one are kept.
+func TestSweepCgroups(t *testing.T) {
+	own, err := ownCgroupDir()
+	if err != nil {
+		t.Skipf("no cgroup v2: %v", err)
+	}
+	base := TmpPrefix + "sweeptest-" + strings.ToLower(rand.Text()[:8])
+	mk := func(suffix string, age time.Duration) string {
+		d := filepath.Join(own, base+suffix)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Skipf("cannot create cgroups under %s (not root, not delegated): %v", own, err)
+		}
+		t.Cleanup(func() { _ = unix.Rmdir(d) })
+		if age > 0 {
+			old := time.Now().Add(-age)
+			if err := os.Chtimes(d, old, old); err != nil {
+				t.Skipf("cannot age a cgroup directory: %v", err)
+			}
+		}
+		return d
+	}
+	stale := mk("-stale", 2*staleAge)
+	fresh := mk("-fresh", 0)
+	busy := mk("-busy", 2*staleAge)
+	sleeper := exec.Command("sleep", "100000")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+	if err := os.WriteFile(filepath.Join(busy, "cgroup.procs"), []byte(strconv.Itoa(sleeper.Process.Pid)), 0); err != nil {
+		t.Skipf("cannot move a process into a cgroup: %v", err)
+	}
+	old := time.Now().Add(-2 * staleAge)
+	_ = os.Chtimes(busy, old, old)
+	sweepCgroups(own)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale empty cgroup was kept: %v", err)
+	}
+	for _, d := range []string{fresh, busy} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s should be kept: %v", d, err)
+		}
+	}
+	_ = sleeper.Process.Kill()
+	_ = sleeper.Wait()
+	_ = removeCgroup(busy)
 }
