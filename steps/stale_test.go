@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -132,5 +134,75 @@ func TestStaleApplyRealOrphan(t *testing.T) {
 	}
 	if alive(pid) {
 		t.Errorf("orphan %d still runs", pid)
+	}
+}
+
+// TestStaleFixRedactsCommandLine (issue 14 item 7): a real leftover rank
+// whose command line carries --pw, --hf_token and --aws_secret_access_key is
+// judged with the clock two minutes' worth ahead; the fix preview, the dry
+// run and the exported script name its PID but none of the secrets.
+func TestStaleFixRedactsCommandLine(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("ends a process re-parented to PID 1 (CI runs as root)")
+	}
+	cmd := exec.Command("setsid", "bash", "-c", `RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=ncclwiz-secrets bash -c 'sleep 600; :' train.py --pw pwSecret7731 --hf_token hfSecret7731 --aws_secret_access_key awsSecret7731 </dev/null >/dev/null 2>&1 & echo $!`)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("start rank: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	for i := 0; ; i++ {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if strings.Contains(string(b), "\nPPid:\t1\n") {
+			break
+		}
+		if i == 200 {
+			t.Skip("the test process could not be re-parented to PID 1 here")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h := localHost(t.TempDir())
+	h.Clock = func() time.Time { return time.Now().Add(10 * time.Minute) }
+	ctx := context.Background()
+	targets, _, err := staleTargets(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []rank
+	for _, tg := range targets {
+		if tg.PID == pid {
+			mine = append(mine, tg) // never act on other processes of the machine
+		}
+	}
+	if len(mine) != 1 {
+		t.Fatalf("rank %d not among proc.stale's targets", pid)
+	}
+	fx := *staleFix(h, mine, nil)
+	dry, err := fx.Apply(ctx, h, ApplyOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var script strings.Builder
+	if err := ExportScript(ctx, &script, h, []Fix{fx}, nil, "test"); err != nil {
+		t.Fatal(err)
+	}
+	outputs := map[string]string{
+		"preview": strings.Join(fx.Preview(), "\n"),
+		"dry run": strings.Join(dry.Changed, "\n"),
+		"script":  script.String(),
+	}
+	for name, text := range outputs {
+		if !strings.Contains(text, strconv.Itoa(pid)) || !strings.Contains(text, "--pw [redacted]") {
+			t.Errorf("%s does not show the rank with its redacted command line:\n%s", name, text)
+		}
+		for _, s := range []string{"pwSecret7731", "hfSecret7731", "awsSecret7731"} {
+			if strings.Contains(text, s) {
+				t.Errorf("%s leaks %s", name, s)
+			}
+		}
 	}
 }
