@@ -160,7 +160,7 @@ func Scan(ctx context.Context, h *host.Host) (*Inventory, error) {
 	inv.Private, inv.PIDNamespace, inv.Visibility, inv.Note = blind == "", vis.pidNS, vis.evidence, vis.note
 	inv.ScannedPIDs, inv.UnreadablePIDs, inv.IgnoredPIDs = sc.scanned, sc.unreadable, sc.ignored
 	dirfd := -1
-	if realHost(h) {
+	if RealHost(h) {
 		if fd, err := OpenDir(h); err == nil {
 			dirfd = fd
 			defer unix.Close(fd)
@@ -274,7 +274,7 @@ func visibility(ctx context.Context, h *host.Host) vis {
 	}
 	c := sysinfo.DetectContainer(ctx, h)
 	v.evidence = append(v.evidence, c.Evidence...)
-	if ns == "unknown" && !c.InContainer() && !realHost(h) {
+	if ns == "unknown" && !c.InContainer() && !RealHost(h) {
 		// Fixture trees without namespace links describe a plain host.
 		v.all = true
 		v.evidence = append(v.evidence, "no container detected")
