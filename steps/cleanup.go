@@ -140,6 +140,7 @@ type cleaner struct {
 	dir             string
 	real            bool
 	out             *Outcome
+	total           int // files planned
 	removed, listed int
 	freed           int64
 }
@@ -161,23 +162,20 @@ func applyCleanup(ctx context.Context, h *host.Host, cands []shm.Segment, o Appl
 		return out, err
 	}
 	defer unix.Close(dirfd)
-	c := &cleaner{h: h, o: o, dirfd: dirfd, dir: dir, real: h.Root == "" || h.Root == "/", out: &out}
-	if h.Simulated {
-		c.real = false
-	}
+	c := &cleaner{h: h, o: o, dirfd: dirfd, dir: dir, real: shm.RealHost(h), out: &out, total: len(cands)}
 	done := 0
-	stopped := ""
+	stopped := false
 batches:
 	for start := 0; start < len(cands); start += proofBatch {
 		batch := cands[start:min(start+proofBatch, len(cands))]
-		if err := ctx.Err(); err != nil {
-			stopped = err.Error()
+		if ctx.Err() != nil {
+			stopped = true
 			break
 		}
 		proof, err := shm.ProveBatch(ctx, h, batch)
 		if err != nil {
 			if ctx.Err() != nil {
-				stopped = ctx.Err().Error()
+				stopped = true
 				break
 			}
 			for _, s := range batch {
@@ -188,8 +186,8 @@ batches:
 		}
 		var queued []int // to prove by the scan alone (no lease possible)
 		for i, s := range batch {
-			if err := ctx.Err(); err != nil {
-				stopped = err.Error()
+			if ctx.Err() != nil {
+				stopped = true
 				done += i
 				c.fallback(ctx, batch, queued)
 				break batches
@@ -201,7 +199,8 @@ batches:
 		c.fallback(ctx, batch, queued)
 		done += len(batch)
 		if len(cands) > proofBatch {
-			o.progress("proved %d of %d files: %d removed so far (%s freed)", done, len(cands), c.removed, shm.Human(uint64(c.freed)))
+			verb := map[bool]string{true: "would be removed", false: "removed"}[o.DryRun]
+			o.progress("proved %d of %d files: %d %s so far (%s)", done, len(cands), c.removed, verb, shm.Human(uint64(c.freed)))
 		}
 	}
 	if n := c.removed - c.listed; n > 0 {
@@ -209,7 +208,7 @@ batches:
 	}
 	after, afterErr := h.Statfs(dir)
 	out.After = map[string]any{"segments_removed": c.removed, "freed_bytes": c.freed}
-	if stopped != "" {
+	if stopped {
 		out.After["interrupted"] = true
 	}
 	if afterErr == nil {
@@ -222,7 +221,7 @@ batches:
 	} else if beforeErr == nil && afterErr == nil {
 		out.Summary += fmt.Sprintf(" (%s used: %s → %s)", dir, shm.Human(before.Used()), shm.Human(after.Used()))
 	}
-	if stopped != "" {
+	if stopped {
 		out.Summary = "interrupted: " + out.Summary + fmt.Sprintf("; the other %d of %d files were not touched", len(cands)-done, len(cands))
 	}
 	if len(out.Skipped) > 0 {
@@ -416,7 +415,7 @@ func (c *cleaner) done(s shm.Segment, format string) {
 		c.out.Changed = append(c.out.Changed, line)
 		c.listed++
 	}
-	if c.out.Before["segments_planned"].(int) <= proofBatch && !c.o.DryRun {
+	if c.total <= proofBatch && !c.o.DryRun {
 		c.o.progress("removed %s (%s)", textsafe.Sanitize(s.Name), shm.Human(uint64(s.Allocated)))
 	}
 }

@@ -92,10 +92,10 @@ func randomHex(t *testing.T) string {
 func runContainer(t *testing.T, name string, args ...string) {
 	t.Helper()
 	argv := append([]string{"run", "-d", "-i", "--name", name}, args...)
+	t.Cleanup(func() { _, _ = docker(t, "rm", "-f", name) }) // also when it was created but failed to start
 	if out, err := docker(t, argv...); err != nil {
 		t.Fatalf("docker %v: %v %s", argv, err, out)
 	}
-	t.Cleanup(func() { _, _ = docker(t, "rm", "-f", name) })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		logs, _ := docker(t, "logs", name)

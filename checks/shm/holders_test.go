@@ -76,8 +76,8 @@ func startThroughBind(t *testing.T, mode, path string) *shmtest.Process {
 // it can (task directories, device and inode); the kernel lease catches
 // what no /proc file shows.
 func TestRealHiddenHolders(t *testing.T) {
+	dir := shmtest.MountTmpfs(t, "8M") // skips without root
 	holder := shmtest.BuildHolder(t)
-	dir := shmtest.MountTmpfs(t, "8M")
 	h := host.Local(host.LocalOptions{ShmDir: dir, NoNVML: true})
 	shmtest.MakeSegment(t, dir, "nccl-Orph00", 4096, time.Hour)
 	var procs []*shmtest.Process
@@ -130,8 +130,8 @@ func TestRealHiddenHolders(t *testing.T) {
 // no process at all, only by a socket queue. Scanned again and again, the
 // segment is never orphaned (it was in 8 of 40 scans before the lease).
 func TestRealPingPongNeverOrphaned(t *testing.T) {
+	dir := shmtest.MountTmpfs(t, "8M") // skips without root
 	holder := shmtest.BuildHolder(t)
-	dir := shmtest.MountTmpfs(t, "8M")
 	h := host.Local(host.LocalOptions{ShmDir: dir, NoNVML: true})
 	p := shmtest.MakeSegment(t, dir, "nccl-Ping01", 4096, time.Hour)
 	pr := shmtest.StartCmd(t, exec.Command(holder, "scm-pingpong", p))
@@ -159,8 +159,8 @@ func TestRealPingPongNeverOrphaned(t *testing.T) {
 // grants it once nothing does, and shows a broken lease when someone opens
 // the file while ncclwiz holds it.
 func TestLeaseCoversEveryHolder(t *testing.T) {
+	dir := shmtest.MountTmpfs(t, "8M") // skips without root
 	holder := shmtest.BuildHolder(t)
-	dir := shmtest.MountTmpfs(t, "8M")
 	dirfd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_RDONLY, 0)
 	if err != nil {
 		t.Fatal(err)

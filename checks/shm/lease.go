@@ -140,8 +140,8 @@ func OpenDir(h *host.Host) (int, error) {
 	return fd, nil
 }
 
-// realHost reports whether h is this machine (not a fixture tree or a
+// RealHost reports whether h is this machine (not a fixture tree or a
 // simulation), where the kernel's view — leases, device numbers — applies.
-func realHost(h *host.Host) bool {
+func RealHost(h *host.Host) bool {
 	return (h.Root == "" || h.Root == "/") && !h.Simulated
 }

@@ -160,7 +160,7 @@ func Scan(ctx context.Context, h *host.Host) (*Inventory, error) {
 	inv.Private, inv.PIDNamespace, inv.Visibility, inv.Note = blind == "", vis.pidNS, vis.evidence, vis.note
 	inv.ScannedPIDs, inv.UnreadablePIDs, inv.IgnoredPIDs = sc.scanned, sc.unreadable, sc.ignored
 	dirfd := -1
-	if realHost(h) {
+	if RealHost(h) {
 		if fd, err := OpenDir(h); err == nil {
 			dirfd = fd
 			defer unix.Close(fd)
@@ -220,9 +220,21 @@ func shmPrefixes(h *host.Host) []string {
 // The inode numbers of the initial namespaces (PROC_PID_INIT_INO and
 // PROC_IPC_INIT_INO in linux/proc_ns.h): fixed since Linux 3.8.
 const (
-	initPIDNamespace = "pid:[4026531836]"
-	initIPCNamespace = "ipc:[4026531839]"
+	initPIDNamespace  = "pid:[4026531836]"
+	initIPCNamespace  = "ipc:[4026531839]"
+	initUserNamespace = "user:[4026531837]"
 )
+
+// initialUserNS reports whether ncclwiz runs in the initial user namespace.
+// Fixture trees without namespace links describe a plain host; on the real
+// machine a link that cannot be read is not proof.
+func initialUserNS(h *host.Host) bool {
+	l, err := h.Readlink("/proc/self/ns/user")
+	if err != nil {
+		return !RealHost(h)
+	}
+	return l == initUserNamespace
+}
 
 type vis struct {
 	all      bool
@@ -274,7 +286,7 @@ func visibility(ctx context.Context, h *host.Host) vis {
 	}
 	c := sysinfo.DetectContainer(ctx, h)
 	v.evidence = append(v.evidence, c.Evidence...)
-	if ns == "unknown" && !c.InContainer() && !realHost(h) {
+	if ns == "unknown" && !c.InContainer() && !RealHost(h) {
 		// Fixture trees without namespace links describe a plain host.
 		v.all = true
 		v.evidence = append(v.evidence, "no container detected")
@@ -437,7 +449,9 @@ func procScan(ctx context.Context, h *host.Host, ix *index, hostPIDNS bool) (sca
 		}
 	}
 	sort.Ints(pids)
-	if !h.IsRoot() {
+	if !h.IsRoot() || !initialUserNS(h) {
+		// hidepid spares only real root: uid 0 of a user namespace
+		// (rootless containers, unshare -r) is hidden from like anyone.
 		res.hidden = procHidepid(h)
 	}
 	real := h.Root == "" || h.Root == "/"

@@ -378,6 +378,7 @@ func scan(t testing.TB, h *host.Host) *Inventory {
 func TestScanStates(t *testing.T) {
 	me := os.Geteuid()
 	stranger := me + 4242
+	zero := 0
 	user := me // a non-root owner for the hidepid case
 	if me == 0 {
 		user = 1000
@@ -439,6 +440,17 @@ func TestScanStates(t *testing.T) {
 			owner: &user,
 			files: map[string]any{"/proc/self/mountinfo": mountinfoHost + hidepid},
 		}, map[string]State{"nccl-Mine01": Unknown}},
+		{"hidepid=2 hides processes from uid 0 of a user namespace too", world{
+			segs: map[string]int64{"nccl-Mine01": 0},
+			euid: &zero,
+			files: map[string]any{"/proc/self/mountinfo": mountinfoHost + hidepid,
+				"/proc/self/ns/user": ft.Symlink("user:[4026532555]")},
+		}, map[string]State{"nccl-Mine01": Unknown}},
+		{"hidepid=2 does not hide processes from root", world{
+			segs:  map[string]int64{"nccl-Mine01": 0},
+			euid:  &zero,
+			files: map[string]any{"/proc/self/mountinfo": mountinfoHost + hidepid, "/proc/self/ns/user": ft.Symlink(initUserNamespace)},
+		}, map[string]State{"nccl-Mine01": Orphaned}},
 		{"hidepid=1 is seen as unreadable processes, not hidden", world{
 			segs:  map[string]int64{"nccl-Theirs1": 0},
 			euid:  &stranger,
