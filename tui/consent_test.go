@@ -21,7 +21,9 @@ import (
 // so the plan has a cleanup with 30 rm lines and a remount. Every call that
 // acts is recorded.
 type longWorld struct {
-	applied  []FixView
+	applied []FixView
+	// opens are the open fixes each apply was told about.
+	opens    [][]string
 	exported []string
 	tested   int
 	plans    int
@@ -60,7 +62,8 @@ func (w *longWorld) deps() Deps {
 					Preview: []string{"mount -o remount,size=11g /dev/shm"}, Answers: []string{"shm.mount"}, Plan: w.plans},
 			}
 		},
-		ApplyFix: func(_ context.Context, f FixView, progress func(string)) FixResult {
+		ApplyFix: func(_ context.Context, f FixView, open []string, progress func(string)) FixResult {
+			w.opens = append(w.opens, open)
 			w.applied = append(w.applied, f)
 			progress("applying " + f.ID)
 			if f.ID == "shm.cleanup" {
@@ -149,7 +152,7 @@ func TestNoKeyButConfirmedYApplies(t *testing.T) {
 				}
 				before := len(w.applied)
 				ready := confirmReady(m)
-				shown := m.fix.chosenFixes()
+				shown := m.fix.shown
 				m = press(t, m, k)
 				got := w.applied[before:]
 				switch {
@@ -191,9 +194,9 @@ func TestKeysWhileApplying(t *testing.T) {
 		d := w.deps()
 		called := make(chan struct{}, 1)
 		apply := d.ApplyFix
-		d.ApplyFix = func(ctx context.Context, f FixView, progress func(string)) FixResult {
+		d.ApplyFix = func(ctx context.Context, f FixView, open []string, progress func(string)) FixResult {
 			defer func() { called <- struct{}{} }()
-			return apply(ctx, f, progress)
+			return apply(ctx, f, open, progress)
 		}
 		m := press(t, newTestModel(t, d), "enter", "tab", "tab", "space", "enter")
 		// y, without running the command that reads the run's progress: the

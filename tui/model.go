@@ -121,6 +121,18 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case statusMsg:
 		m.status = string(msg)
 		return m, nil
+	case plannedMsg:
+		if msg.gen != m.gen {
+			return m, nil // a newer check run is being planned
+		}
+		m.state.FixesPending, m.state.FixCount = false, len(msg.fixes)
+		m.fix.planned(msg)
+		m.summary.setPlan(msg.fixes)
+		m.summary.refresh()
+		return m, nil
+	case snippetMsg:
+		m.summary, _ = m.summary.update(msg)
+		return m, nil
 	case resultMsg, detectDoneMsg:
 		var cmd tea.Cmd
 		m.detect, cmd = m.detect.update(msg)
@@ -285,9 +297,7 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 		m.explain.loadIDs(guideIDsFor(m.state.Problems(), m.c.deps))
 		return m, m.explain.open(0)
 	case flow.Fix:
-		if m.fix.gen != m.gen {
-			m.fix.load(m.state.Problems(), m.gen)
-		}
+		m.fix.refresh()
 	case flow.Apply:
 		m.apply.refresh()
 	case flow.Validate:
@@ -300,7 +310,11 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 				ids = append(ids, id)
 			}
 		}
-		m.summary.load(m.state, m.detect.before, m.apply.results, m.apply.opens, m.validate.result, ids)
+		var plan []FixView
+		if !m.fix.planning && m.fix.gen == m.gen {
+			plan = m.fix.fixes
+		}
+		return m, m.summary.load(m.state, m.gen, m.detect.before, m.apply.results, m.validate.result, ids, plan)
 	case flow.Learn, flow.Guides:
 		if m.c.deps.Browser != nil {
 			m.browser, m.hasBrowser = m.c.deps.Browser(s == flow.Learn), true
@@ -331,8 +345,13 @@ func (m Model) detected(cmd tea.Cmd) (tea.Model, tea.Cmd) {
 		m.detect.before = m.state.Results
 	}
 	m.state.GuideCount = len(guideIDsFor(m.state.Problems(), m.c.deps))
-	if m.c.deps.PlanFixes != nil {
-		m.state.FixCount = len(m.c.deps.PlanFixes(m.c.ctx, m.state.Problems()))
+	// The fixes are planned in a tea.Cmd (planning reads the machine for a
+	// second or more); until the plan arrives the Fix step shows a spinner.
+	m.state.FixCount = 0
+	if plan := planFixes(m.c, m.gen, m.state.Problems()); plan != nil {
+		m.state.FixesPending = true
+		m.fix.await()
+		cmd = tea.Batch(cmd, plan)
 	}
 	if m.c.deps.CanValidate == nil {
 		m.state.CanValidate = false
@@ -399,7 +418,9 @@ func (m Model) current() screen {
 	case flow.Explain:
 		return m.explain
 	case flow.Fix:
-		return m.fix
+		f := m.fix
+		f.spin = m.detect.spin.View()
+		return f
 	case flow.Apply:
 		return m.apply
 	case flow.Validate:

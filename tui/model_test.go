@@ -117,7 +117,7 @@ func (w *fakeWorld) deps() Deps {
 			}
 			return nil
 		},
-		ApplyFix: func(_ context.Context, f FixView, progress func(string)) FixResult {
+		ApplyFix: func(_ context.Context, f FixView, _ []string, progress func(string)) FixResult {
 			progress("removing /dev/shm/nccl-AbC123")
 			w.fixed = true
 			w.applied = append(w.applied, f.ID)
