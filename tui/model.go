@@ -175,8 +175,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case flow.Explain:
 		m.explain, cmd = m.explain.update(msg)
 	case flow.Fix:
-		// The ticked fixes are not flow.State.Chosen: the Apply stage is
-		// reached only by the confirm step's y (applyMsg), never by Tab.
+		// Ticking fixes does not route: the Apply stage is reached only by
+		// the confirm step's y (applyMsg), never by Tab.
 		m.fix, cmd = m.fix.update(msg)
 	case flow.Apply:
 		m.apply, cmd = m.apply.update(msg)
