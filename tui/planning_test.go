@@ -155,6 +155,21 @@ func driveHolding(t testing.TB, m Model, msg tea.Msg, hold func(tea.Msg) bool) (
 	return m, held
 }
 
+// deliver hands a held message to the model, holding back the plans its
+// commands produce.
+func deliver(t testing.TB, m Model, msg tea.Msg) (Model, []tea.Msg) {
+	t.Helper()
+	nm, cmd := m.Update(msg)
+	m = nm.(Model)
+	var held []tea.Msg
+	for _, next := range run(cmd) {
+		var more []tea.Msg
+		m, more = driveHolding(t, m, next, isPlan)
+		held = append(held, more...)
+	}
+	return m, held
+}
+
 func isPlan(msg tea.Msg) bool { _, ok := msg.(plannedMsg); return ok }
 
 // Every key on the Fix step while the plan is on its way: none applies,
