@@ -106,6 +106,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if cmd, handled := m.globalKey(msg); handled {
 			return m, cmd
 		}
+		if s, ok := m.navTarget(msg); ok {
+			return m.enter(s)
+		}
 	case gotoMsg:
 		return m.enter(msg.stage)
 	case applyMsg:
@@ -244,17 +247,24 @@ func (m Model) globalKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
 			return status("applying the fixes you confirmed; wait for them to finish (ctrl+c stops)"), true
 		}
 	}
+	return nil, false
+}
+
+// navTarget is the stage Tab or Shift+Tab moves to. The move is made in the
+// same Update, not by a command, so that two quick Tabs go two stages on.
+func (m Model) navTarget(k tea.KeyPressMsg) (flow.Stage, bool) {
+	if m.typing() || !onPath(m.stage) {
+		return "", false
+	}
 	switch k.String() {
 	case "tab":
-		if !m.typing() && m.stage != flow.Start && onPath(m.stage) {
-			return goTo(m.state.Next(m.stage)), true
+		if m.stage != flow.Start {
+			return m.state.Next(m.stage), true
 		}
 	case "shift+tab":
-		if !m.typing() && onPath(m.stage) {
-			return goTo(m.state.Prev(m.stage)), true
-		}
+		return m.state.Prev(m.stage), true
 	}
-	return nil, false
+	return "", false
 }
 
 func onPath(s flow.Stage) bool {

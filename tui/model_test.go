@@ -288,3 +288,21 @@ func TestLogExplainEntry(t *testing.T) {
 		t.Errorf("guide from log: stage %s\n%s", m.Stage(), view(m))
 	}
 }
+
+// Two Tabs typed faster than a command runs still move two stages on:
+// navigation happens in the Update of the key itself.
+func TestQuickTabs(t *testing.T) {
+	w := &longWorld{}
+	m := press(t, newTestModel(t, w.deps()), "enter")
+	for _, k := range []string{"tab", "tab"} {
+		nm, _ := m.Update(key(k))
+		m = nm.(Model)
+	}
+	if m.Stage() != flow.Fix {
+		t.Errorf("two quick tabs from Findings: %s, want fix", m.Stage())
+	}
+	nm, _ := m.Update(key("shift+tab"))
+	if nm.(Model).Stage() != flow.Explain {
+		t.Errorf("shift+tab from Fix: %s, want explain", nm.(Model).Stage())
+	}
+}
