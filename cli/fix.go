@@ -124,6 +124,7 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 	}
 	plan, notes := steps.PlanWith(ctx, h, findings, steps.PlanOptions{Want: ids, AllUsers: f.allUsers})
 	out := a.Stdout
+	full := plan
 	if len(ids) > 0 {
 		plan = chosen(out, plan, notes, ids)
 	}
@@ -148,6 +149,7 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 		return ans == "y" || ans == "yes"
 	}
 	failed := false
+	applied := map[string]bool{}
 	for i, fx := range plan {
 		printFix(out, fx, true)
 		switch {
@@ -164,7 +166,7 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 			continue
 		}
 		progressed := 0
-		opts := steps.ApplyOptions{Yes: true, DryRun: f.dryRun, Kill: f.kill,
+		opts := steps.ApplyOptions{Yes: true, DryRun: f.dryRun, Kill: f.kill, Open: openFixes(full, fx.ID, applied),
 			Progress: func(s string) { progressed++; fmt.Fprintln(out, "  "+textsafe.Clean(s)) }}
 		if interactive {
 			opts.Confirm = prompt
@@ -174,6 +176,7 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 			fmt.Fprintf(out, "  failed: %s\n", textsafe.Clean(err.Error()))
 			failed = true
 		} else {
+			applied[fx.ID] = !f.dryRun
 			if progressed > 0 {
 				res.Changed = nil // already shown as they happened
 			}
@@ -197,6 +200,18 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 		return ExitError{Code: 1}
 	}
 	return nil
+}
+
+// openFixes are the fixes of the plan, other than id, that could still
+// answer a problem: possible here and not applied yet (steps.Judge).
+func openFixes(plan []steps.Fix, id string, applied map[string]bool) []string {
+	var open []string
+	for _, fx := range plan {
+		if fx.ID != id && fx.Impossible == "" && !applied[fx.ID] {
+			open = append(open, fx.ID)
+		}
+	}
+	return open
 }
 
 // applyInterruptible applies one fix with SIGINT, SIGTERM and SIGHUP
@@ -333,9 +348,14 @@ func printOutcome(out io.Writer, res steps.Outcome, dryRun bool) bool {
 		fmt.Fprintf(out, "  proof: %s.\n", textsafe.Clean(res.Proof))
 	case res.Verdict == steps.VerdictPassed:
 		fmt.Fprintln(out, "  proof: the re-check no longer reports the problem.")
+	case res.Verdict == steps.VerdictHandedOn:
+		fmt.Fprintf(out, "  %s.\n", textsafe.Clean(steps.HandedOnText(res.Answered)))
 	case res.Verdict == steps.VerdictFailed:
 		for _, f := range res.Remaining {
 			fmt.Fprintf(out, "  still reported: [%s] %s\n", f.Severity, textsafe.Clean(f.Title))
+		}
+		for _, a := range res.Answered {
+			fmt.Fprintf(out, "  still reported: [%s] %s\n", a.Finding.Severity, textsafe.Clean(a.String()))
 		}
 		return false
 	default:

@@ -220,7 +220,7 @@ func TestFixPromptsOnATerminal(t *testing.T) {
 
 // The wizard reads the fixer's verdicts by name; the two lists must agree.
 func TestWizardVerdictNamesMatchSteps(t *testing.T) {
-	for _, p := range [][2]string{{tui.VerdictPassed, steps.VerdictPassed}, {tui.VerdictFailed, steps.VerdictFailed}, {tui.VerdictUnproven, steps.VerdictUnproven}} {
+	for _, p := range [][2]string{{tui.VerdictPassed, steps.VerdictPassed}, {tui.VerdictFailed, steps.VerdictFailed}, {tui.VerdictUnproven, steps.VerdictUnproven}, {tui.VerdictHandedOn, steps.VerdictHandedOn}} {
 		if p[0] != p[1] {
 			t.Errorf("tui %q != steps %q", p[0], p[1])
 		}

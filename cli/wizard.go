@@ -143,7 +143,7 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		}
 		return out
 	}
-	d.ApplyFix = func(ctx context.Context, v tui.FixView, progress func(string)) tui.FixResult {
+	d.ApplyFix = func(ctx context.Context, v tui.FixView, open []string, progress func(string)) tui.FixResult {
 		fx, ok := plans.fix(v.Plan, v.ID)
 		if !ok {
 			return tui.FixResult{ID: v.ID, Err: fmt.Errorf("%s is not in the plan that was shown; nothing applied", v.ID)}
@@ -154,9 +154,13 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		}
 		// The wizard asked for consent before starting; escalations (SIGKILL)
 		// are not confirmed from here, so they are not taken.
-		res, err := fx.Apply(ctx, h, steps.ApplyOptions{Yes: true, Progress: progress})
-		return tui.FixResult{ID: v.ID, Summary: res.Summary, Changed: res.Changed, Skipped: res.Skipped, Recheck: res.Recheck,
+		res, err := fx.Apply(ctx, h, steps.ApplyOptions{Yes: true, Progress: progress, Open: open})
+		out := tui.FixResult{ID: v.ID, Summary: res.Summary, Changed: res.Changed, Skipped: res.Skipped, Recheck: res.Recheck,
 			Verdict: res.Verdict, Remaining: res.Remaining, Proof: res.Proof, Err: err}
+		if len(res.Answered) > 0 {
+			out.HandedOn = steps.HandedOnText(res.Answered)
+		}
+		return out
 	}
 	d.ExplainLog = func(ctx context.Context, path string) (tui.LogResult, error) {
 		return ExplainForWizard(ctx, wizardLang(a), path)

@@ -59,6 +59,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/checks"
@@ -95,6 +96,11 @@ type ApplyOptions struct {
 	Kill bool
 	// Grace is how long proc.stale waits after SIGTERM (default 10 s).
 	Grace time.Duration
+	// Open names the other fixes of the plan that could still answer a
+	// problem (possible here, not yet applied). A problem the re-check still
+	// reports that one of them also answers is not held against this fix
+	// (see Judge).
+	Open []string
 }
 
 func (o ApplyOptions) progress(format string, args ...any) {
@@ -105,9 +111,10 @@ func (o ApplyOptions) progress(format string, args ...any) {
 
 // Verdicts of an Outcome.
 const (
-	VerdictPassed   = "passed"   // the re-check no longer reports what the fix answers
-	VerdictFailed   = "failed"   // it still does
-	VerdictUnproven = "unproven" // no re-check can prove it (yet): see Summary
+	VerdictPassed   = "passed"    // the re-check no longer reports what the fix answers
+	VerdictFailed   = "failed"    // it still does, and no other open fix answers it
+	VerdictHandedOn = "handed-on" // done; what is still reported, another open fix answers (Outcome.Answered)
+	VerdictUnproven = "unproven"  // no re-check can prove it (yet): see Summary
 	VerdictDryRun   = "dry-run"
 )
 
@@ -122,8 +129,13 @@ type Outcome struct {
 	Before, After map[string]any
 	// Recheck holds the re-run checks that prove (or disprove) the fix.
 	Recheck []checks.Result
-	// Remaining are re-check findings that still name this fix.
+	// Remaining are re-check problems that still name this fix and that no
+	// other open fix answers: they count against it.
 	Remaining []checks.Finding
+	// Answered are re-check problems that still name this fix but that
+	// another open fix also answers (/dev/shm still full after a cleanup,
+	// which the remount answers): named, not held against it.
+	Answered []Answered
 	// Verdict is one of the Verdict constants.
 	Verdict string
 	// Proof says how the fix verified itself when no check can (fstab is
@@ -242,7 +254,8 @@ func (f Fix) Apply(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, 
 	}
 	if len(f.Recheck) > 0 {
 		out.Recheck = Recheck(ctx, h, f.Recheck)
-		out.Remaining, out.Verdict = judge(f.ID, out.Recheck)
+		j := Judge(f.ID, out.Recheck, o.Open)
+		out.Remaining, out.Answered, out.Verdict = j.Remaining, j.Answered, j.Verdict
 	}
 	if out.Verdict == "" {
 		out.Verdict = VerdictUnproven
@@ -250,10 +263,43 @@ func (f Fix) Apply(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, 
 	return out, nil
 }
 
-// judge decides the verdict from the re-run checks: passed when none of
-// their problem findings still names the fix and every check could run.
-func judge(id string, rs []checks.Result) ([]checks.Finding, string) {
-	var remaining []checks.Finding
+// Answered is a problem the re-check still reports that other open fixes
+// answer.
+type Answered struct {
+	Finding checks.Finding
+	// By are the open fixes that answer it.
+	By []string
+}
+
+// String names the problem and the fixes that answer it.
+func (a Answered) String() string {
+	return a.Finding.Title + ", which " + strings.Join(a.By, " or ") + " answers"
+}
+
+// HandedOnText is the handed-on verdict in words, for every front end.
+func HandedOnText(as []Answered) string {
+	parts := make([]string, len(as))
+	for i, a := range as {
+		parts[i] = a.String()
+	}
+	return "done; the re-check still reports " + strings.Join(parts, "; ")
+}
+
+// Judgement is the verdict on an applied fix.
+type Judgement struct {
+	Verdict   string
+	Remaining []checks.Finding
+	Answered  []Answered
+}
+
+// Judge is the one verdict rule, for the CLI and the wizard alike. From the
+// checks re-run after fix id: failed when a problem finding still names the
+// fix and no other open fix answers it; handed-on when every such problem is
+// answered by another open fix (the fix did its part; what is left is
+// another fix's job); unproven when no re-check could run in full; else
+// passed.
+func Judge(id string, rs []checks.Result, open []string) Judgement {
+	var j Judgement
 	ran := 0
 	for _, r := range rs {
 		complete := !r.Panicked
@@ -261,8 +307,19 @@ func judge(id string, rs []checks.Result) ([]checks.Finding, string) {
 			if f.Severity == checks.Skipped {
 				complete = false
 			}
-			if f.Severity.IsProblem() && slices.Contains(f.Fixes, id) {
-				remaining = append(remaining, f)
+			if !f.Severity.IsProblem() || !slices.Contains(f.Fixes, id) {
+				continue
+			}
+			var by []string
+			for _, other := range f.Fixes {
+				if other != id && slices.Contains(open, other) && !slices.Contains(by, other) {
+					by = append(by, other)
+				}
+			}
+			if len(by) == 0 {
+				j.Remaining = append(j.Remaining, f)
+			} else {
+				j.Answered = append(j.Answered, Answered{Finding: f, By: by})
 			}
 		}
 		if complete {
@@ -270,12 +327,16 @@ func judge(id string, rs []checks.Result) ([]checks.Finding, string) {
 		}
 	}
 	switch {
-	case len(remaining) > 0:
-		return remaining, VerdictFailed
+	case len(j.Remaining) > 0:
+		j.Verdict = VerdictFailed
+	case len(j.Answered) > 0:
+		j.Verdict = VerdictHandedOn
 	case ran == 0:
-		return nil, VerdictUnproven
+		j.Verdict = VerdictUnproven
+	default:
+		j.Verdict = VerdictPassed
 	}
-	return nil, VerdictPassed
+	return j
 }
 
 // Recheck runs the named checks again, one by one, with the engine's

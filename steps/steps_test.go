@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -199,6 +200,13 @@ func TestCleanupFixture(t *testing.T) {
 	again, err := fx.Apply(ctx, h, ApplyOptions{Yes: true})
 	if err != nil || len(again.Changed) != 0 || !strings.Contains(strings.Join(again.Skipped, ""), "already gone") {
 		t.Errorf("second apply: %+v %v", again, err)
+	}
+	// With the remount still open in the plan, the full /dev/shm is its
+	// job: named, not held against the cleanup (Judge).
+	handed, err := fx.Apply(ctx, h, ApplyOptions{Yes: true, Open: []string{"shm.remount"}})
+	if err != nil || handed.Verdict != VerdictHandedOn || len(handed.Remaining) != 0 || len(handed.Answered) != 1 ||
+		handed.Answered[0].Finding.Check != "shm.mount" || !slices.Equal(handed.Answered[0].By, []string{"shm.remount"}) {
+		t.Errorf("apply with the remount open: %+v %v", handed, err)
 	}
 }
 

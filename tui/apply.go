@@ -34,10 +34,7 @@ type applyModel struct {
 	plan    []FixView
 	log     []string
 	results []FixResult
-	// opens[i] are the fixes that could still answer what results[i]'s
-	// re-check reported, as the user had chosen and applied them then.
-	opens []map[string]bool
-	out   pager
+	out     pager
 }
 
 func newApplyModel(c *common) applyModel { return applyModel{c: c, out: newPager()} }
@@ -56,12 +53,17 @@ func (m *applyModel) startRun(chosen, plan []FixView) tea.Cmd {
 	m.running = true
 	ch := make(chan any, 16)
 	c := m.c
+	open := m.open()
 	go func() {
 		defer close(ch)
 		for _, f := range chosen {
 			ch <- fixProgressMsg{line: "applying " + f.ID}
-			res := c.deps.ApplyFix(c.ctx, f, func(s string) { ch <- fixProgressMsg{line: s} })
+			others := slices.DeleteFunc(slices.Clone(open), func(id string) bool { return id == f.ID })
+			res := c.deps.ApplyFix(c.ctx, f, others, func(s string) { ch <- fixProgressMsg{line: s} })
 			res.ID = f.ID
+			if res.Err == nil {
+				open = slices.DeleteFunc(open, func(id string) bool { return id == f.ID })
+			}
 			ch <- fixAppliedMsg{res: res}
 		}
 	}()
@@ -95,7 +97,6 @@ func (m applyModel) progress(msg tea.Msg) (applyModel, tea.Cmd) {
 		m.log = append(m.log, msg.line)
 		cmd = waitApply(msg.ch)
 	case fixAppliedMsg:
-		m.opens = append(m.opens, m.open())
 		m.results = append(m.results, msg.res)
 		cmd = waitApply(msg.ch)
 	case applyDoneMsg:
@@ -133,27 +134,21 @@ func (m applyModel) succeeded() []string {
 // open returns the fixes of the current plan that could still answer a
 // problem: possible here and not applied successfully so far (those chosen
 // to run next count: they are about to).
-func (m applyModel) open() map[string]bool {
-	out := map[string]bool{}
+func (m applyModel) open() []string {
+	var out []string
 	for _, f := range m.plan {
-		if f.Impossible == "" {
-			out[f.ID] = true
-		}
-	}
-	for _, r := range m.results {
-		if r.Err == nil {
-			delete(out, r.ID)
+		if f.Impossible == "" && !slices.ContainsFunc(m.results, func(r FixResult) bool { return r.ID == f.ID && r.Err == nil }) {
+			out = append(out, f.ID)
 		}
 	}
 	return out
 }
 
-// verdict says whether the fix did what it answers: OK (proven), Error
-// (not done, or a problem only it answers is still reported) or Info (done,
-// but nothing here can prove it). A remaining problem that another fix of
-// the plan, not applied, also answers (/dev/shm still full after a cleanup,
-// which a remount answers) is named, not held against this fix.
-func verdict(r FixResult, open map[string]bool) (checks.Severity, string) {
+// verdict renders the fixer's verdict (steps.Judge made it): OK (proven,
+// or what is left is another open fix's job), Error (not done, or a
+// problem only it answers is still reported) or Info (done, but nothing
+// here can prove it).
+func verdict(r FixResult) (checks.Severity, string) {
 	if r.Err != nil {
 		return checks.Error, "failed: " + textsafe.Clean(r.Err.Error())
 	}
@@ -170,19 +165,13 @@ func verdict(r FixResult, open map[string]bool) (checks.Severity, string) {
 	}
 	switch r.Verdict {
 	case VerdictFailed:
-		var own, shared []string
+		var own []string
 		for _, f := range r.Remaining {
-			alt := slices.DeleteFunc(slices.Clone(f.Fixes), func(id string) bool { return id == r.ID || !open[id] })
-			if len(alt) == 0 {
-				own = append(own, textsafe.Clean(f.Title))
-			} else {
-				shared = append(shared, textsafe.Clean(f.Title)+", which "+strings.Join(alt, " or ")+" answers")
-			}
+			own = append(own, textsafe.Clean(f.Title))
 		}
-		if len(own) > 0 || len(shared) == 0 {
-			return checks.Error, "re-check still reports: " + strings.Join(own, "; ")
-		}
-		return checks.OK, "done; the re-check still reports " + strings.Join(shared, "; ")
+		return checks.Error, "re-check still reports: " + strings.Join(own, "; ")
+	case VerdictHandedOn:
+		return checks.OK, textsafe.Clean(r.HandedOn)
 	case VerdictPassed:
 		if len(ids) == 0 {
 			if r.Proof == "" {
@@ -209,9 +198,9 @@ func verdict(r FixResult, open map[string]bool) (checks.Severity, string) {
 
 // resultLines renders what one fix did: summary, verdict, what it left
 // alone and why, and every change.
-func resultLines(st styles, r FixResult, open map[string]bool, width int) string {
+func resultLines(st styles, r FixResult, width int) string {
 	var b strings.Builder
-	sev, v := verdict(r, open)
+	sev, v := verdict(r)
 	b.WriteString(st.mark(sev) + " " + st.title.Render(r.ID) + "\n")
 	if r.Summary != "" {
 		b.WriteString("    " + textwrap.String(textsafe.Clean(r.Summary), width-4, "    ") + "\n")
@@ -234,8 +223,8 @@ func resultLines(st styles, r FixResult, open map[string]bool, width int) string
 
 func (m *applyModel) refresh() {
 	var b strings.Builder
-	for i, r := range m.results {
-		b.WriteString(resultLines(m.c.st, r, m.opens[i], m.c.width))
+	for _, r := range m.results {
+		b.WriteString(resultLines(m.c.st, r, m.c.width))
 	}
 	// Title and blank above; a progress or position line below.
 	m.out.set(b.String(), m.c.width, m.c.bodyHeight()-4)

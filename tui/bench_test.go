@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/internal/keytest"
@@ -31,5 +34,25 @@ func BenchmarkConfirmScroll(b *testing.B) {
 				_ = m.View()
 			}
 		})
+	}
+}
+
+// The checks finishing while planning takes a second (proc.stale's CPU
+// sample): the Update that takes the last result must not wait for it.
+func BenchmarkChecksDoneWhilePlanningIsSlow(b *testing.B) {
+	w := &longWorld{}
+	d := w.deps()
+	d.PlanFixes = func(context.Context, []checks.Finding) []FixView {
+		time.Sleep(time.Second)
+		return nil
+	}
+	m, held := driveHolding(b, newTestModel(b, d), keytest.Press("enter"), func(msg tea.Msg) bool { _, ok := msg.(detectDoneMsg); return ok })
+	if len(held) != 1 {
+		b.Fatalf("%d detectDoneMsg held", len(held))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		nm, _ := m.Update(held[0])
+		_ = nm.(Model).View()
 	}
 }

@@ -21,7 +21,9 @@ import (
 // so the plan has a cleanup with 30 rm lines and a remount. Every call that
 // acts is recorded.
 type longWorld struct {
-	applied  []FixView
+	applied []FixView
+	// opens are the open fixes each apply was told about.
+	opens    [][]string
 	exported []string
 	tested   int
 	plans    int
@@ -60,7 +62,8 @@ func (w *longWorld) deps() Deps {
 					Preview: []string{"mount -o remount,size=11g /dev/shm"}, Answers: []string{"shm.mount"}, Plan: w.plans},
 			}
 		},
-		ApplyFix: func(_ context.Context, f FixView, progress func(string)) FixResult {
+		ApplyFix: func(_ context.Context, f FixView, open []string, progress func(string)) FixResult {
+			w.opens = append(w.opens, open)
 			w.applied = append(w.applied, f)
 			progress("applying " + f.ID)
 			if f.ID == "shm.cleanup" {
@@ -149,7 +152,7 @@ func TestNoKeyButConfirmedYApplies(t *testing.T) {
 				}
 				before := len(w.applied)
 				ready := confirmReady(m)
-				shown := m.fix.chosenFixes()
+				shown := m.fix.shown
 				m = press(t, m, k)
 				got := w.applied[before:]
 				switch {
@@ -191,9 +194,9 @@ func TestKeysWhileApplying(t *testing.T) {
 		d := w.deps()
 		called := make(chan struct{}, 1)
 		apply := d.ApplyFix
-		d.ApplyFix = func(ctx context.Context, f FixView, progress func(string)) FixResult {
+		d.ApplyFix = func(ctx context.Context, f FixView, open []string, progress func(string)) FixResult {
 			defer func() { called <- struct{}{} }()
-			return apply(ctx, f, progress)
+			return apply(ctx, f, open, progress)
 		}
 		m := press(t, newTestModel(t, d), "enter", "tab", "tab", "space", "enter")
 		// y, without running the command that reads the run's progress: the
@@ -395,5 +398,84 @@ func TestEveryStateFits(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Random walks in which every plan arrives late, at a random later key:
+// y applies only on a read confirm step, and exactly the views that step
+// showed, from the plan it showed, however many plans landed meanwhile.
+func TestRandomKeysWithLatePlans(t *testing.T) {
+	nav := []string{"enter", "enter", "tab", "shift+tab", "space", "down", "y", "y", "end", "e", "esc", "n"}
+	r := rand.New(rand.NewPCG(13, 2))
+	applies, late, afterLate := 0, 0, 0
+	for walk := range 200 {
+		lateOpen := false // a plan landed on the confirm step still open
+		st := wizardStates[r.IntN(len(wizardStates))]
+		w := &longWorld{}
+		m := press(t, newTestModel(t, w.deps()), st.keys...)
+		var held []tea.Msg
+		trail := []string{st.name + ":"}
+		for range 30 {
+			checksEvery := 6
+			if m.fix.confirming {
+				checksEvery = 3 // the case under test: a run lands behind the confirm step
+			}
+			if r.IntN(checksEvery) == 0 {
+				// A check run finishes behind whatever is on screen; its
+				// plan is held back.
+				rs := checks.Run(context.Background(), m.c.deps.Host, m.c.deps.Checks, checks.Options{})
+				var more []tea.Msg
+				m, more = driveHolding(t, m, recheckDoneMsg{results: rs}, isPlan)
+				held = append(held, more...)
+				trail = append(trail, "<checks>")
+				continue
+			}
+			if len(held) > 0 && r.IntN(3) == 0 {
+				if m.fix.confirming {
+					late++
+					lateOpen = true
+				}
+				var more []tea.Msg
+				m, more = deliver(t, m, held[0])
+				held = append(held[1:], more...)
+				trail = append(trail, "<plan>")
+				continue
+			}
+			k := nav[r.IntN(len(nav))]
+			if m.fix.confirming && r.IntN(2) == 0 {
+				// On the confirm step, read the plan and say y more often.
+				k = map[bool]string{false: "end", true: "y"}[confirmReady(m)]
+			}
+			trail = append(trail, k)
+			ready, shown := confirmReady(m), slices.Clone(m.fix.shown)
+			before := len(w.applied)
+			var more []tea.Msg
+			m, more = driveHolding(t, m, keytest.Press(k), isPlan)
+			held = append(held, more...)
+			got := w.applied[before:]
+			if len(got) == 0 {
+				if !m.fix.confirming {
+					lateOpen = false
+				}
+				continue
+			}
+			applies++
+			if lateOpen {
+				afterLate++
+			}
+			lateOpen = false
+			if !ready || k != "y" || len(got) != len(shown) {
+				t.Fatalf("walk %d, keys %q: applied %v (ready %v, shown %v)", walk, trail, got, ready, shown)
+			}
+			for i := range got {
+				if got[i].ID != shown[i].ID || got[i].Plan != shown[i].Plan {
+					t.Fatalf("walk %d, keys %q: applied %s of plan %d, the screen showed %s of plan %d", walk, trail, got[i].ID, got[i].Plan, shown[i].ID, shown[i].Plan)
+				}
+			}
+		}
+	}
+	t.Logf("%d confirmed applies, %d plans landed on an open confirm step, %d applies from such a step", applies, late, afterLate)
+	if applies == 0 || afterLate == 0 {
+		t.Errorf("the walks never applied (%d) or never applied after a plan landed on the confirm step (%d): they prove little", applies, afterLate)
 	}
 }

@@ -45,9 +45,10 @@ type FixView struct {
 
 // Fix verdicts, as steps.Outcome reports them (the CLI passes them through).
 const (
-	VerdictPassed   = "passed"   // no re-check finding names the fix any more
-	VerdictFailed   = "failed"   // one still does
-	VerdictUnproven = "unproven" // done, but no check here can prove it
+	VerdictPassed   = "passed"    // no re-check finding names the fix any more
+	VerdictFailed   = "failed"    // one still does, and no other open fix answers it
+	VerdictHandedOn = "handed-on" // done; what is still reported, another open fix answers
+	VerdictUnproven = "unproven"  // done, but no check here can prove it
 )
 
 // FixResult is what applying one fix did.
@@ -64,9 +65,11 @@ type FixResult struct {
 	// VerdictFailed, VerdictUnproven), or "" when the fixer gave none: then
 	// any problem in Recheck counts against it.
 	Verdict string
-	// Remaining are the re-check problems that still name it; Proof is how
-	// a fix no check can judge verified itself.
+	// Remaining are the re-check problems held against it (steps.Judge);
+	// HandedOn says in words what is still reported but answered by other
+	// open fixes; Proof is how a fix no check can judge verified itself.
 	Remaining []checks.Finding
+	HandedOn  string
 	Proof     string
 	Err       error
 }
@@ -113,13 +116,18 @@ type Deps struct {
 	Render func(md string, width int) (string, error)
 
 	// PlanFixes plans the fixes for the findings and keeps the plan, so that
-	// ApplyFix can later apply exactly the fix a view was made from.
+	// ApplyFix can later apply exactly the fix a view was made from. It
+	// reads the machine (for a second or more), so it is called only from
+	// a tea.Cmd.
 	PlanFixes func(ctx context.Context, findings []checks.Finding) []FixView
 	// ApplyFix applies the planned fix behind the view (its Plan and ID).
-	// Only the confirm step calls it, after the user's y.
-	ApplyFix     func(ctx context.Context, fix FixView, progress func(string)) FixResult
+	// Only the confirm step calls it, after the user's y. open names the
+	// other fixes of the plan that could still answer a problem (possible,
+	// not applied yet), for the verdict (steps.Judge).
+	ApplyFix     func(ctx context.Context, fix FixView, open []string, progress func(string)) FixResult
 	ExportScript func(path string, fixIDs []string, findings []checks.Finding) error
-	EnvSnippet   func(findings []checks.Finding) string
+	// EnvSnippet reads the machine (the shell's rc files): tea.Cmd only.
+	EnvSnippet func(findings []checks.Finding) string
 
 	ExplainLog func(ctx context.Context, path string) (LogResult, error)
 	// SuggestedLog pre-fills the log path (a practice scenario's log).

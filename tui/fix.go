@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -31,10 +32,22 @@ type fixModel struct {
 	cursor     int
 	chosen     map[string]bool
 	confirming bool
+	// shown is what the open confirm step shows: the chosen views and the
+	// whole plan they came from. y applies exactly these, whatever plan
+	// arrives while the step is open.
+	shown, shownPlan []FixView
 	// expanded lists every line of every chosen fix on the confirm step.
 	expanded bool
 	// gen is the check run the fixes were planned from.
-	gen    int
+	gen int
+	// planning is set while the plan for a newer check run is being made
+	// (in a tea.Cmd: planning samples processes for a second or more).
+	planning bool
+	// pending is a plan that arrived while the confirm step was open; it
+	// replaces the list when the step closes.
+	pending *plannedMsg
+	// spin is the spinner frame the root lends for the planning state.
+	spin   string
 	detail pager // the selected fix's preview
 	plan   pager // the confirm step's plan
 	// built says what the pagers were last built for, so keys that only
@@ -42,17 +55,46 @@ type fixModel struct {
 	built string
 }
 
+// plannedMsg is a finished planning run for the problems of check run gen.
+type plannedMsg struct {
+	gen   int
+	fixes []FixView
+}
+
 func newFixModel(c *common) fixModel {
 	return fixModel{c: c, chosen: map[string]bool{}, gen: -1, detail: newPager(), plan: newPager()}
 }
 
-// load plans the fixes for the problems of check run gen.
-func (m *fixModel) load(problems []checks.Finding, gen int) {
-	m.fixes = nil
-	if m.c.deps.PlanFixes != nil {
-		m.fixes = m.c.deps.PlanFixes(m.c.ctx, problems)
+// planFixes plans the fixes for check run gen in the background: planning
+// reads the machine (it samples candidate ranks' CPU time for a second or
+// more), so it never runs inside Update.
+func planFixes(c *common, gen int, problems []checks.Finding) tea.Cmd {
+	plan := c.deps.PlanFixes
+	if plan == nil {
+		return nil
 	}
-	m.gen = gen
+	return func() tea.Msg { return plannedMsg{gen: gen, fixes: plan(c.ctx, problems)} }
+}
+
+// await marks the plan for check run gen as on its way.
+func (m *fixModel) await() {
+	m.planning = true
+	m.refresh()
+}
+
+// planned takes a finished plan; while the confirm step is open it waits,
+// so that what y applies is what the step shows.
+func (m *fixModel) planned(p plannedMsg) {
+	if m.confirming {
+		m.pending = &p
+		return
+	}
+	m.load(p.fixes, p.gen)
+}
+
+// load shows the planned fixes of check run gen.
+func (m *fixModel) load(fixes []FixView, gen int) {
+	m.fixes, m.gen, m.planning, m.pending = fixes, gen, false, nil
 	for id := range m.chosen {
 		if !m.has(id) {
 			delete(m.chosen, id)
@@ -110,8 +152,17 @@ func (m fixModel) chosenIDs() []string {
 // leave drops a pending confirmation: consent is given on the screen that
 // shows the plan, not carried across stages.
 func (m *fixModel) leave() {
-	m.confirming = false
+	m.closeConfirm()
 	m.refresh()
+}
+
+// closeConfirm closes the confirm step and shows a plan that arrived
+// while it was open.
+func (m *fixModel) closeConfirm() {
+	m.confirming, m.shown, m.shownPlan = false, nil, nil
+	if p := m.pending; p != nil {
+		m.load(p.fixes, p.gen)
+	}
 }
 
 func status(s string) tea.Cmd { return func() tea.Msg { return statusMsg(s) } }
@@ -140,15 +191,14 @@ func (m fixModel) confirmKey(k string) (fixModel, tea.Cmd) {
 		if n := m.plan.unseen(); n > 0 {
 			return m, status(fmt.Sprintf("scroll to the end of the plan first (%s not yet shown): pgdn or end", units.Count(n, "line")))
 		}
-		chosen := m.chosenFixes()
-		m.confirming = false
+		chosen, plan := m.shown, m.shownPlan
 		for _, f := range chosen {
 			delete(m.chosen, f.ID)
 		}
-		plan := m.fixes
+		m.closeConfirm()
 		return m, func() tea.Msg { return applyMsg{chosen: chosen, plan: plan} }
 	case "n", "N", "esc":
-		m.confirming = false
+		m.closeConfirm()
 	case "e":
 		m.expanded = !m.expanded
 	case "enter":
@@ -158,6 +208,15 @@ func (m fixModel) confirmKey(k string) (fixModel, tea.Cmd) {
 }
 
 func (m fixModel) listKey(k string) (fixModel, tea.Cmd) {
+	if m.planning {
+		switch k {
+		case "esc":
+			return m, goTo(flow.Findings)
+		case "enter", "space", "x":
+			return m, status("still planning the fixes for what was found; esc goes back to the findings")
+		}
+		return m, nil
+	}
 	if m.detail.scroll(k, false) {
 		return m, nil
 	}
@@ -181,6 +240,7 @@ func (m fixModel) listKey(k string) (fixModel, tea.Cmd) {
 	case "enter":
 		if m.countChosen() > 0 {
 			m.confirming, m.expanded = true, false
+			m.shown, m.shownPlan = m.chosenFixes(), slices.Clone(m.fixes)
 			return m, nil
 		}
 		return m, goTo(flow.Validate)
@@ -207,7 +267,7 @@ func (m fixModel) listTop() int {
 // refresh rebuilds the pagers' content for the current state and size.
 func (m *fixModel) refresh() {
 	w, h := m.c.width, m.c.bodyHeight()
-	sig := fmt.Sprint(w, h, m.confirming, m.expanded, m.cursor, m.chosenIDs(), m.gen, len(m.fixes), m.c.deps.Host != nil && m.c.deps.Host.Simulated)
+	sig := fmt.Sprint(w, h, m.confirming, m.expanded, m.cursor, m.chosenIDs(), m.gen, m.planning, len(m.fixes), len(m.shown), m.c.deps.Host != nil && m.c.deps.Host.Simulated)
 	if len(m.fixes) > 0 {
 		sig += fmt.Sprint(m.fixes[0].Plan)
 	}
@@ -252,7 +312,7 @@ func (m fixModel) planText() string {
 	st := m.c.st
 	w := m.c.width
 	var b strings.Builder
-	for i, f := range m.chosenFixes() {
+	for i, f := range m.shown {
 		if i > 0 {
 			b.WriteString("\n")
 		}
@@ -322,11 +382,15 @@ func (m fixModel) detailText() string {
 func (m fixModel) view() string {
 	st := m.c.st
 	var b strings.Builder
-	if len(m.fixes) == 0 {
+	if m.planning && !m.confirming {
+		return m.spin + " " + st.title.Render("Planning fixes for what was found…") + "\n\n" +
+			st.dim.Render(wrapText("Reading the machine: segments are proven unused and leftover ranks are watched for progress. Nothing runs until you confirm.", m.c.width-2))
+	}
+	if len(m.fixes) == 0 && !m.confirming {
 		return "No fix applies to what was found."
 	}
 	if m.confirming {
-		n := m.countChosen()
+		n := len(m.shown)
 		b.WriteString(st.title.Render(fmt.Sprintf("Apply %s?", units.Count(n, "fix", "fixes"))) +
 			st.dim.Render("  nothing has run yet") + "\n\n")
 		b.WriteString(m.plan.view() + "\n")
@@ -379,6 +443,9 @@ func (m fixModel) view() string {
 }
 
 func (m fixModel) keys() [][2]string {
+	if m.planning && !m.confirming {
+		return [][2]string{{"esc", "findings"}}
+	}
 	if m.confirming {
 		more := "every line"
 		if m.expanded {

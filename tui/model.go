@@ -106,6 +106,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if cmd, handled := m.globalKey(msg); handled {
 			return m, cmd
 		}
+		if s, ok := m.navTarget(msg); ok {
+			return m.enter(s)
+		}
 	case gotoMsg:
 		return m.enter(msg.stage)
 	case applyMsg:
@@ -120,6 +123,18 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case statusMsg:
 		m.status = string(msg)
+		return m, nil
+	case plannedMsg:
+		if msg.gen != m.gen {
+			return m, nil // a newer check run is being planned
+		}
+		m.state.FixesPending, m.state.FixCount = false, len(msg.fixes)
+		m.fix.planned(msg)
+		m.summary.setPlan(msg.fixes)
+		m.summary.refresh()
+		return m, nil
+	case snippetMsg:
+		m.summary, _ = m.summary.update(msg)
 		return m, nil
 	case resultMsg, detectDoneMsg:
 		var cmd tea.Cmd
@@ -163,8 +178,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case flow.Explain:
 		m.explain, cmd = m.explain.update(msg)
 	case flow.Fix:
-		// The ticked fixes are not flow.State.Chosen: the Apply stage is
-		// reached only by the confirm step's y (applyMsg), never by Tab.
+		// Ticking fixes does not route: the Apply stage is reached only by
+		// the confirm step's y (applyMsg), never by Tab.
 		m.fix, cmd = m.fix.update(msg)
 	case flow.Apply:
 		m.apply, cmd = m.apply.update(msg)
@@ -232,17 +247,24 @@ func (m Model) globalKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
 			return status("applying the fixes you confirmed; wait for them to finish (ctrl+c stops)"), true
 		}
 	}
+	return nil, false
+}
+
+// navTarget is the stage Tab or Shift+Tab moves to. The move is made in the
+// same Update, not by a command, so that two quick Tabs go two stages on.
+func (m Model) navTarget(k tea.KeyPressMsg) (flow.Stage, bool) {
+	if m.typing() || !onPath(m.stage) {
+		return "", false
+	}
 	switch k.String() {
 	case "tab":
-		if !m.typing() && m.stage != flow.Start && onPath(m.stage) {
-			return goTo(m.state.Next(m.stage)), true
+		if m.stage != flow.Start {
+			return m.state.Next(m.stage), true
 		}
 	case "shift+tab":
-		if !m.typing() && onPath(m.stage) {
-			return goTo(m.state.Prev(m.stage)), true
-		}
+		return m.state.Prev(m.stage), true
 	}
-	return nil, false
+	return "", false
 }
 
 func onPath(s flow.Stage) bool {
@@ -285,9 +307,7 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 		m.explain.loadIDs(guideIDsFor(m.state.Problems(), m.c.deps))
 		return m, m.explain.open(0)
 	case flow.Fix:
-		if m.fix.gen != m.gen {
-			m.fix.load(m.state.Problems(), m.gen)
-		}
+		m.fix.refresh()
 	case flow.Apply:
 		m.apply.refresh()
 	case flow.Validate:
@@ -300,7 +320,11 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 				ids = append(ids, id)
 			}
 		}
-		m.summary.load(m.state, m.detect.before, m.apply.results, m.apply.opens, m.validate.result, ids)
+		var plan []FixView
+		if !m.fix.planning && m.fix.gen == m.gen {
+			plan = m.fix.fixes
+		}
+		return m, m.summary.load(m.state, m.gen, m.detect.before, m.apply.results, m.validate.result, ids, plan)
 	case flow.Learn, flow.Guides:
 		if m.c.deps.Browser != nil {
 			m.browser, m.hasBrowser = m.c.deps.Browser(s == flow.Learn), true
@@ -331,8 +355,13 @@ func (m Model) detected(cmd tea.Cmd) (tea.Model, tea.Cmd) {
 		m.detect.before = m.state.Results
 	}
 	m.state.GuideCount = len(guideIDsFor(m.state.Problems(), m.c.deps))
-	if m.c.deps.PlanFixes != nil {
-		m.state.FixCount = len(m.c.deps.PlanFixes(m.c.ctx, m.state.Problems()))
+	// The fixes are planned in a tea.Cmd (planning reads the machine for a
+	// second or more); until the plan arrives the Fix step shows a spinner.
+	m.state.FixCount = 0
+	if plan := planFixes(m.c, m.gen, m.state.Problems()); plan != nil {
+		m.state.FixesPending = true
+		m.fix.await()
+		cmd = tea.Batch(cmd, plan)
 	}
 	if m.c.deps.CanValidate == nil {
 		m.state.CanValidate = false
@@ -399,7 +428,9 @@ func (m Model) current() screen {
 	case flow.Explain:
 		return m.explain
 	case flow.Fix:
-		return m.fix
+		f := m.fix
+		f.spin = m.detect.spin.View()
+		return f
 	case flow.Apply:
 		return m.apply
 	case flow.Validate:

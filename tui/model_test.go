@@ -117,7 +117,7 @@ func (w *fakeWorld) deps() Deps {
 			}
 			return nil
 		},
-		ApplyFix: func(_ context.Context, f FixView, progress func(string)) FixResult {
+		ApplyFix: func(_ context.Context, f FixView, _ []string, progress func(string)) FixResult {
 			progress("removing /dev/shm/nccl-AbC123")
 			w.fixed = true
 			w.applied = append(w.applied, f.ID)
@@ -286,5 +286,23 @@ func TestLogExplainEntry(t *testing.T) {
 	m = drive(t, m, key("g"))
 	if m.Stage() != flow.Explain || !strings.Contains(view(m), "Orphaned segments") {
 		t.Errorf("guide from log: stage %s\n%s", m.Stage(), view(m))
+	}
+}
+
+// Two Tabs typed faster than a command runs still move two stages on:
+// navigation happens in the Update of the key itself.
+func TestQuickTabs(t *testing.T) {
+	w := &longWorld{}
+	m := press(t, newTestModel(t, w.deps()), "enter")
+	for _, k := range []string{"tab", "tab"} {
+		nm, _ := m.Update(key(k))
+		m = nm.(Model)
+	}
+	if m.Stage() != flow.Fix {
+		t.Errorf("two quick tabs from Findings: %s, want fix", m.Stage())
+	}
+	nm, _ := m.Update(key("shift+tab"))
+	if nm.(Model).Stage() != flow.Explain {
+		t.Errorf("shift+tab from Fix: %s, want explain", nm.(Model).Stage())
 	}
 }

@@ -24,15 +24,18 @@ type summaryModel struct {
 	before    []checks.Finding
 	now       []checks.Finding
 	applied   []FixResult
-	opens     []map[string]bool
 	validated *ValidationResult
 	fixIDs    []string
-	input     textinput.Model
-	out       pager
-	exporting bool
-	exported  string
-	snippet   string
-	showEnv   bool
+	// chosen are the fixes chosen or applied; gen the check run shown, and
+	// snippetGen the one the env snippet was made for.
+	chosen          []string
+	gen, snippetGen int
+	input           textinput.Model
+	out             pager
+	exporting       bool
+	exported        string
+	snippet         string
+	showEnv         bool
 }
 
 func newSummaryModel(c *common) summaryModel {
@@ -52,20 +55,41 @@ func problemsOf(rs []checks.Result) []checks.Finding {
 	return out
 }
 
-func (m *summaryModel) load(s flow.State, before []checks.Result, applied []FixResult, opens []map[string]bool, v *ValidationResult, chosen []string) {
-	m.before, m.now, m.applied, m.opens, m.validated = problemsOf(before), s.Problems(), applied, opens, v
-	m.fixIDs = chosen
-	if len(m.fixIDs) == 0 && m.c.deps.PlanFixes != nil {
-		for _, f := range m.c.deps.PlanFixes(m.c.ctx, m.now) {
+// snippetMsg is the env snippet for the problems of check run gen.
+type snippetMsg struct {
+	gen     int
+	snippet string
+}
+
+// load shows the state after check run gen; chosen are the fixes chosen or
+// applied, plan the current plan (nil while it is being made). The env
+// snippet reads the machine, so it comes back from a tea.Cmd.
+func (m *summaryModel) load(s flow.State, gen int, before []checks.Result, applied []FixResult, v *ValidationResult, chosen []string, plan []FixView) tea.Cmd {
+	m.before, m.now, m.applied, m.validated = problemsOf(before), s.Problems(), applied, v
+	m.chosen, m.gen = chosen, gen
+	m.setPlan(plan)
+	var cmd tea.Cmd
+	if snip := m.c.deps.EnvSnippet; snip != nil && m.snippetGen != gen {
+		// A snippet for earlier problems is not shown for these.
+		m.snippet, m.showEnv = "", false
+		now := m.now
+		cmd = func() tea.Msg { return snippetMsg{gen: gen, snippet: snip(now)} }
+	}
+	m.refresh()
+	return cmd
+}
+
+// setPlan takes the current plan: without a choice, the script exports
+// every fix of it that is possible here.
+func (m *summaryModel) setPlan(plan []FixView) {
+	m.fixIDs = m.chosen
+	if len(m.fixIDs) == 0 {
+		for _, f := range plan {
 			if f.Impossible == "" {
 				m.fixIDs = append(m.fixIDs, f.ID)
 			}
 		}
 	}
-	if m.c.deps.EnvSnippet != nil {
-		m.snippet = m.c.deps.EnvSnippet(m.now)
-	}
-	m.refresh()
 }
 
 func (m summaryModel) update(msg tea.Msg) (summaryModel, tea.Cmd) {
@@ -76,6 +100,11 @@ func (m summaryModel) update(msg tea.Msg) (summaryModel, tea.Cmd) {
 
 func (m summaryModel) handle(msg tea.Msg) (summaryModel, tea.Cmd) {
 	switch msg := msg.(type) {
+	case snippetMsg:
+		if msg.gen == m.gen {
+			m.snippet, m.snippetGen = msg.snippet, msg.gen
+		}
+		return m, nil
 	case exportDoneMsg:
 		m.exporting = false
 		if msg.err != nil {
@@ -158,8 +187,8 @@ func (m summaryModel) text() string {
 	if len(m.applied) == 0 {
 		b.WriteString(st.m.bullet + " done: no fixes applied\n")
 	}
-	for i, r := range m.applied {
-		sev, v := verdict(r, m.opens[i])
+	for _, r := range m.applied {
+		sev, v := verdict(r)
 		mark := st.mark(sev)
 		b.WriteString(fmt.Sprintf("%s done: %s %s\n    %s\n", st.m.bullet, mark, r.ID, textwrap.String(v, m.c.width-4, "    ")))
 		if n := len(r.Skipped); n > 0 {

@@ -69,11 +69,13 @@ type State struct {
 	Results  []checks.Result
 	// GuideCount is how many guides explain the current problems.
 	GuideCount int
-	// FixCount is how many fixes apply to the current problems.
-	FixCount int
-	// Chosen is how many fixes the user ticked.
-	Chosen int
-	// Applied is true once the chosen fixes ran.
+	// FixCount is how many fixes apply to the current problems;
+	// FixesPending is set while they are being planned (the Fix step then
+	// shows that it is planning).
+	FixCount     int
+	FixesPending bool
+	// Applied is true once confirmed fixes ran. Choosing fixes does not
+	// route anywhere: Apply is entered only by the confirm step's y.
 	Applied bool
 	// CanValidate is false when no collective test can run here (no GPU,
 	// no torch/nccl-tests); the Validate stage still shows once to say why,
@@ -101,9 +103,9 @@ func (s State) applies(st Stage) bool {
 	case Explain:
 		return s.Detected && s.GuideCount > 0
 	case Fix:
-		return s.Detected && s.FixCount > 0
+		return s.Detected && (s.FixCount > 0 || s.FixesPending)
 	case Apply:
-		return s.Chosen > 0 || s.Applied
+		return s.Applied
 	case Validate:
 		return s.Detected && !s.SkipValidate
 	case Findings, Summary:
