@@ -175,16 +175,16 @@ func (r *Reply) parseJSON() error {
 
 var (
 	reMissingComma = regexp.MustCompile(`("nvml_dev": -?\d+)(\s*\n\s*"status")`)
-	reVersion   = regexp.MustCompile(`^NCCL version (\S+)`)
-	reCommHead  = regexp.MustCompile(`^(#\d+-\d+ \([0-9a-fA-F]+\)) (INCOMPLETE|ERROR|MISMATCH)\s*$`)
-	reRankGPU   = regexp.MustCompile(`^\s+Rank (\d+)(?: has (?:launched up to operation (\d+)|not launched any operations|status (\S+)))? -- (?:GPU (\S+) managed by process (\d+) on node (\S+)|\[process information not found\])`)
-	reProcess   = regexp.MustCompile(`^\s+Process (\d+) on node (\S+) managing GPUs? (\S+)`)
-	reCountLine = regexp.MustCompile(`^\s+(\d+) ranks? (?:have|has) (?:launched up to operation (\d+)|not launched any operations|status (\S+))\s*$`)
-	reDiffOps   = regexp.MustCompile(`^\s+Communicator ranks have different (\S+) operation counts`)
-	reDiffState = regexp.MustCompile(`^\s+Communicator ranks have different status`)
-	reErrLine   = regexp.MustCompile(`^\s+(Initialization|Asynchronous) errors? on (\d+) ranks?`)
-	reTimeouts  = regexp.MustCompile(`^\s+Encountered (\d+) communication timeouts?`)
-	reGroupRow  = regexp.MustCompile(`^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s*$`)
+	reVersion      = regexp.MustCompile(`^NCCL version (\S+)`)
+	reCommHead     = regexp.MustCompile(`^(#\d+-\d+ \([0-9a-fA-F]+\)) (INCOMPLETE|ERROR|MISMATCH)\s*$`)
+	reRankGPU      = regexp.MustCompile(`^\s+Rank (\d+)(?: has (?:launched up to operation (\d+)|not launched any operations|status (\S+)))? -- (?:GPU (\S+) managed by process (\d+) on node (\S+)|\[process information not found\])`)
+	reProcess      = regexp.MustCompile(`^\s+Process (\d+) on node (\S+) managing GPUs? (\S+)`)
+	reCountLine    = regexp.MustCompile(`^\s+(\d+) ranks? (?:have|has) (?:launched up to operation (\d+)|not launched any operations|status (\S+))\s*$`)
+	reDiffOps      = regexp.MustCompile(`^\s+Communicator ranks have different (\S+) operation counts`)
+	reDiffState    = regexp.MustCompile(`^\s+Communicator ranks have different status`)
+	reErrLine      = regexp.MustCompile(`^\s+(Initialization|Asynchronous) errors? on (\d+) ranks?`)
+	reTimeouts     = regexp.MustCompile(`^\s+Encountered (\d+) communication timeouts?`)
+	reGroupRow     = regexp.MustCompile(`^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s*$`)
 )
 
 func (r *Reply) parseText() error {
