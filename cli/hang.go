@@ -55,7 +55,7 @@ Exit codes: 0 no hang found, 1 suspect rank found or the job looks stuck,
 	fl.BoolVar(&f.noRAS, "no-ras", false, "do not connect to NCCL's RAS port")
 	fl.BoolVar(&f.rasText, "ras-text", false, "ask RAS for its text report even when JSON is available (NCCL >= 2.28.7)")
 	fl.StringVar(&f.rasAddr, "ras-addr", "", "HOST:PORT of the job's RAS service (default: NCCL_RAS_ADDR from the ranks, else localhost:28028)")
-	fl.StringVar(&f.dumps, "dumps", "", "flight-recorder dump prefix to read instead of the job's, e.g. DIR/nccl_trace_rank_")
+	fl.StringVar(&f.dumps, "dumps", "", "flight-recorder dump prefix, e.g. DIR/nccl_trace_rank_: alone, analyse those dumps only; with --pid, read them instead of the job's")
 	return cmd
 }
 
@@ -89,8 +89,11 @@ func runHang(cmd *cobra.Command, a *App, f hangFlags) error {
 	var r *hang.Report
 	job, err := hang.Pick(jobs, f.pid)
 	switch {
-	case err != nil && len(jobs) == 0 && f.pid == 0 && f.dumps != "":
-		r = hang.InspectDumps(h, f.dumps) // a job that is gone: its dumps alone
+	case f.dumps != "" && f.pid == 0:
+		r = hang.InspectDumps(h, f.dumps) // a job that is gone or runs elsewhere: its dumps alone
+		if r.ExitCode == 2 {
+			return usageError{errors.New(r.Summary)}
+		}
 	case err != nil:
 		var several hang.ErrSeveralJobs
 		if errors.As(err, &several) {

@@ -127,6 +127,7 @@ func Inspect(ctx context.Context, h *host.Host, j Job, o Options) (*Report, erro
 		r.Suspects = []int{}
 	}
 	r.conclude(h, j)
+	r.fill()
 	return r, nil
 }
 
@@ -354,5 +355,22 @@ func InspectDumps(h *host.Host, prefix string) *Report {
 		r.Verdict = "no_hang_found"
 		r.Summary = "The dumps agree: no rank is behind or desynchronised."
 	}
+	r.fill()
 	return r
+}
+
+// fill makes the lists the schema requires empty rather than null.
+func (r *Report) fill() {
+	if r.Evidence == nil {
+		r.Evidence = []Evidence{}
+	}
+	if r.Suspects == nil {
+		r.Suspects = []int{}
+	}
+	if r.NextSteps == nil {
+		r.NextSteps = []string{}
+	}
+	if r.Samples == nil {
+		r.Samples = []RankSample{}
+	}
 }

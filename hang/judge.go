@@ -10,7 +10,7 @@ import (
 // the host, or the proxy thread polling) uses most of a core; a rank
 // blocked in a read, a futex or a stop uses none.
 const (
-	spinPct = 20.0
+	spinPct = 10.0
 	idlePct = 1.0
 	// nearIdlePowerShare: a GPU at full utilisation drawing less than this
 	// share of its power limit is spinning, not computing.

@@ -1,63 +1,20 @@
 package ras
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/ncclwiz/ncclwiz/internal/rastest"
 )
 
-// fakeServer speaks the server side of NCCL's RAS client protocol as
-// client_support.cc does: json says whether SET FORMAT is known (2.28.7+).
 func fakeServer(t *testing.T, status string, json bool, greeting string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				defer c.Close()
-				rd := bufio.NewReader(c)
-				for {
-					line, err := rd.ReadString('\n')
-					if err != nil {
-						return
-					}
-					cmd := strings.ToLower(strings.TrimSpace(line))
-					switch {
-					case strings.HasPrefix(cmd, "client protocol "):
-						if greeting != "" {
-							fmt.Fprint(c, greeting)
-							return
-						}
-						fmt.Fprint(c, "SERVER PROTOCOL 2\n")
-					case strings.HasPrefix(cmd, "timeout "):
-						fmt.Fprint(c, "OK\n")
-					case strings.HasPrefix(cmd, "set format ") && json:
-						fmt.Fprint(c, "OK\n")
-					case cmd == "status" || cmd == "verbose status":
-						fmt.Fprint(c, status)
-						return
-					default:
-						fmt.Fprintf(c, "ERROR: Unknown command %s\n", strings.TrimSpace(line))
-					}
-				}
-			}(c)
-		}
-	}()
-	return ln.Addr().String()
+	return rastest.Serve(t, rastest.Server{Status: func() string { return status }, JSON: json, Greeting: greeting})
 }
 
 func read(t *testing.T, name string) string {
