@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -103,6 +104,27 @@ func rasStatus(pids []int) string {
 `, len(pids), len(pids), strings.Join(ranks, ",\n"))
 }
 
+// settleRank waits until pid sleeps: python is still starting up (and
+// running) right after the launcher reports its ranks.
+func settleRank(t *testing.T, pid int) {
+	t.Helper()
+	for try := 0; try < 200; try++ {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && strings.HasPrefix(string(b[i:]), ") S") {
+			// python waits in its stdin read only after its imports
+			time.Sleep(200 * time.Millisecond)
+			if b2, err := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pid)); err == nil && strings.Contains(string(b2), "pipe") {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("rank %d never blocked on its pipe", pid)
+}
+
 func hangSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
 	c := jsonschema.NewCompiler()
@@ -154,6 +176,7 @@ func TestHangLiveJob(t *testing.T) {
 	if out, err := exec.Command("python3", filepath.Join("..", "hang", "flightrec", "testdata", "write_dumps.py"), dumps, "lagging", "2.10", "pickle").CombinedOutput(); err != nil {
 		t.Fatalf("write_dumps.py: %v\n%s", err, out)
 	}
+	settleRank(t, ranks[1])
 	sch := hangSchema(t)
 	out, errOut, code := runCLI(t, nil, "hang", "--pid", strconv.Itoa(launcher), "--interval", "1s", "--json")
 	if code != 1 {

@@ -8,10 +8,15 @@ import (
 
 // Thresholds of the CPU judgement. A rank spinning in NCCL (a busy-wait on
 // the host, or the proxy thread polling) uses most of a core; a rank
-// blocked in a read, a futex or a stop uses none.
+// blocked in a read, a futex or a stop uses almost none — a few ticks of
+// its runtime's and watchdog threads. On a loaded machine the spinning
+// ranks get less than a core, so "idle" is also relative to them.
 const (
 	spinPct = 10.0
-	idlePct = 1.0
+	idlePct = 5.0
+	// idleShare: a rank below this share of the busiest rank's CPU is idle
+	// next to it.
+	idleShare = 0.1
 	// nearIdlePowerShare: a GPU at full utilisation drawing less than this
 	// share of its power limit is spinning, not computing.
 	nearIdlePowerShare = 0.35
@@ -33,6 +38,17 @@ type Evidence struct {
 // machine, the rendezvous, or a file system).
 func JudgeSamples(ss []RankSample) (ev []Evidence, stuck bool) {
 	spinning, idle, live := 0, 0, 0
+	busiest := 0.0
+	for _, s := range ss {
+		if !s.Gone {
+			busiest = max(busiest, s.CPUPct)
+		}
+	}
+	// A rank seen runnable (R) in both samples wants CPU: on a loaded
+	// machine it may just not get any.
+	isIdle := func(s RankSample) bool {
+		return s.CPUPct < idlePct && s.CPUPct < idleShare*max(busiest, idlePct/idleShare) && !(s.States[0] == "R" && s.States[1] == "R")
+	}
 	for _, s := range ss {
 		if s.Gone {
 			continue
@@ -41,7 +57,7 @@ func JudgeSamples(ss []RankSample) (ev []Evidence, stuck bool) {
 		if s.CPUPct >= spinPct {
 			spinning++
 		}
-		if s.CPUPct < idlePct {
+		if isIdle(s) {
 			idle++
 		}
 	}
@@ -57,8 +73,8 @@ func JudgeSamples(ss []RankSample) (ev []Evidence, stuck bool) {
 			add(true, "is stopped (state T: SIGSTOP, Ctrl-Z or a debugger) — a stopped rank blocks every collective")
 		case len(s.Blocked) > 0:
 			add(true, "%d thread(s) in uninterruptible wait (state D%s): stuck in the kernel, usually I/O or a driver call", len(s.Blocked), wchanNote(s.Wchan))
-		case s.CPUPct < idlePct && spinning > 0:
-			add(true, "used no CPU (%s%s) while %d other rank(s) spin: it is not taking part in the collective the others wait in", stateWord(s.States[1]), wchanNote(s.Wchan), spinning)
+		case isIdle(s) && spinning > 0:
+			add(true, "used almost no CPU (%.0f%%, %s%s) while %d other rank(s) spin: it is not taking part in the collective the others wait in", s.CPUPct, stateWord(s.States[1]), wchanNote(s.Wchan), spinning)
 		case s.CPUPct >= spinPct:
 			add(false, "spins at %.0f%% CPU in %d of %d threads", s.CPUPct, s.RanThreads, s.Threads)
 		default:

@@ -181,6 +181,9 @@ func TestLiveFakeRanks(t *testing.T) {
 					}
 				}
 			}
+			// The blocked or stopped rank must have got there before the
+			// sample: a process that is still starting up runs.
+			settle(t, h, j.Ranks[tc.suspect].PID)
 			ss, err := Sample(context.Background(), h, j, time.Second)
 			if err != nil {
 				t.Fatal(err)
@@ -201,4 +204,20 @@ func TestLiveFakeRanks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// settle waits until pid sleeps or is stopped.
+func settle(t *testing.T, h *host.Host, pid int) {
+	t.Helper()
+	for try := 0; try < 100; try++ {
+		p, err := proctab.ReadProcess(context.Background(), h, pid, proctab.Options{})
+		if err != nil {
+			t.Fatalf("rank %d: %v", pid, err)
+		}
+		if p.State == "S" || p.State == "T" || p.State == "t" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("rank %d never blocked", pid)
 }
