@@ -248,3 +248,32 @@ func TestHangUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestHangSeveralJobs: with two jobs running and no --pid, the jobs are
+// listed and the user must choose (exit 2); --pid with a rank's PID picks
+// that rank's job.
+func TestHangSeveralJobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two fake jobs")
+	}
+	l1, r1 := startFakeTorchrun(t, 2)
+	l2, _ := startFakeTorchrun(t, 2)
+	_, errOut, code := runCLI(t, nil, "hang", "--interval", "100ms", "--no-ras")
+	if code != 2 || !strings.Contains(errOut, "--pid") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	for _, pid := range []int{l1, l2} {
+		if !strings.Contains(errOut, strconv.Itoa(pid)+" ") {
+			t.Errorf("job %d not listed:\n%s", pid, errOut)
+		}
+	}
+	out, _, _ := runCLI(t, nil, "hang", "--pid", strconv.Itoa(r1[0]), "--interval", "100ms", "--no-ras", "--json")
+	var doc struct {
+		Job struct {
+			LauncherPID int `json:"launcher_pid"`
+		} `json:"job"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Job.LauncherPID != l1 {
+		t.Fatalf("--pid %d picked launcher %d, want %d (%v)\n%s", r1[0], doc.Job.LauncherPID, l1, err, out)
+	}
+}
