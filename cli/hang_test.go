@@ -277,3 +277,31 @@ func TestHangSeveralJobs(t *testing.T) {
 		t.Fatalf("--pid %d picked launcher %d, want %d (%v)\n%s", r1[0], doc.Job.LauncherPID, l1, err, out)
 	}
 }
+
+// TestHangHostileDump: names inside a dump reach the terminal and the JSON
+// without escapes.
+func TestHangHostileDump(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	dir := t.TempDir()
+	script := `
+import pickle, sys
+for rank in range(2):
+    e = {"record_id": 0, "pg_id": 0, "process_group": ("0", "evil\x1b]0;owned\x07pg"), "collective_seq_id": 1, "p2p_seq_id": 0,
+         "op_id": 1, "profiling_name": "nccl:all_reduce\x1b[2J" if rank else "nccl:all_reduce", "input_sizes": [[8]],
+         "input_dtypes": ["Float"], "output_sizes": [[8]], "output_dtypes": ["Float"], "state": "scheduled", "is_p2p": False}
+    d = {"version": "2.10", "pg_config": {"0": {"name": "0", "desc": "evil\x1b]0;owned\x07pg", "ranks": "[0, 1]"}}, "entries": [e]}
+    open(sys.argv[1] + "/nccl_trace_rank_%d" % rank, "wb").write(pickle.dumps(d, protocol=2))
+`
+	if out, err := exec.Command(py, "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, args := range [][]string{{"--json"}, {}} {
+		out, _, code := runCLI(t, nil, append([]string{"hang", "--dumps", filepath.Join(dir, "nccl_trace_rank_")}, args...)...)
+		if code != 1 || strings.ContainsAny(out, "\x1b\x07") || strings.Contains(out, `\u001b`) || strings.Contains(out, `\u0007`) {
+			t.Fatalf("exit %d; escapes in the report:\n%q", code, out)
+		}
+	}
+}

@@ -359,8 +359,10 @@ func InspectDumps(h *host.Host, prefix string) *Report {
 	return r
 }
 
-// fill makes the lists the schema requires empty rather than null.
+// fill makes the lists the schema requires empty rather than null, and
+// sanitises what came from the machine.
 func (r *Report) fill() {
+	r.sanitize()
 	if r.Evidence == nil {
 		r.Evidence = []Evidence{}
 	}
@@ -372,5 +374,59 @@ func (r *Report) fill() {
 	}
 	if r.Samples == nil {
 		r.Samples = []RankSample{}
+	}
+}
+
+// sanitize cleans every string read from the machine or a peer (paths,
+// wait channels, RAS node names, dump contents) of terminal escapes and
+// secrets, for the JSON report as for the plain one.
+func (r *Report) sanitize() {
+	c := textsafe.Clean
+	r.Job.Command, r.Job.WorldSize = c(r.Job.Command), c(r.Job.WorldSize)
+	for i := range r.Samples {
+		s := &r.Samples[i]
+		s.Wchan, s.LocalRank, s.Command = c(s.Wchan), c(s.LocalRank), c(s.Command)
+		for k := range s.Outputs {
+			s.Outputs[k].Path = c(s.Outputs[k].Path)
+		}
+		if s.GPU != nil {
+			s.GPU.UUID = c(s.GPU.UUID)
+		}
+	}
+	if r.RAS != nil && r.RAS.Reply != nil {
+		rep := r.RAS.Reply
+		rep.NCCLVersion = c(rep.NCCLVersion)
+		for _, ps := range [][]ras.Peer{rep.Missing, rep.Dead} {
+			for i := range ps {
+				ps[i].Comm, ps[i].Node, ps[i].GPU = c(ps[i].Comm), c(ps[i].Node), c(ps[i].GPU)
+			}
+		}
+		for i := range rep.Mismatches {
+			rep.Mismatches[i].Comm, rep.Mismatches[i].What = c(rep.Mismatches[i].Comm), c(rep.Mismatches[i].What)
+		}
+		for i := range rep.Errors {
+			rep.Errors[i] = c(rep.Errors[i])
+		}
+	}
+	if fr := r.FlightRecorder; fr != nil {
+		fr.Prefix = c(fr.Prefix)
+		for i := range fr.Dumps {
+			fr.Dumps[i].Path, fr.Dumps[i].Version = c(fr.Dumps[i].Path), c(fr.Dumps[i].Version)
+		}
+		for i := range fr.Skipped {
+			fr.Skipped[i] = c(fr.Skipped[i])
+		}
+		for i := range fr.Groups {
+			g := &fr.Groups[i]
+			g.Name, g.Desc, g.Verdict = c(g.Name), c(g.Desc), c(g.Verdict)
+			for k := range g.Ranks {
+				g.Ranks[k].LastOp = c(g.Ranks[k].LastOp)
+			}
+			if g.First != nil {
+				for k, v := range g.First.ByRank {
+					g.First.ByRank[k] = c(v)
+				}
+			}
+		}
 	}
 }
