@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ncclwiz/ncclwiz/hang"
+	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
@@ -25,6 +28,8 @@ type hangFlags struct {
 	rasText  bool
 	rasAddr  string
 	dumps    string
+	pySpy    bool
+	yes      bool
 }
 
 func newHangCmd(a *App) *cobra.Command {
@@ -56,6 +61,8 @@ Exit codes: 0 no hang found, 1 suspect rank found or the job looks stuck,
 	fl.BoolVar(&f.rasText, "ras-text", false, "ask RAS for its text report even when JSON is available (NCCL >= 2.28.7)")
 	fl.StringVar(&f.rasAddr, "ras-addr", "", "HOST:PORT of the job's RAS service (default: NCCL_RAS_ADDR from the ranks, else localhost:28028)")
 	fl.StringVar(&f.dumps, "dumps", "", "flight-recorder dump prefix, e.g. DIR/nccl_trace_rank_: alone, analyse those dumps only; with --pid, read them instead of the job's")
+	fl.BoolVar(&f.pySpy, "py-spy", false, "show the Python stack of each suspect rank with `py-spy dump` (it attaches with ptrace: asks first)")
+	fl.BoolVarP(&f.yes, "yes", "y", false, "with --py-spy: do not ask before attaching")
 	return cmd
 }
 
@@ -105,6 +112,9 @@ func runHang(cmd *cobra.Command, a *App, f hangFlags) error {
 			return err
 		}
 	}
+	if f.pySpy {
+		r.Stacks = pySpyStacks(cmd, a, h, r, f.yes)
+	}
 	if f.json {
 		if r.RAS != nil && !f.raw {
 			r.RAS.Raw = ""
@@ -123,6 +133,37 @@ func runHang(cmd *cobra.Command, a *App, f hangFlags) error {
 		return ExitError{Code: r.ExitCode}
 	}
 	return nil
+}
+
+// pySpyStacks asks before attaching py-spy to each suspect (on stderr, so
+// --json output stays clean), or takes --yes as the answer.
+func pySpyStacks(cmd *cobra.Command, a *App, h *host.Host, r *hang.Report, yes bool) []hang.Stack {
+	targets := hang.PySpyTargets(r)
+	if len(targets) == 0 {
+		return nil
+	}
+	if _, err := h.Run(cmdContext(cmd), 5*time.Second, "py-spy", "--version"); errors.Is(err, host.ErrCommandNotFound) {
+		fmt.Fprintln(a.Stderr, "ncclwiz: "+hang.ErrNoPySpy.Error())
+		return []hang.Stack{{Rank: targets[0].Rank, PID: targets[0].PID, Error: hang.ErrNoPySpy.Error()}}
+	}
+	in := bufio.NewReader(a.Stdin)
+	var out []hang.Stack
+	for _, s := range targets {
+		if !yes {
+			if !a.StdinTTY() {
+				out = append(out, hang.Stack{Rank: s.Rank, PID: s.PID, Error: "not run: no terminal to ask for consent (pass --yes)"})
+				continue
+			}
+			fmt.Fprintf(a.Stderr, "py-spy attaches to rank %d (pid %d) with ptrace and pauses it while it reads the stack. Run `py-spy dump --pid %d`? [y/N] ", s.Rank, s.PID, s.PID)
+			line, _ := in.ReadString('\n')
+			if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
+				out = append(out, hang.Stack{Rank: s.Rank, PID: s.PID, Error: "not run: you said no"})
+				continue
+			}
+		}
+		out = append(out, hang.PySpyDump(cmdContext(cmd), h, s))
+	}
+	return out
 }
 
 // listJobs prints the jobs the user can choose from with --pid.

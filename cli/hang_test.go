@@ -305,3 +305,39 @@ for rank in range(2):
 		}
 	}
 }
+
+// TestHangPySpyConsent: py-spy (a stand-in on PATH that records whom it
+// was asked about) is never run without consent; with --yes it is run on
+// the suspect rank only.
+func TestHangPySpyConsent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a fake job")
+	}
+	bin := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "attached")
+	fake := "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'py-spy 0.4.0'; exit 0; }\necho \"$3\" >> \"$HANG_PYSPY_MARKER\"\nprintf 'Thread 1 (idle): \"MainThread\"\\n    readline (<stdin>:2)\\n'\n"
+	if err := os.WriteFile(filepath.Join(bin, "py-spy"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("HANG_PYSPY_MARKER", marker)
+	launcher, ranks := startFakeTorchrun(t, 2)
+	settleRank(t, ranks[1])
+	out, _, code := runCLI(t, nil, "hang", "--pid", strconv.Itoa(launcher), "--interval", "1s", "--no-ras", "--py-spy")
+	if code != 1 || !strings.Contains(out, "no terminal to ask for consent") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("py-spy ran without consent")
+	}
+	out, _, code = runCLI(t, nil, "hang", "--pid", strconv.Itoa(launcher), "--interval", "1s", "--no-ras", "--py-spy", "--yes", "--json")
+	doc := validateHang(t, hangSchema(t), out)
+	stacks, _ := doc["stacks"].([]any)
+	if code != 1 || len(stacks) != 1 || !strings.Contains(fmt.Sprint(stacks[0]), "readline") {
+		t.Fatalf("exit %d, stacks %v", code, stacks)
+	}
+	b, err := os.ReadFile(marker)
+	if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(ranks[1]) {
+		t.Fatalf("py-spy attached to %q, want only rank 1 (pid %d)", b, ranks[1])
+	}
+}

@@ -119,6 +119,19 @@ func WritePlain(w io.Writer, r *Report, raw bool, width int) error {
 			para("  " + g.Verdict)
 		}
 	}
+	if len(r.Stacks) > 0 {
+		b.WriteString("\nPython stacks (py-spy):\n")
+		for _, st := range r.Stacks {
+			fmt.Fprintf(&b, "  rank %d (pid %d):\n", st.Rank, st.PID)
+			if st.Error != "" {
+				para("  " + textsafe.Clean(st.Error))
+				continue
+			}
+			for _, l := range strings.Split(strings.TrimRight(textsafe.SanitizeMultiline(st.Output), "\n"), "\n") {
+				b.WriteString("    " + l + "\n")
+			}
+		}
+	}
 	b.WriteString("\nEvidence:\n")
 	for _, e := range r.Evidence {
 		mark := " "
