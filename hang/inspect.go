@@ -80,9 +80,9 @@ type Report struct {
 	RAS            *RASResult `json:"ras,omitempty"`
 	FlightRecorder *FRResult  `json:"flight_recorder,omitempty"`
 	// Stacks are py-spy's answers for the suspects (--py-spy, with consent).
-	Stacks []Stack `json:"stacks,omitempty"`
-	Evidence       []Evidence `json:"evidence"`
-	Suspects       []int      `json:"suspects"`
+	Stacks   []Stack    `json:"stacks,omitempty"`
+	Evidence []Evidence `json:"evidence"`
+	Suspects []int      `json:"suspects"`
 	// Verdict is "suspect", "stuck" or "no_hang_found".
 	Verdict   string   `json:"verdict"`
 	Summary   string   `json:"summary"`
