@@ -61,6 +61,12 @@ type FRResult struct {
 	HowTo []string `json:"how_to,omitempty"`
 }
 
+// KernelResult is what the kernel log said since the job started.
+type KernelResult struct {
+	Events []KernelEvent `json:"events"`
+	Note   string        `json:"note,omitempty"`
+}
+
 // DumpInfo names one dump read.
 type DumpInfo struct {
 	Rank    int    `json:"rank"`
@@ -79,6 +85,7 @@ type Report struct {
 	Stuck          bool       `json:"all_idle"`
 	RAS            *RASResult `json:"ras,omitempty"`
 	FlightRecorder *FRResult  `json:"flight_recorder,omitempty"`
+	Kernel         *KernelResult `json:"kernel,omitempty"`
 	// Stacks are py-spy's answers for the suspects (--py-spy, with consent).
 	Stacks   []Stack    `json:"stacks,omitempty"`
 	Evidence []Evidence `json:"evidence"`
@@ -123,6 +130,13 @@ func Inspect(ctx context.Context, h *host.Host, j Job, o Options) (*Report, erro
 	ev = append(ev, rasEvidence(r.RAS, ss)...)
 	r.FlightRecorder = findDumps(h, j, o)
 	ev = append(ev, frEvidence(r.FlightRecorder)...)
+	r.Kernel = &KernelResult{Events: []KernelEvent{}}
+	if evs, note := KernelEvents(ctx, h, h.Now().Add(-j.Age)); note != "" {
+		r.Kernel.Note = note
+	} else if evs != nil {
+		r.Kernel.Events = evs
+	}
+	ev = append(ev, kernelEvidence(r.Kernel.Events, ss)...)
 	r.Evidence = ev
 	r.Suspects = Suspects(ev)
 	if r.Suspects == nil {

@@ -119,6 +119,18 @@ func WritePlain(w io.Writer, r *Report, raw bool, width int) error {
 			para("  " + g.Verdict)
 		}
 	}
+	if k := r.Kernel; k != nil {
+		b.WriteString("\nKernel log since the job started:\n")
+		switch {
+		case k.Note != "":
+			para(k.Note)
+		case len(k.Events) == 0:
+			b.WriteString("  no Xid, OOM-killer or hung-task lines\n")
+		}
+		for _, e := range k.Events {
+			para(fmt.Sprintf("%s %s: %s", e.Time.Format(time.RFC3339), e.Kind, textsafe.Clean(e.Text)))
+		}
+	}
 	if len(r.Stacks) > 0 {
 		b.WriteString("\nPython stacks (py-spy):\n")
 		for _, st := range r.Stacks {
