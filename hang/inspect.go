@@ -82,9 +82,9 @@ type Report struct {
 	Interval float64      `json:"interval_seconds"`
 	Samples  []RankSample `json:"ranks"`
 	// Stuck: every local rank was idle over the sample.
-	Stuck          bool       `json:"all_idle"`
-	RAS            *RASResult `json:"ras,omitempty"`
-	FlightRecorder *FRResult  `json:"flight_recorder,omitempty"`
+	Stuck          bool          `json:"all_idle"`
+	RAS            *RASResult    `json:"ras,omitempty"`
+	FlightRecorder *FRResult     `json:"flight_recorder,omitempty"`
 	Kernel         *KernelResult `json:"kernel,omitempty"`
 	// Stacks are py-spy's answers for the suspects (--py-spy, with consent).
 	Stacks   []Stack    `json:"stacks,omitempty"`
