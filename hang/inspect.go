@@ -229,7 +229,9 @@ func findDumps(h *host.Host, j Job, o Options) *FRResult {
 	if !path.IsAbs(prefix) && root != "" {
 		root = "" // a relative prefix is relative to the rank's cwd; read it from ours
 	}
-	start := h.Now().Add(-j.Age)
+	// The job's start is known to about a second (boot time in whole
+	// seconds, start in ticks); a dump of an earlier run is minutes older.
+	start := h.Now().Add(-j.Age - startSlack)
 	if o.DumpPrefix != "" {
 		start = time.Time{} // dumps the user collected may predate this job's restart
 	}
@@ -337,6 +339,10 @@ func pySpyAdvice(h *host.Host, pid int) string {
 func ReadTable(ctx context.Context, h *host.Host) (*proctab.Table, error) {
 	return proctab.Read(ctx, h, proctab.Options{EnvKeys: EnvKeys})
 }
+
+// startSlack is how much earlier than the job's computed start a file may
+// be written and still belong to the job.
+const startSlack = 5 * time.Second
 
 // InspectDumps analyses flight-recorder dumps alone, for a job that is no
 // longer running (or runs elsewhere): prefix is DIR/nccl_trace_rank_.
