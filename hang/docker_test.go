@@ -90,4 +90,3 @@ func waitFile(t *testing.T, h *host.Host, p string) {
 	}
 	t.Fatalf("%s never appeared", p)
 }
-
