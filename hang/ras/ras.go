@@ -135,8 +135,8 @@ func Query(ctx context.Context, addr string, o Options) (*Reply, error) {
 		return nil, fmt.Errorf("read the RAS status from %s: %w", addr, err)
 	}
 	r.Raw = string(body)
-	if err != nil {
-		r.Partial = true
+	if err != nil || len(body) >= maxReply-rd.Size() {
+		r.Partial = true // cut by a timeout or our size limit
 	}
 	if err := r.parse(); err != nil {
 		return r, err
