@@ -84,6 +84,12 @@ func fakeRank() {
 		}
 	case "pipe":
 		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	case "loader": // a rank with a data-loader worker, which inherits RANK
+		self, _ := os.Executable()
+		c := exec.Command(self)
+		c.Env = append(os.Environ(), "HANG_FAKE_DO=sleep")
+		_ = c.Start()
+		fmt.Println("ready")
 	case "stop":
 		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP) // the fake rank stops itself
 	}
@@ -220,4 +226,68 @@ func settle(t *testing.T, h *host.Host, pid int) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("rank %d never blocked", pid)
+}
+
+// TestJobsWithoutLauncher: ranks started without a launcher (by a
+// scheduler) form jobs by their rendezvous address; a rank's data-loader
+// child, which carries RANK too, is not a rank of its own.
+func TestJobsWithoutLauncher(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(40000 + os.Getpid()%20000)
+	var pids []int
+	for i, spec := range []struct{ rank, port string }{{"0", port}, {"1", port}, {"0", port + "1"}} {
+		c := exec.Command(self)
+		c.Args = []string{"python3", "worker.py"}
+		c.Env = append(os.Environ(), "HANG_FAKE_ROLE=rank", "HANG_FAKE_DO=loader", "RANK="+spec.rank, "WORLD_SIZE=2",
+			"MASTER_ADDR=10.9.8.7", "MASTER_PORT="+spec.port)
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		out, err := c.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+			_ = c.Wait()
+		})
+		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
+			t.Fatalf("worker %d: %q %v", i, line, err)
+		}
+		pids = append(pids, c.Process.Pid)
+	}
+	h := host.Local(host.LocalOptions{})
+	var tab *proctab.Table
+	for try := 0; try < 50; try++ { // the loaders must be visible too
+		tab, err = ReadTable(context.Background(), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tab.Children(pids[0])) > 0 && len(tab.Children(pids[1])) > 0 && len(tab.Children(pids[2])) > 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	jobs := FindJobs(tab)
+	j, err := Pick(jobs, pids[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Launcher != nil || len(j.Ranks) != 2 || j.Ranks[0].PID != pids[0] || j.Ranks[1].PID != pids[1] {
+		t.Fatalf("job of pid %d: launcher %v, ranks %+v", pids[1], j.Launcher, j.Ranks)
+	}
+	other, err := Pick(jobs, pids[2])
+	if err != nil || len(other.Ranks) != 1 {
+		t.Fatalf("the job on another port: %+v %v", other, err)
+	}
+	if _, err := Pick(jobs, tab.Children(pids[0])[0].PID); err == nil {
+		t.Fatal("a data-loader child was taken for a rank")
+	}
 }
