@@ -330,9 +330,9 @@ func (r *Report) conclude(h *host.Host, j Job) {
 // attaches to a process itself: py-spy uses ptrace.
 func pySpyAdvice(h *host.Host, pid int) string {
 	if res, err := h.Run(context.Background(), 5*time.Second, "py-spy", "--version"); err == nil && res.ExitCode == 0 {
-		return fmt.Sprintf("`py-spy dump --pid %d` prints its Python stack (it attaches with ptrace; run it yourself).", pid)
+		return fmt.Sprintf("`py-spy dump --pid %d` prints its Python stack (it attaches with ptrace), or `ncclwiz hang --py-spy` runs it after asking you.", pid)
 	}
-	return fmt.Sprintf("install py-spy (`pip install py-spy`), then `py-spy dump --pid %d` prints its Python stack (it attaches with ptrace).", pid)
+	return fmt.Sprintf("install py-spy (`pip install py-spy`), then `py-spy dump --pid %d` (or `ncclwiz hang --py-spy`, which asks first) prints its Python stack; it attaches with ptrace.", pid)
 }
 
 // ReadTable reads the process table with the variables hang needs.
