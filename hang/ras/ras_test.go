@@ -37,6 +37,7 @@ func TestQueryVersions(t *testing.T) {
 	}{
 		{name: "2.26 text, op-count mismatch", file: "status-2.26-mismatch.txt", format: "text", ver: "2.26.2+cuda12.8", behind: []int{2}},
 		{name: "2.24 text, dead process", file: "status-2.24-dead.txt", format: "text", ver: "2.24.3+cuda12.6", missing: []int{-1, 5}, dead: 1},
+		{name: "2.27 text, missing rank and a rank behind", file: "status-2.27-incomplete.txt", format: "text", ver: "2.27.7+cuda12.9", missing: []int{6}, behind: []int{3}},
 		{name: "2.28.9 JSON, unresponsive rank", file: "status-2.28.9.json", json: true, format: "json", ver: "2.28.9", missing: []int{1}},
 	}
 	for _, tc := range cases {
@@ -100,7 +101,7 @@ func TestQueryFailures(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, name := range []string{"status-2.26-mismatch.txt", "status-2.24-dead.txt", "status-2.28.9.json"} {
+	for _, name := range []string{"status-2.26-mismatch.txt", "status-2.24-dead.txt", "status-2.27-incomplete.txt", "status-2.28.9.json"} {
 		b, err := os.ReadFile("testdata/" + name)
 		if err != nil {
 			f.Fatal(err)

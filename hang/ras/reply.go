@@ -181,6 +181,7 @@ var (
 	reProcess      = regexp.MustCompile(`^\s+Process (\d+) on node (\S+) managing GPUs? (\S+)`)
 	reCountLine    = regexp.MustCompile(`^\s+(\d+) ranks? (?:have|has) (?:launched up to operation (\d+)|not launched any operations|status (\S+))\s*$`)
 	reDiffOps      = regexp.MustCompile(`^\s+Communicator ranks have different (\S+) operation counts`)
+	reMissList     = regexp.MustCompile(`^\s+The missing ranks?: ([\d,]+)\s*$`) // NCCL 2.24
 	reDiffState    = regexp.MustCompile(`^\s+Communicator ranks have different status`)
 	reErrLine      = regexp.MustCompile(`^\s+(Initialization|Asynchronous) errors? on (\d+) ranks?`)
 	reTimeouts     = regexp.MustCompile(`^\s+Encountered (\d+) communication timeouts?`)
@@ -251,6 +252,14 @@ func (r *Reply) parseText() error {
 			groupCount, _ = strconv.ParseInt(m[2], 10, 64)
 			if cur.What != "status" && groupCount > cur.Majority {
 				cur.Majority = groupCount
+			}
+			continue
+		}
+		if m := reMissList.FindStringSubmatch(line); m != nil && block == "INCOMPLETE" && comm != "" {
+			for _, f := range strings.Split(m[1], ",") {
+				if n, err := strconv.Atoi(f); err == nil {
+					r.Missing = append(r.Missing, Peer{Comm: comm, Rank: n})
+				}
 			}
 			continue
 		}
