@@ -1,0 +1,454 @@
+package hang
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"time"
+
+	"github.com/ncclwiz/ncclwiz/hang/flightrec"
+	"github.com/ncclwiz/ncclwiz/hang/ras"
+	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
+	"github.com/ncclwiz/ncclwiz/textsafe"
+)
+
+// Schema is the version of the JSON report (docs/hang.schema.json).
+const Schema = 1
+
+// Options of an inspection.
+type Options struct {
+	Interval time.Duration
+	// RASAddr overrides the job's NCCL_RAS_ADDR; NoRAS skips RAS.
+	RASAddr    string
+	NoRAS      bool
+	RASText    bool
+	RASTimeout time.Duration
+	// DumpPrefix overrides the job's dump prefix (e.g. a directory where
+	// the dumps of every node were copied, plus the file prefix).
+	DumpPrefix string
+}
+
+// JobInfo describes the job inspected.
+type JobInfo struct {
+	ID          int     `json:"id"`
+	LauncherPID int     `json:"launcher_pid,omitempty"`
+	Command     string  `json:"command"`
+	AgeSeconds  float64 `json:"age_seconds"`
+	WorldSize   string  `json:"world_size,omitempty"`
+	LocalRanks  int     `json:"local_ranks"`
+	PIDNS       string  `json:"pid_namespace,omitempty"`
+}
+
+// RASResult is what the job's RAS port said.
+type RASResult struct {
+	Addr  string     `json:"addr"`
+	Error string     `json:"error,omitempty"`
+	Reply *ras.Reply `json:"reply,omitempty"`
+	Raw   string     `json:"raw,omitempty"`
+}
+
+// FRResult is what the flight-recorder dumps said.
+type FRResult struct {
+	Prefix  string                  `json:"prefix"`
+	From    string                  `json:"prefix_from"`
+	Dumps   []DumpInfo              `json:"dumps"`
+	Skipped []string                `json:"skipped,omitempty"`
+	Groups  []flightrec.GroupReport `json:"groups,omitempty"`
+	// HowTo says how to get dumps next time when there are none.
+	HowTo []string `json:"how_to,omitempty"`
+}
+
+// KernelResult is what the kernel log said since the job started.
+type KernelResult struct {
+	Events []KernelEvent `json:"events"`
+	Note   string        `json:"note,omitempty"`
+}
+
+// DumpInfo names one dump read.
+type DumpInfo struct {
+	Rank    int    `json:"rank"`
+	Path    string `json:"path"`
+	Version string `json:"version"`
+	Entries int    `json:"entries"`
+}
+
+// Report is the result of `ncclwiz hang`.
+type Report struct {
+	Schema   int          `json:"schema"`
+	Job      JobInfo      `json:"job"`
+	Interval float64      `json:"interval_seconds"`
+	Samples  []RankSample `json:"ranks"`
+	// Stuck: every local rank was idle over the sample.
+	Stuck          bool          `json:"all_idle"`
+	RAS            *RASResult    `json:"ras,omitempty"`
+	FlightRecorder *FRResult     `json:"flight_recorder,omitempty"`
+	Kernel         *KernelResult `json:"kernel,omitempty"`
+	// Stacks are py-spy's answers for the suspects (--py-spy, with consent).
+	Stacks   []Stack    `json:"stacks,omitempty"`
+	Evidence []Evidence `json:"evidence"`
+	Suspects []int      `json:"suspects"`
+	// Verdict is "suspect", "stuck" or "no_hang_found".
+	Verdict   string   `json:"verdict"`
+	Summary   string   `json:"summary"`
+	NextSteps []string `json:"next_steps"`
+	ExitCode  int      `json:"exit_code"`
+}
+
+// Inspect samples the job's ranks, asks RAS, reads the dumps and judges.
+func Inspect(ctx context.Context, h *host.Host, j Job, o Options) (*Report, error) {
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	r := &Report{Schema: Schema, Interval: o.Interval.Seconds()}
+	r.Job = JobInfo{ID: j.ID(), Command: j.Command(), AgeSeconds: j.Age.Round(time.Second).Seconds(),
+		WorldSize: j.Env("WORLD_SIZE"), LocalRanks: len(j.Ranks), PIDNS: j.Ranks[0].PIDNS}
+	if j.Launcher != nil {
+		r.Job.LauncherPID = j.Launcher.PID
+	}
+	// RAS runs while the ranks are sampled: both take seconds.
+	rasDone := make(chan *RASResult, 1)
+	if o.NoRAS {
+		rasDone <- nil
+	} else {
+		addr := o.RASAddr
+		if addr == "" {
+			addr = ras.Addr(j.Env("NCCL_RAS_ADDR"))
+		}
+		go func() { rasDone <- queryRAS(ctx, addr, o) }()
+	}
+	ss, err := Sample(ctx, h, j, o.Interval)
+	if err != nil {
+		return nil, err
+	}
+	r.Samples = ss
+	var ev []Evidence
+	ev, r.Stuck = JudgeSamples(ss)
+	r.RAS = <-rasDone
+	ev = append(ev, rasEvidence(r.RAS, ss)...)
+	r.FlightRecorder = findDumps(h, j, o)
+	ev = append(ev, frEvidence(r.FlightRecorder)...)
+	r.Kernel = &KernelResult{Events: []KernelEvent{}}
+	if evs, note := KernelEvents(ctx, h, h.Now().Add(-j.Age)); note != "" {
+		r.Kernel.Note = note
+	} else if evs != nil {
+		r.Kernel.Events = evs
+	}
+	ev = append(ev, kernelEvidence(r.Kernel.Events, ss)...)
+	r.Evidence = ev
+	r.Suspects = Suspects(ev)
+	if r.Suspects == nil {
+		r.Suspects = []int{}
+	}
+	r.conclude(h, j)
+	r.fill()
+	return r, nil
+}
+
+func queryRAS(ctx context.Context, addr string, o Options) *RASResult {
+	res := &RASResult{Addr: addr}
+	rep, err := ras.Query(ctx, addr, ras.Options{Timeout: o.RASTimeout, Text: o.RASText})
+	if rep != nil {
+		res.Raw = rep.Raw
+	}
+	switch {
+	case errors.Is(err, ras.ErrClosed):
+		res.Error = fmt.Sprintf("nothing listens on %s: RAS is off (NCCL_RAS_ENABLE=0), the job's NCCL is older than 2.24 (RAS arrived in 2.24), NCCL_RAS_ADDR points elsewhere, or NCCL is not initialised yet", addr)
+	case errors.Is(err, ras.ErrNotRAS):
+		res.Error = fmt.Sprintf("%s is open but does not answer like NCCL's RAS service (%v); another program may use that port — set NCCL_RAS_ADDR for the job, or pass --ras-addr", addr, err)
+	case err != nil:
+		res.Error = err.Error()
+	default:
+		res.Reply = rep
+	}
+	return res
+}
+
+// rankByPID maps a PID as RAS reports it (getpid() inside the rank's
+// namespace) to the global rank, for ranks on this machine.
+func rankByPID(ss []RankSample) map[int]int {
+	m := map[int]int{}
+	for _, s := range ss {
+		m[s.NSPID] = s.Rank
+		m[s.PID] = s.Rank
+	}
+	return m
+}
+
+func rasEvidence(res *RASResult, ss []RankSample) []Evidence {
+	if res == nil || res.Reply == nil {
+		return nil
+	}
+	byPID := rankByPID(ss)
+	rankOf := func(pid, commRank int) (int, string) {
+		if g, ok := byPID[pid]; ok && pid > 0 {
+			return g, ""
+		}
+		return commRank, " (its rank in that communicator; the process is not on this machine)"
+	}
+	var ev []Evidence
+	rep := res.Reply
+	for _, p := range rep.Dead {
+		rank, note := rankOf(p.PID, p.Rank)
+		ev = append(ev, Evidence{Rank: rank, PID: p.PID, Source: "ras", Suspect: true,
+			Text: fmt.Sprintf("RAS considers process %d on %s dead (unreachable)%s", p.PID, textsafe.Clean(p.Node), note)})
+	}
+	for _, p := range rep.Missing {
+		if p.Dead || p.Rank < 0 {
+			continue
+		}
+		rank, note := rankOf(p.PID, p.Rank)
+		ev = append(ev, Evidence{Rank: rank, PID: p.PID, Source: "ras", Suspect: true,
+			Text: fmt.Sprintf("RAS got no data from rank %d of communicator %s (process %d on %s)%s", p.Rank, textsafe.Clean(p.Comm), p.PID, textsafe.Clean(p.Node), note)})
+	}
+	for _, m := range rep.Mismatches {
+		for _, rc := range m.Behind {
+			rank, note := rankOf(rc.PID, rc.Rank)
+			if m.What == "status" {
+				ev = append(ev, Evidence{Rank: rank, PID: rc.PID, Source: "ras", Suspect: true,
+					Text: fmt.Sprintf("its communicator %s status differs from the other ranks'%s", textsafe.Clean(m.Comm), note)})
+				continue
+			}
+			ev = append(ev, Evidence{Rank: rank, PID: rc.PID, Source: "ras", Suspect: true,
+				Text: fmt.Sprintf("launched %d %s operations in communicator %s while others launched %d: it is behind%s", rc.Count, textsafe.Clean(m.What), textsafe.Clean(m.Comm), m.Majority, note)})
+		}
+	}
+	return ev
+}
+
+// findDumps reads the job's dumps through the first live rank's root, so
+// a container's /tmp is the one read.
+func findDumps(h *host.Host, j Job, o Options) *FRResult {
+	prefix, from := flightrec.Prefix(j.Ranks[0].Env)
+	root := "/proc/" + strconv.Itoa(j.Ranks[0].PID) + "/root"
+	if o.DumpPrefix != "" {
+		prefix, from, root = o.DumpPrefix, "--dumps", ""
+	}
+	if !path.IsAbs(prefix) && root != "" {
+		root = "" // a relative prefix is relative to the rank's cwd; read it from ours
+	}
+	// The job's start is known to about a second (boot time in whole
+	// seconds, start in ticks); a dump of an earlier run is minutes older.
+	start := h.Now().Add(-j.Age - startSlack)
+	if o.DumpPrefix != "" {
+		start = time.Time{} // dumps the user collected may predate this job's restart
+	}
+	f := flightrec.Find(h, root, prefix, start)
+	res := &FRResult{Prefix: prefix, From: from, Skipped: f.Skipped, Dumps: []DumpInfo{}}
+	for _, d := range f.Dumps {
+		res.Dumps = append(res.Dumps, DumpInfo{Rank: d.Rank, Path: d.Path, Version: d.Version, Entries: len(d.Entries)})
+	}
+	if len(f.Dumps) > 0 {
+		res.Groups = flightrec.Analyze(f.Dumps)
+	} else {
+		res.HowTo = dumpHowTo(j, prefix)
+	}
+	return res
+}
+
+func dumpHowTo(j Job, prefix string) []string {
+	var out []string
+	if pipe := j.Env("TORCH_NCCL_DEBUG_INFO_PIPE_FILE"); pipe != "" && j.Env("TORCH_NCCL_TRACE_BUFFER_SIZE") != "" {
+		out = append(out, fmt.Sprintf("This job can dump now: writing to %s<rank>.pipe makes that rank write its dump (PyTorch ProcessGroupNCCL DumpPipe), e.g. `echo 1 > %s0.pipe` — ncclwiz does not do it for you.", textsafe.Clean(pipe), textsafe.Clean(pipe)))
+	}
+	if j.Env("TORCH_NCCL_TRACE_BUFFER_SIZE") == "" && j.Env("TORCH_FR_BUFFER_SIZE") == "" {
+		out = append(out, "The flight recorder is off for this job. Next time start it with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 (PyTorch: keeps the last 2000 collectives) and TORCH_NCCL_DUMP_ON_TIMEOUT=1 (PyTorch: each rank writes its dump when the watchdog fires).")
+	}
+	out = append(out, fmt.Sprintf("Dumps are written to %s<rank> (TORCH_NCCL_DEBUG_INFO_TEMP_FILE, or TORCH_FR_DUMP_TEMP_FILE in newer PyTorch); copy every node's dumps into one directory and run `ncclwiz hang --dumps DIR/nccl_trace_rank_` to compare them all.", textsafe.Clean(prefix)))
+	out = append(out, "To also get a dump on demand, set TORCH_NCCL_DEBUG_INFO_PIPE_FILE=/tmp/nccl_trace_pipe_ (PyTorch): `echo 1 > /tmp/nccl_trace_pipe_<rank>.pipe` then dumps that rank.")
+	return out
+}
+
+func frEvidence(fr *FRResult) []Evidence {
+	if fr == nil {
+		return nil
+	}
+	var ev []Evidence
+	for _, g := range fr.Groups {
+		for _, s := range g.Suspects {
+			ev = append(ev, Evidence{Rank: s, Source: "flight_recorder", Suspect: true,
+				Text: fmt.Sprintf("process group %s (%s): %s", textsafe.Clean(g.Name), textsafe.Clean(g.Desc), g.Verdict)})
+		}
+		if len(g.Suspects) == 0 && g.Verdict != "" {
+			ev = append(ev, Evidence{Rank: -1, Source: "flight_recorder", Text: fmt.Sprintf("process group %s (%s): %s", textsafe.Clean(g.Name), textsafe.Clean(g.Desc), g.Verdict)})
+		}
+	}
+	return ev
+}
+
+func (r *Report) conclude(h *host.Host, j Job) {
+	switch {
+	case len(r.Suspects) > 0:
+		r.Verdict = "suspect"
+		r.ExitCode = 1
+		r.Summary = fmt.Sprintf("Suspect rank(s): %s. The other ranks wait for them in a collective.", joinRanks(r.Suspects))
+	case r.Stuck:
+		r.Verdict = "stuck"
+		r.ExitCode = 1
+		r.Summary = "Every rank on this machine is idle: the whole job waits — for a rank on another machine, the rendezvous, or storage. Run ncclwiz hang on the other nodes, or ask RAS (NCCL ≥ 2.24) which rank is missing."
+	default:
+		r.Verdict = "no_hang_found"
+		r.Summary = "No hang found: the ranks use CPU and nothing points at one of them. A job that spins without output for minutes may still be stuck in a collective waiting on another node: look at the RAS section, or run ncclwiz hang there."
+	}
+	byRank := map[int]RankSample{}
+	for _, s := range r.Samples {
+		byRank[s.Rank] = s
+	}
+	for _, rank := range r.Suspects {
+		s, local := byRank[rank]
+		switch {
+		case !local:
+			r.NextSteps = append(r.NextSteps, fmt.Sprintf("Rank %d is not on this machine: run `ncclwiz hang` on the node that runs it, and read its log.", rank))
+		case s.Gone:
+			r.NextSteps = append(r.NextSteps, fmt.Sprintf("Rank %d (pid %d) exited: its log's last lines say why; `ncclwiz explain <its log>` decodes them.", rank, s.PID))
+		case s.Stopped():
+			r.NextSteps = append(r.NextSteps, fmt.Sprintf("Rank %d (pid %d) is stopped: if you stopped it (Ctrl-Z, a debugger), resume it (`kill -CONT %d`, or detach the debugger); ncclwiz does not signal it.", rank, s.PID, s.PID))
+		case len(s.Blocked) > 0:
+			r.NextSteps = append(r.NextSteps, fmt.Sprintf("Rank %d (pid %d) waits in the kernel: look for Xid, I/O or hung-task lines in `dmesg` (or `journalctl -k`).", rank, s.PID))
+		default:
+			r.NextSteps = append(r.NextSteps, fmt.Sprintf("Look at where rank %d (pid %d) waits: %s", rank, s.PID, pySpyAdvice(h, s.PID)))
+		}
+		for _, o := range s.Outputs {
+			r.NextSteps = append(r.NextSteps, fmt.Sprintf("Its %s goes to %s: `ncclwiz explain %s` reads it.", fdName(o.FD), textsafe.Clean(o.Path), textsafe.Clean(o.Path)))
+			break
+		}
+	}
+	if r.ExitCode != 0 {
+		r.NextSteps = append(r.NextSteps, "The guide: `ncclwiz guides hang` (how to read each source, and what each verdict means).")
+	}
+	if r.RAS != nil && r.RAS.Error != "" {
+		r.NextSteps = append(r.NextSteps, "RAS: "+r.RAS.Error+".")
+	}
+	if r.FlightRecorder != nil && len(r.FlightRecorder.Dumps) == 0 && len(r.FlightRecorder.HowTo) > 0 {
+		r.NextSteps = append(r.NextSteps, r.FlightRecorder.HowTo[0])
+	}
+}
+
+// pySpyAdvice says how to see the rank's Python stack. ncclwiz never
+// attaches to a process itself: py-spy uses ptrace.
+func pySpyAdvice(h *host.Host, pid int) string {
+	if res, err := h.Run(context.Background(), 5*time.Second, "py-spy", "--version"); err == nil && res.ExitCode == 0 {
+		return fmt.Sprintf("`py-spy dump --pid %d` prints its Python stack (it attaches with ptrace), or `ncclwiz hang --py-spy` runs it after asking you.", pid)
+	}
+	return fmt.Sprintf("install py-spy (`pip install py-spy`), then `py-spy dump --pid %d` (or `ncclwiz hang --py-spy`, which asks first) prints its Python stack; it attaches with ptrace.", pid)
+}
+
+// ReadTable reads the process table with the variables hang needs.
+func ReadTable(ctx context.Context, h *host.Host) (*proctab.Table, error) {
+	return proctab.Read(ctx, h, proctab.Options{EnvKeys: EnvKeys})
+}
+
+// startSlack is how much earlier than the job's computed start a file may
+// be written and still belong to the job.
+const startSlack = 5 * time.Second
+
+// InspectDumps analyses flight-recorder dumps alone, for a job that is no
+// longer running (or runs elsewhere): prefix is DIR/nccl_trace_rank_.
+func InspectDumps(h *host.Host, prefix string) *Report {
+	r := &Report{Schema: Schema, Samples: []RankSample{}}
+	f := flightrec.Find(h, "", prefix, time.Time{})
+	fr := &FRResult{Prefix: prefix, From: "--dumps", Skipped: f.Skipped, Dumps: []DumpInfo{}}
+	for _, d := range f.Dumps {
+		fr.Dumps = append(fr.Dumps, DumpInfo{Rank: d.Rank, Path: d.Path, Version: d.Version, Entries: len(d.Entries)})
+	}
+	if len(f.Dumps) > 0 {
+		fr.Groups = flightrec.Analyze(f.Dumps)
+	}
+	r.FlightRecorder = fr
+	r.Evidence = frEvidence(fr)
+	if r.Evidence == nil {
+		r.Evidence = []Evidence{}
+	}
+	r.Suspects = Suspects(r.Evidence)
+	if r.Suspects == nil {
+		r.Suspects = []int{}
+	}
+	switch {
+	case len(f.Dumps) == 0:
+		r.Verdict, r.ExitCode = "no_hang_found", 2
+		r.Summary = fmt.Sprintf("No job runs on this machine and no dump was found at %s<rank>.", textsafe.Clean(prefix))
+	case len(r.Suspects) > 0:
+		r.Verdict, r.ExitCode = "suspect", 1
+		r.Summary = fmt.Sprintf("Suspect rank(s) from the dumps: %s.", joinRanks(r.Suspects))
+		r.NextSteps = []string{"Read the suspect rank's log around the time of its last collective: `ncclwiz explain <log>`.", "The guide: `ncclwiz guides hang`."}
+	default:
+		r.Verdict = "no_hang_found"
+		r.Summary = "The dumps agree: no rank is behind or desynchronised."
+	}
+	r.fill()
+	return r
+}
+
+// fill makes the lists the schema requires empty rather than null, and
+// sanitises what came from the machine.
+func (r *Report) fill() {
+	r.sanitize()
+	if r.Evidence == nil {
+		r.Evidence = []Evidence{}
+	}
+	if r.Suspects == nil {
+		r.Suspects = []int{}
+	}
+	if r.NextSteps == nil {
+		r.NextSteps = []string{}
+	}
+	if r.Samples == nil {
+		r.Samples = []RankSample{}
+	}
+}
+
+// sanitize cleans every string read from the machine or a peer (paths,
+// wait channels, RAS node names, dump contents) of terminal escapes and
+// secrets, for the JSON report as for the plain one.
+func (r *Report) sanitize() {
+	c := textsafe.Clean
+	r.Job.Command, r.Job.WorldSize = c(r.Job.Command), c(r.Job.WorldSize)
+	for i := range r.Samples {
+		s := &r.Samples[i]
+		s.Wchan, s.LocalRank, s.Command = c(s.Wchan), c(s.LocalRank), c(s.Command)
+		for k := range s.Outputs {
+			s.Outputs[k].Path = c(s.Outputs[k].Path)
+		}
+		if s.GPU != nil {
+			s.GPU.UUID = c(s.GPU.UUID)
+		}
+	}
+	if r.RAS != nil && r.RAS.Reply != nil {
+		rep := r.RAS.Reply
+		rep.NCCLVersion = c(rep.NCCLVersion)
+		for _, ps := range [][]ras.Peer{rep.Missing, rep.Dead} {
+			for i := range ps {
+				ps[i].Comm, ps[i].Node, ps[i].GPU = c(ps[i].Comm), c(ps[i].Node), c(ps[i].GPU)
+			}
+		}
+		for i := range rep.Mismatches {
+			rep.Mismatches[i].Comm, rep.Mismatches[i].What = c(rep.Mismatches[i].Comm), c(rep.Mismatches[i].What)
+		}
+		for i := range rep.Errors {
+			rep.Errors[i] = c(rep.Errors[i])
+		}
+	}
+	if fr := r.FlightRecorder; fr != nil {
+		fr.Prefix = c(fr.Prefix)
+		for i := range fr.Dumps {
+			fr.Dumps[i].Path, fr.Dumps[i].Version = c(fr.Dumps[i].Path), c(fr.Dumps[i].Version)
+		}
+		for i := range fr.Skipped {
+			fr.Skipped[i] = c(fr.Skipped[i])
+		}
+		for i := range fr.Groups {
+			g := &fr.Groups[i]
+			g.Name, g.Desc, g.Verdict = c(g.Name), c(g.Desc), c(g.Verdict)
+			for k := range g.Ranks {
+				g.Ranks[k].LastOp = c(g.Ranks[k].LastOp)
+			}
+			if g.First != nil {
+				for k, v := range g.First.ByRank {
+					g.First.ByRank[k] = c(v)
+				}
+			}
+		}
+	}
+}
