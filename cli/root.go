@@ -58,6 +58,7 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 		newGuidesCmd(a),
 		newExplainCmd(a),
 		newTestCmd(a),
+		newClusterCmd(a),
 	)
 	return root
 }

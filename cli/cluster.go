@@ -1,0 +1,294 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ncclwiz/ncclwiz/cluster"
+	"github.com/ncclwiz/ncclwiz/cluster/nodes"
+	"github.com/ncclwiz/ncclwiz/cluster/remote"
+	"github.com/ncclwiz/ncclwiz/internal/safefile"
+	"github.com/ncclwiz/ncclwiz/termio"
+)
+
+type clusterFlags struct {
+	hosts, hostfile, nodelist, slurmJob, fromJSON string
+	slurm                                         bool
+	engine                                        string
+	sshConfig                                     string
+	sshOptions                                    []string
+	connectTimeout, timeout                       time.Duration
+	fanout                                        int
+	remotePath, copyMode                          string
+	only                                          []string
+	json, allFacts                                bool
+	maxRows                                       int
+	save                                          string
+}
+
+func newClusterCmd(a *App) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Check every node of a multi-node job and name the odd one out",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newClusterCheckCmd(a))
+	return cmd
+}
+
+func newClusterCheckCmd(a *App) *cobra.Command {
+	var f clusterFlags
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Run `ncclwiz check --json` on every node and compare what must agree",
+		Long: `Reaches every node with the engines you already have — pdsh -R ssh when
+installed, else plain ssh (BatchMode, ConnectTimeout, ControlMaster reuse),
+or Slurm's srun — runs "ncclwiz check --json" there and compares the facts
+that must agree across a job: NCCL, torch, CUDA, driver, GPUs, NCCL_* and
+TORCH_NCCL_* settings, NCCL's interface, its MTU and subnet, IB/RoCE ports,
+/dev/shm size, memlock, container runtime and the clock.
+
+ncclwiz runs from the same path on the nodes when a shared filesystem holds
+this very binary (checked by sha256); otherwise this binary is copied to a
+private temp directory on each node, verified and removed afterwards. The
+report says which. A node that cannot be reached, or does not answer within
+--timeout, is reported with the reason (dns, refused, auth, timeout …).
+
+Nodes: --hosts a,b,c (ranges like gpu[01-08] work), --hostfile FILE,
+--slurm (inside an allocation), --slurm-job ID, --nodelist LIST, or
+--from-json DIR (one NODE.json per node, collected any way you like).
+
+Exit codes: 0 every node reached and agreeing with no problems of its own,
+1 problems found, 2 usage or internal error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmdContext(cmd), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return runClusterCheck(ctx, a, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.hosts, "hosts", "", "nodes to check, comma-separated (gpu[01-04] ranges work)")
+	fl.StringVar(&f.hostfile, "hostfile", "", "file with one node per line (# comments; MPI slots=N ignored)")
+	fl.BoolVar(&f.slurm, "slurm", false, "inside a Slurm allocation: check its nodes with srun")
+	fl.StringVar(&f.slurmJob, "slurm-job", "", "check the nodes of this running Slurm job (srun --jobid --overlap)")
+	fl.StringVar(&f.nodelist, "nodelist", "", "Slurm node list (node[01-04]) for a new srun step")
+	fl.StringVar(&f.fromJSON, "from-json", "", "aggregate NODE.json reports from this directory instead of reaching nodes")
+	fl.StringVar(&f.engine, "engine", "auto", "for --hosts/--hostfile: auto (pdsh when installed, else ssh), pdsh or ssh")
+	fl.StringVarP(&f.sshConfig, "ssh-config", "F", "", "ssh client config file (ssh -F)")
+	fl.StringArrayVarP(&f.sshOptions, "ssh-option", "o", nil, "extra ssh option KEY=VALUE (repeatable)")
+	fl.DurationVar(&f.connectTimeout, "connect-timeout", 10*time.Second, "ssh connect and handshake timeout")
+	fl.DurationVar(&f.timeout, "timeout", 120*time.Second, "per-node timeout for reaching the node and its check")
+	fl.IntVar(&f.fanout, "fanout", 32, "nodes checked at once")
+	fl.StringVar(&f.remotePath, "remote-path", "", "where ncclwiz is on the nodes (default: this binary's path)")
+	fl.StringVar(&f.copyMode, "copy", "auto", "copy this binary to nodes: auto (when the remote path is not this binary), never, always")
+	fl.StringSliceVar(&f.only, "only", nil, "run only these checks on the nodes (as check --only)")
+	fl.BoolVar(&f.json, "json", false, "print the versioned JSON (docs/cluster.schema.json)")
+	fl.BoolVarP(&f.allFacts, "all-facts", "a", false, "show every fact column, not only those that differ")
+	fl.IntVar(&f.maxRows, "max-rows", 50, "node rows in the plain table (0: all); suspects are always listed")
+	fl.StringVar(&f.save, "save", "", "also write each node's report to DIR/NODE.json (for --from-json)")
+	return cmd
+}
+
+func (f clusterFlags) validate() error {
+	sources := 0
+	for _, set := range []bool{f.hosts != "" || f.hostfile != "", f.slurm || f.slurmJob != "" || f.nodelist != "", f.fromJSON != ""} {
+		if set {
+			sources++
+		}
+	}
+	switch {
+	case sources == 0:
+		return errors.New("say which nodes: --hosts, --hostfile, --slurm, --slurm-job, --nodelist or --from-json")
+	case sources > 1:
+		return errors.New("use one node source: --hosts/--hostfile, Slurm (--slurm, --slurm-job, --nodelist) or --from-json")
+	case f.hosts != "" && f.hostfile != "":
+		return errors.New("--hosts and --hostfile together: use one")
+	case f.engine != "auto" && f.engine != "ssh" && f.engine != "pdsh":
+		return fmt.Errorf("--engine %q: want auto, ssh or pdsh", f.engine)
+	case f.copyMode != "auto" && f.copyMode != "never" && f.copyMode != "always":
+		return fmt.Errorf("--copy %q: want auto, never or always", f.copyMode)
+	case f.timeout <= 0 || f.connectTimeout <= 0:
+		return errors.New("--timeout and --connect-timeout must be positive")
+	case f.fanout < 1:
+		return errors.New("--fanout must be at least 1")
+	}
+	return nil
+}
+
+func runClusterCheck(ctx context.Context, a *App, f clusterFlags) error {
+	if err := f.validate(); err != nil {
+		return usageError{err}
+	}
+	opts := remote.Options{SSHConfig: f.sshConfig, SSHOptions: f.sshOptions, ConnectTimeout: f.connectTimeout,
+		NodeTimeout: f.timeout, Fanout: f.fanout, RemotePath: f.remotePath, Copy: remote.CopyMode(f.copyMode)}
+	if len(f.only) > 0 {
+		opts.CheckArgs = []string{"--only", strings.Join(f.only, ",")}
+	}
+	var out remote.Outcome
+	var engine string
+	var err error
+	switch {
+	case f.fromJSON != "":
+		engine = "json"
+		out, err = remote.FromJSON(f.fromJSON)
+		if err != nil {
+			return usageError{err}
+		}
+	case f.slurm || f.slurmJob != "" || f.nodelist != "":
+		engine = "slurm"
+		out, err = runSlurm(ctx, a, f, opts)
+	default:
+		engine, out, err = runHosts(ctx, f, opts)
+	}
+	if err != nil {
+		return err
+	}
+	if f.save != "" {
+		if err := saveReports(f.save, out.Nodes); err != nil {
+			return err
+		}
+	}
+	res := cluster.Aggregate(out.Nodes)
+	run := cluster.Run{Engine: engine, Binary: opts.RemotePath, GeneratedAt: time.Now(), Version: a.VersionString(), Notes: out.Notes}
+	if f.json {
+		err = cluster.WriteJSON(a.Stdout, run, res)
+	} else {
+		err = cluster.WritePlain(termio.New(a.Stdout, a.Env, a.NoColor), run, res, cluster.PlainOptions{AllFacts: f.allFacts, MaxRows: f.maxRows})
+	}
+	if err != nil {
+		return err
+	}
+	if res.Summary.ExitCode != 0 {
+		return ExitError{Code: res.Summary.ExitCode}
+	}
+	return nil
+}
+
+func runHosts(ctx context.Context, f clusterFlags, opts remote.Options) (string, remote.Outcome, error) {
+	var hosts []string
+	var err error
+	if f.hostfile != "" {
+		hosts, err = nodes.ReadHostfile(f.hostfile)
+	} else {
+		hosts, err = nodes.ParseHosts(f.hosts)
+	}
+	if err != nil {
+		return "", remote.Outcome{}, usageError{err}
+	}
+	if len(hosts) == 0 {
+		return "", remote.Outcome{}, usageError{errors.New("no hosts given")}
+	}
+	pdsh, lookErr := exec.LookPath("pdsh")
+	var note string
+	switch {
+	case f.engine == "pdsh" && lookErr != nil:
+		return "", remote.Outcome{}, usageError{errors.New("--engine pdsh: pdsh is not installed (apt-get install pdsh), or use --engine ssh")}
+	case f.engine == "auto" && lookErr != nil:
+		note = "pdsh is not installed: plain ssh with up to " + fmt.Sprint(opts.Fanout) + " nodes at once"
+	}
+	if f.engine == "ssh" || lookErr != nil {
+		eng, err := remote.NewSSH(opts)
+		if err != nil {
+			return "", remote.Outcome{}, err
+		}
+		out, err := eng.Run(ctx, hosts)
+		if note != "" {
+			out.Notes = append([]string{note}, out.Notes...)
+		}
+		return "ssh", out, err
+	}
+	eng, err := remote.NewPDSH(opts, pdsh)
+	if err != nil {
+		return "", remote.Outcome{}, err
+	}
+	out, err := eng.Run(ctx, hosts)
+	return "pdsh", out, err
+}
+
+func runSlurm(ctx context.Context, a *App, f clusterFlags, opts remote.Options) (remote.Outcome, error) {
+	spec, err := slurmSpec(ctx, a, f)
+	if err != nil {
+		return remote.Outcome{}, err
+	}
+	srun, err := exec.LookPath("srun")
+	if err != nil {
+		return remote.Outcome{}, usageError{errors.New("srun is not on PATH: run on a Slurm login node, or use --hosts")}
+	}
+	eng, err := remote.NewSlurm(opts, spec, srun)
+	if err != nil {
+		return remote.Outcome{}, err
+	}
+	return eng.Run(ctx)
+}
+
+// slurmSpec finds the job and its nodes: the allocation we are in, a job
+// by ID (squeue), or a node list.
+func slurmSpec(ctx context.Context, a *App, f clusterFlags) (remote.SlurmSpec, error) {
+	var s remote.SlurmSpec
+	switch {
+	case f.nodelist != "":
+		s.NodeList = f.nodelist
+		s.JobID = f.slurmJob
+	case f.slurmJob != "":
+		s.JobID = f.slurmJob
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		b, err := exec.CommandContext(cctx, "squeue", "-h", "-j", f.slurmJob, "-o", "%N").Output()
+		if err != nil {
+			return s, fmt.Errorf("find the nodes of job %s with squeue: %w", f.slurmJob, err)
+		}
+		s.NodeList = strings.TrimSpace(string(b))
+	default:
+		s.JobID = termio.Getenv(a.Env, "SLURM_JOB_ID")
+		s.NodeList = termio.Getenv(a.Env, "SLURM_JOB_NODELIST")
+		if s.NodeList == "" {
+			s.NodeList = termio.Getenv(a.Env, "SLURM_NODELIST")
+		}
+		if s.JobID == "" || s.NodeList == "" {
+			return s, usageError{errors.New("--slurm: not inside a Slurm allocation (no SLURM_JOB_ID/SLURM_JOB_NODELIST); use --slurm-job ID or --nodelist")}
+		}
+	}
+	ns, err := nodes.ParseHosts(s.NodeList)
+	if err != nil {
+		return s, usageError{fmt.Errorf("node list %q: %w", s.NodeList, err)}
+	}
+	if len(ns) == 0 {
+		return s, usageError{errors.New("the Slurm node list is empty (job not running?)")}
+	}
+	s.Nodes = ns
+	return s, nil
+}
+
+// saveReports writes each reached node's report as DIR/NODE.json, the
+// layout --from-json reads.
+func saveReports(dir string, ns []cluster.Node) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("--save: %w", err)
+	}
+	for _, n := range ns {
+		if n.Report == nil {
+			continue
+		}
+		name := strings.NewReplacer("/", "_", string(filepath.Separator), "_").Replace(n.Name)
+		b, err := json.MarshalIndent(n.Report, "", "  ")
+		if err != nil {
+			return fmt.Errorf("--save %s: %w", n.Name, err)
+		}
+		if err := safefile.Write(filepath.Join(dir, name+".json"), append(b, '\n'), 0o600); err != nil {
+			return fmt.Errorf("--save %s: %w", n.Name, err)
+		}
+	}
+	return nil
+}

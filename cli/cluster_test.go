@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/ncclwiz/ncclwiz/cluster"
+	"github.com/ncclwiz/ncclwiz/internal/sshnodes"
+)
+
+// The checks the nodes run in these tests: every fact the aggregation
+// reads, without proc.ranks' one-second CPU sample per node.
+const clusterTestOnly = "shm.mount,host.container,host.ipc,env.nccl,nccl.stack,gpu.inventory,net.interfaces,net.rdma"
+
+// ncclwizBinary builds the real command (static, CGO_ENABLED=0): the
+// nodes run it from the shared path or as a copy.
+func ncclwizBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ncclwiz")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/ncclwiz/ncclwiz")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build ncclwiz: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// plantedNodes: n1 is the reference; n2..n4 each differ in one fact;
+// n5's sshd is down and n6 accepts and never speaks.
+func plantedNodes() []sshnodes.Spec {
+	return []sshnodes.Spec{
+		{Name: "n1"},
+		{Name: "n2", Env: map[string]string{"NCCL_SOCKET_IFNAME": "eth0"}},
+		{Name: "n3", ShmSize: "64m"},
+		{Name: "n4", MTU: 9000},
+		{Name: "n5", Down: true},
+		{Name: "n6", Hang: true},
+		{Name: "n7"},
+	}
+}
+
+func runClusterBinary(t *testing.T, bin string, args ...string) (cluster.JSONDoc, string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"cluster", "check"}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var doc cluster.JSONDoc
+	if strings.Contains(strings.Join(args, " "), "--json") {
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+			t.Fatalf("exit %d, not JSON: %v\n%s\nstderr: %s", code, err, out.String(), errb.String())
+		}
+	}
+	return doc, out.String() + errb.String(), code
+}
+
+// TestClusterCheckOverSSHAndPDSH reaches seven namespaced "nodes" with
+// real sshd over ssh and over pdsh and must name exactly the planted
+// outliers, the refused node and the hung node.
+func TestClusterCheckOverSSHAndPDSH(t *testing.T) {
+	sshnodes.Skip(t)
+	bin := ncclwizBinary(t)
+	c := sshnodes.Start(t, plantedNodes())
+	hosts := "n1,n2,n3,n4,n5,n6,n7"
+	want := map[string]string{"n2": "env:NCCL_SOCKET_IFNAME", "n3": "shm_size", "n4": "mtu"}
+	engines := []string{"ssh", "pdsh"}
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			if eng == "pdsh" {
+				if _, err := exec.LookPath("pdsh"); err != nil {
+					t.Skip("pdsh not installed (apt-get install pdsh); CI installs it")
+				}
+			}
+			doc, raw, code := runClusterBinary(t, bin, "--engine", eng, "-F", c.SSHConfig, "--hosts", hosts,
+				"--connect-timeout", "3s", "--timeout", "90s", "--only", clusterTestOnly, "--json")
+			if code != 1 {
+				t.Fatalf("exit %d, want 1\n%s", code, raw)
+			}
+			if doc.Engine != eng || doc.Summary.Nodes != 7 || doc.Summary.Checked != 5 || doc.Summary.Unreachable != 2 {
+				t.Fatalf("engine %q summary %+v\n%s", doc.Engine, doc.Summary, raw)
+			}
+			got := map[string][]string{}
+			for _, s := range doc.Suspects {
+				got[s.Node] = append(got[s.Node], s.Fact)
+			}
+			for node, fact := range want {
+				if len(got[node]) != 1 || got[node][0] != fact {
+					t.Errorf("%s: suspect facts %v, want [%s]", node, got[node], fact)
+				}
+			}
+			for node := range got {
+				if _, ok := want[node]; !ok {
+					t.Errorf("%s named as a suspect (%v); only n2, n3, n4 were planted", node, got[node])
+				}
+			}
+			status := map[string]cluster.NodeRow{}
+			for _, n := range doc.Nodes {
+				status[n.Name] = n
+			}
+			if n := status["n5"]; n.Status != cluster.StatusUnreachable || n.Reason != "refused" {
+				t.Errorf("n5 (sshd down): %s/%s %q, want unreachable/refused", n.Status, n.Reason, n.Error)
+			}
+			if n := status["n6"]; n.Status != cluster.StatusTimeout || n.Reason != "timeout" {
+				t.Errorf("n6 (hangs): %s/%s %q, want timeout", n.Status, n.Reason, n.Error)
+			}
+			for _, name := range []string{"n1", "n2", "n3", "n4", "n7"} {
+				if n := status[name]; n.Status != cluster.StatusOK || n.Delivery != "shared" || n.ClockMS == nil {
+					t.Errorf("%s: status %s delivery %q clock %v, want ok from the shared path with a clock offset", name, n.Status, n.Delivery, n.ClockMS)
+				}
+			}
+			// Most suspicious first: the two unreachable nodes, then the
+			// planted outliers, the clean nodes last.
+			order := []string{}
+			for _, n := range doc.Nodes {
+				order = append(order, n.Name)
+			}
+			head := append([]string(nil), order[:2]...)
+			sort.Strings(head)
+			if strings.Join(head, ",") != "n5,n6" || (order[5] != "n1" && order[5] != "n7") || (order[6] != "n1" && order[6] != "n7") {
+				t.Errorf("order %v: want n5/n6 first and n1/n7 last", order)
+			}
+			if len(doc.Notes) == 0 || !strings.Contains(strings.Join(doc.Notes, " "), "shared path") {
+				t.Errorf("notes %q do not say ncclwiz ran from the shared path", doc.Notes)
+			}
+		})
+	}
+
+	t.Run("plain", func(t *testing.T) {
+		_, raw, code := runClusterBinary(t, bin, "--engine", "ssh", "-F", c.SSHConfig, "--hosts", "n1,n2,n5,n7",
+			"--connect-timeout", "3s", "--only", clusterTestOnly, "--no-color")
+		if code != 1 {
+			t.Fatalf("exit %d\n%s", code, raw)
+		}
+		for _, want := range []string{"n2: NCCL_SOCKET_IFNAME = *eth0, the other nodes (unset) → ncclwiz guides socket-interface",
+			"n5: connection refused", "*eth0"} {
+			if !strings.Contains(raw, want) {
+				t.Errorf("plain report lacks %q:\n%s", want, raw)
+			}
+		}
+	})
+
+	t.Run("copy", func(t *testing.T) {
+		doc, raw, _ := runClusterBinary(t, bin, "--engine", "ssh", "-F", c.SSHConfig, "--hosts", "n1,n3,n7",
+			"--copy", "always", "--only", clusterTestOnly, "--json")
+		for _, n := range doc.Nodes {
+			if n.Status != cluster.StatusOK || n.Delivery != "copied" {
+				t.Errorf("%s: %s delivery %q, want ok from a copy\n%s", n.Name, n.Status, n.Delivery, raw)
+			}
+			ents, err := os.ReadDir(c.NodeTmp(n.Name))
+			if err != nil || len(ents) != 0 {
+				t.Errorf("%s: the copy was not removed: %v %v", n.Name, ents, err)
+			}
+		}
+		if !strings.Contains(strings.Join(doc.Notes, " "), "copied to a private temp directory") {
+			t.Errorf("notes %q do not say the binary was copied", doc.Notes)
+		}
+		if len(doc.Suspects) != 1 || doc.Suspects[0].Node != "n3" {
+			t.Errorf("suspects %+v, want only n3's /dev/shm", doc.Suspects)
+		}
+	})
+}
