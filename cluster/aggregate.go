@@ -37,8 +37,8 @@ type Node struct {
 	// ClockOffset is the node's clock minus ours, measured over the ssh
 	// round trip; ClockError bounds it (half the round trip plus the
 	// reports' one-second resolution where that is the source).
-	ClockOffset *time.Duration `json:"-"`
-	ClockError  time.Duration  `json:"-"`
+	ClockOffset *time.Duration     `json:"-"`
+	ClockError  time.Duration      `json:"-"`
 	Report      *report.JSONReport `json:"-"`
 }
 

@@ -68,4 +68,3 @@ func lastLines(s string, n int) string {
 	}
 	return strings.TrimSpace(strings.Join(lines, " / "))
 }
-
