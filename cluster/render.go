@@ -140,7 +140,7 @@ func WritePlain(out termio.Output, run Run, res Result, opts PlainOptions) error
 	}
 	for _, n := range rows {
 		st := string(n.Status)
-		if n.Status != StatusOK {
+		if n.Status != StatusOK && n.Reason != string(n.Status) {
 			st += " (" + n.Reason + ")"
 		}
 		line := []cell{{text: n.Name}, {text: st, odd: n.Status != StatusOK}}
@@ -197,9 +197,16 @@ func WritePlain(out termio.Output, run Run, res Result, opts PlainOptions) error
 	} else {
 		b.WriteString(bold.Render("Suspects, most suspicious first:") + "\n")
 	}
+	cross := "X"
+	if out.Unicode {
+		cross = "✗"
+	}
+	if out.Color() {
+		cross = bad.Render(cross)
+	}
 	for _, n := range doc.Nodes {
 		if n.Status != StatusOK {
-			fmt.Fprintf(&b, "  %s %s: %s — %s\n", hl("✗"), n.Name, reasonText(n.Reason), firstLine(n.Error))
+			fmt.Fprintf(&b, "  %s %s: %s — %s\n", cross, n.Name, reasonText(n.Reason), firstLine(n.Error))
 		}
 	}
 	for _, sp := range doc.Suspects {

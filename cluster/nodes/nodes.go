@@ -85,6 +85,13 @@ func Expand(expr string) ([]string, error) {
 	if err := validName(expr); err != nil {
 		return nil, err
 	}
+	return expand(expr)
+}
+
+func expand(expr string) ([]string, error) {
+	if expr == "" {
+		return nil, nil
+	}
 	open := strings.IndexByte(expr, '[')
 	if open < 0 {
 		if strings.IndexByte(expr, ']') >= 0 {
@@ -98,7 +105,7 @@ func Expand(expr string) ([]string, error) {
 	}
 	closeAt += open
 	prefix, body, rest := expr[:open], expr[open+1:closeAt], expr[closeAt+1:]
-	tails, err := Expand(rest)
+	tails, err := expand(rest)
 	if err != nil {
 		return nil, err
 	}
