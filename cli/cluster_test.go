@@ -33,7 +33,7 @@ func ncclwizBinary(t *testing.T) string {
 }
 
 // plantedNodes: n1 is the reference; n2..n4 each differ in one fact;
-// n5's sshd is down and n6 accepts and never speaks.
+// n5's sshd is down, n6 accepts and never speaks, n8 refuses our key.
 func plantedNodes() []sshnodes.Spec {
 	return []sshnodes.Spec{
 		{Name: "n1"},
@@ -43,6 +43,7 @@ func plantedNodes() []sshnodes.Spec {
 		{Name: "n5", Down: true},
 		{Name: "n6", Hang: true},
 		{Name: "n7"},
+		{Name: "n8", NoAuth: true},
 	}
 }
 
@@ -75,7 +76,7 @@ func TestClusterCheckOverSSHAndPDSH(t *testing.T) {
 	sshnodes.Skip(t)
 	bin := ncclwizBinary(t)
 	c := sshnodes.Start(t, plantedNodes())
-	hosts := "n1,n2,n3,n4,n5,n6,n7"
+	hosts := "n1,n2,n3,n4,n5,n6,n7,n8"
 	want := map[string]string{"n2": "env:NCCL_SOCKET_IFNAME", "n3": "shm_size", "n4": "mtu"}
 	engines := []string{"ssh", "pdsh"}
 	for _, eng := range engines {
@@ -90,7 +91,7 @@ func TestClusterCheckOverSSHAndPDSH(t *testing.T) {
 			if code != 1 {
 				t.Fatalf("exit %d, want 1\n%s", code, raw)
 			}
-			if doc.Engine != eng || doc.Summary.Nodes != 7 || doc.Summary.Checked != 5 || doc.Summary.Unreachable != 2 {
+			if doc.Engine != eng || doc.Summary.Nodes != 8 || doc.Summary.Checked != 5 || doc.Summary.Unreachable != 3 {
 				t.Fatalf("engine %q summary %+v\n%s", doc.Engine, doc.Summary, raw)
 			}
 			got := map[string][]string{}
@@ -114,6 +115,9 @@ func TestClusterCheckOverSSHAndPDSH(t *testing.T) {
 			if n := status["n5"]; n.Status != cluster.StatusUnreachable || n.Reason != "refused" {
 				t.Errorf("n5 (sshd down): %s/%s %q, want unreachable/refused", n.Status, n.Reason, n.Error)
 			}
+			if n := status["n8"]; n.Status != cluster.StatusUnreachable || n.Reason != "auth" {
+				t.Errorf("n8 (key refused): %s/%s %q, want unreachable/auth", n.Status, n.Reason, n.Error)
+			}
 			if n := status["n6"]; n.Status != cluster.StatusTimeout || n.Reason != "timeout" {
 				t.Errorf("n6 (hangs): %s/%s %q, want timeout", n.Status, n.Reason, n.Error)
 			}
@@ -122,16 +126,18 @@ func TestClusterCheckOverSSHAndPDSH(t *testing.T) {
 					t.Errorf("%s: status %s delivery %q clock %v, want ok from the shared path with a clock offset", name, n.Status, n.Delivery, n.ClockMS)
 				}
 			}
-			// Most suspicious first: the two unreachable nodes, then the
+			// Most suspicious first: the unreachable nodes, then the
 			// planted outliers, the clean nodes last.
 			order := []string{}
 			for _, n := range doc.Nodes {
 				order = append(order, n.Name)
 			}
-			head := append([]string(nil), order[:2]...)
+			head := append([]string(nil), order[:3]...)
 			sort.Strings(head)
-			if strings.Join(head, ",") != "n5,n6" || (order[5] != "n1" && order[5] != "n7") || (order[6] != "n1" && order[6] != "n7") {
-				t.Errorf("order %v: want n5/n6 first and n1/n7 last", order)
+			tail := append([]string(nil), order[6:]...)
+			sort.Strings(tail)
+			if strings.Join(head, ",") != "n5,n6,n8" || strings.Join(tail, ",") != "n1,n7" {
+				t.Errorf("order %v: want n5/n6/n8 first and n1/n7 last", order)
 			}
 			if len(doc.Notes) == 0 || !strings.Contains(strings.Join(doc.Notes, " "), "shared path") {
 				t.Errorf("notes %q do not say ncclwiz ran from the shared path", doc.Notes)

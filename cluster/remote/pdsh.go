@@ -37,20 +37,16 @@ func NewPDSH(o Options, pdsh string) (*PDSH, error) {
 // pdshEnv gives pdsh's ssh module the same options as the ssh engine
 // (PDSH_SSH_ARGS replaces its defaults; %h is the host).
 func (p *PDSH) pdshEnv() []string {
-	a := p.ssh.sshArgs("%h")
-	a = a[:len(a)-2] // drop "--" "%h": pdsh puts the host where %h is
-	var q []string
-	for _, s := range a {
-		q = append(q, s)
-	}
-	q = append(q, "%h")
-	return append(os.Environ(), "PDSH_SSH_ARGS="+strings.Join(q, " "), "PDSH_RCMD_TYPE=ssh")
+	a := p.ssh.sshArgs("%h") // ends with "--", "%h"
+	return append(os.Environ(), "PDSH_SSH_ARGS="+strings.Join(a, " "), "PDSH_RCMD_TYPE=ssh")
 }
 
 // pdshArgs is the pdsh command line for one phase.
 func (p *PDSH) pdshArgs(hosts []string, timeout time.Duration, script string) []string {
+	// -t is pdsh's own connect timeout (default 10 s): it waits that long
+	// for a node whose ssh already gave up, so it follows ours.
 	return []string{"-R", "ssh", "-S", "-f", strconv.Itoa(p.ssh.opts.Fanout),
-		"-u", strconv.Itoa(max(1, int(timeout.Seconds()))),
+		"-t", strconv.Itoa(max(1, int(p.ssh.opts.ConnectTimeout.Seconds()))), "-u", strconv.Itoa(max(1, int(timeout.Seconds()))),
 		"-w", strings.Join(hosts, ","), wrap(script)}
 }
 
@@ -96,7 +92,14 @@ func (p *PDSH) phase(ctx context.Context, hosts []string, timeout time.Duration,
 		}
 	}
 	demux(stdout.Bytes(), ph.out, nil)
-	demux(stderr.Bytes(), ph.err, func(line string) bool {
+	ph.readStderr(stderr.Bytes())
+	return ph, nil
+}
+
+// readStderr sorts pdsh's stderr: its own per-host verdicts (exit codes,
+// command timeouts) and each host's ssh complaints.
+func (ph *phase) readStderr(b []byte) {
+	demux(b, ph.err, func(line string) bool {
 		if m := pdshExit.FindStringSubmatch(line); m != nil {
 			ph.exit[m[1]], _ = strconv.Atoi(m[2])
 			return true
@@ -113,7 +116,6 @@ func (p *PDSH) phase(ctx context.Context, hosts []string, timeout time.Duration,
 		}
 		return false
 	})
-	return ph, nil
 }
 
 // demux splits "host: line" output into per-host buffers; special handles

@@ -27,6 +27,7 @@ type Spec struct {
 	MTU     int               // eth0's MTU (default 1500)
 	Down    bool              // address up, no sshd: connection refused
 	Hang    bool              // accepts TCP on port 22 and never speaks
+	NoAuth  bool              // sshd up, but the test's key is not authorized
 }
 
 // Cluster is the set of running nodes.
@@ -126,8 +127,15 @@ func Start(t testing.TB, specs []Spec) *Cluster {
 		for k, v := range s.Env {
 			env[k] = v
 		}
+		keys := authorized
+		if s.NoAuth {
+			keys = filepath.Join(nodeDir, "authorized_keys_empty")
+			if err := os.WriteFile(keys, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
 		conf := filepath.Join(nodeDir, "sshd_config")
-		if err := os.WriteFile(conf, []byte(sshdConfig(addr, hostKey, authorized, nodeDir, env)), 0o600); err != nil {
+		if err := os.WriteFile(conf, []byte(sshdConfig(addr, hostKey, keys, nodeDir, env)), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		script := "exec /usr/sbin/sshd -D -e -f " + conf
