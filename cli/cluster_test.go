@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/ncclwiz/ncclwiz/cluster"
 	"github.com/ncclwiz/ncclwiz/internal/sshnodes"
@@ -62,6 +65,17 @@ func runClusterBinary(t *testing.T, bin string, args ...string) (cluster.JSONDoc
 	}
 	var doc cluster.JSONDoc
 	if strings.Contains(strings.Join(args, " "), "--json") {
+		sch, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "docs", "cluster.schema.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(out.Bytes()))
+		if err == nil {
+			err = sch.Validate(inst)
+		}
+		if err != nil {
+			t.Fatalf("output does not match docs/cluster.schema.json: %v\n%s\nstderr: %s", err, out.String(), errb.String())
+		}
 		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 			t.Fatalf("exit %d, not JSON: %v\n%s\nstderr: %s", code, err, out.String(), errb.String())
 		}
@@ -78,6 +92,7 @@ func TestClusterCheckOverSSHAndPDSH(t *testing.T) {
 	c := sshnodes.Start(t, plantedNodes())
 	hosts := "n1,n2,n3,n4,n5,n6,n7,n8"
 	want := map[string]string{"n2": "env:NCCL_SOCKET_IFNAME", "n3": "shm_size", "n4": "mtu"}
+	saved := t.TempDir()
 	engines := []string{"ssh", "pdsh"}
 	for _, eng := range engines {
 		t.Run(eng, func(t *testing.T) {
@@ -87,7 +102,7 @@ func TestClusterCheckOverSSHAndPDSH(t *testing.T) {
 				}
 			}
 			doc, raw, code := runClusterBinary(t, bin, "--engine", eng, "-F", c.SSHConfig, "--hosts", hosts,
-				"--connect-timeout", "3s", "--timeout", "90s", "--only", clusterTestOnly, "--json")
+				"--connect-timeout", "3s", "--timeout", "90s", "--only", clusterTestOnly, "--json", "--save", filepath.Join(saved, eng))
 			if code != 1 {
 				t.Fatalf("exit %d, want 1\n%s", code, raw)
 			}
@@ -145,6 +160,22 @@ func TestClusterCheckOverSSHAndPDSH(t *testing.T) {
 		})
 	}
 
+	// The reports saved by --save aggregate the same way with --from-json
+	// (no clock, no unreachable nodes: only what was saved).
+	t.Run("from-json", func(t *testing.T) {
+		doc, raw, code := runClusterBinary(t, bin, "--from-json", filepath.Join(saved, "ssh"), "--json")
+		if code != 1 || doc.Engine != "json" || doc.Summary.Checked != 5 {
+			t.Fatalf("exit %d engine %s summary %+v\n%s", code, doc.Engine, doc.Summary, raw)
+		}
+		got := map[string]string{}
+		for _, s := range doc.Suspects {
+			got[s.Node] = s.Fact
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("suspects %v, want %v", got, want)
+		}
+	})
+
 	t.Run("plain", func(t *testing.T) {
 		_, raw, code := runClusterBinary(t, bin, "--engine", "ssh", "-F", c.SSHConfig, "--hosts", "n1,n2,n5,n7",
 			"--connect-timeout", "3s", "--only", clusterTestOnly, "--no-color")
@@ -178,4 +209,32 @@ func TestClusterCheckOverSSHAndPDSH(t *testing.T) {
 			t.Errorf("suspects %+v, want only n3's /dev/shm", doc.Suspects)
 		}
 	})
+}
+
+func TestClusterCheckUsage(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{nil, "say which nodes"},
+		{[]string{"--hosts", "a", "--from-json", dir}, "use one node source"},
+		{[]string{"--hosts", "a", "--hostfile", "f"}, "use one"},
+		{[]string{"--hosts", "a;b"}, "not allowed"},
+		{[]string{"--hosts", "-oProxyCommand=x"}, "must not start with '-'"},
+		{[]string{"--hosts", "a", "--engine", "rsh"}, "--engine"},
+		{[]string{"--hosts", "a", "--copy", "maybe"}, "--copy"},
+		{[]string{"--hosts", "a", "--fanout", "0"}, "--fanout"},
+		{[]string{"--hosts", "a", "--timeout", "-1s"}, "positive"},
+		{[]string{"--hostfile", filepath.Join(dir, "missing")}, "read hostfile"},
+		{[]string{"--from-json", dir}, "no *.json reports"},
+		{[]string{"--slurm"}, "not inside a Slurm allocation"},
+		{[]string{"--nodelist", "n[2-1]"}, "bad range"},
+	}
+	for _, tt := range tests {
+		_, stderr, code := runCLI(t, nil, append([]string{"cluster", "check"}, tt.args...)...)
+		if code != 2 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d stderr %q, want 2 and %q", tt.args, code, stderr, tt.want)
+		}
+	}
 }

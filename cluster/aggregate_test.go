@@ -3,9 +3,12 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/report"
@@ -188,6 +191,17 @@ func TestPlainAndJSON(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "\x1b") || strings.Contains(b.String(), `\u001b`) {
 		t.Errorf("escape leaked into JSON: %s", b.String())
+	}
+	sch, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "docs", "cluster.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		t.Errorf("output does not match docs/cluster.schema.json: %v\n%s", err, b.String())
 	}
 	var doc JSONDoc
 	if err := json.Unmarshal([]byte(b.String()), &doc); err != nil || doc.Schema != SchemaVersion || doc.Kind != "cluster-check" {
