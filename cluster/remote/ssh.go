@@ -168,7 +168,9 @@ func (s *SSH) Run(ctx context.Context, hosts []string) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	defer cleanup(hosts)
+	// Each node's master is closed when its check is done, so at most
+	// Fanout masters live at once however many nodes there are.
+	defer cleanup(nil)
 	nodes := make([]cluster.Node, len(hosts))
 	notes := make([]string, len(hosts))
 	sem := make(chan struct{}, s.opts.Fanout)
@@ -180,6 +182,7 @@ func (s *SSH) Run(ctx context.Context, hosts []string) (Outcome, error) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			nodes[i], notes[i] = s.checkNode(ctx, h)
+			s.closeMaster(h)
 		}()
 	}
 	wg.Wait()
@@ -187,7 +190,8 @@ func (s *SSH) Run(ctx context.Context, hosts []string) (Outcome, error) {
 }
 
 // controlDir makes a private directory for ControlMaster sockets and
-// returns the cleanup that closes every master and removes it.
+// returns the cleanup that closes the masters of the hosts given and
+// removes it.
 func (s *SSH) controlDir() (func([]string), error) {
 	if s.opts.ControlDir != "" {
 		return func([]string) {}, nil
