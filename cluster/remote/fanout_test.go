@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envFakeLog) != "" {
 		os.Exit(fakeSSH(os.Args[1:]))
 	}
+	if os.Getenv(envFakeSrunNodes) != "" {
+		os.Exit(fakeSrun(os.Args[1:]))
+	}
 	os.Exit(m.Run())
 }
 

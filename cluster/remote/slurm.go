@@ -71,13 +71,19 @@ func NewSlurm(o Options, spec SlurmSpec, srun string) (*Slurm, error) {
 	return &Slurm{opts: o, spec: spec, srun: srun, sum: sum}, nil
 }
 
-const markNode = "@@ncclwiz-node@@"
+const (
+	markNode    = "@@ncclwiz-node@@"
+	markRemoved = "@@ncclwiz-removed@@"
+)
 
 // nodeLine makes every task say which node it runs on: the task number in
 // --label output is not a node name.
 const nodeLine = `echo ` + markNode + ` "${SLURMD_NODENAME:-$(hostname)}"; `
 
-var srunTaskErr = regexp.MustCompile(`srun: error: ([^:]+): tasks? ([0-9,\-]+): (.*)$`)
+var (
+	srunTaskErr  = regexp.MustCompile(`srun: error: ([^:]+): tasks? ([0-9,\-]+): (.*)$`)
+	srunExitCode = regexp.MustCompile(`[Ee]xited with exit code (\d+)`)
+)
 
 // step runs one srun and returns each task's output by node name, plus
 // srun's errors by node.
@@ -198,12 +204,26 @@ func (s *Slurm) Run(ctx context.Context) (Outcome, error) {
 		delivery = "copied"
 		args := append([]string{s.opts.LocalBinary}, "check", "--json", "--no-color")
 		checkTasks, checkErr, err = s.step(ctx, dest, append(args, s.opts.CheckArgs...)...)
-		// Remove the broadcast copies whatever happened.
-		_, _, rmErr := s.step(context.WithoutCancel(ctx), "", "rm", "-f", "--", dest)
+		// Remove the broadcast copies whatever happened, and hear each
+		// node say so.
+		rmTasks, _, rmErr := s.step(context.WithoutCancel(ctx), "", "sh", "-c",
+			nodeLine+"rm -f -- "+shellQuote(dest)+" && echo "+markRemoved)
+		var kept []string
+		if rmErr == nil {
+			done := byNode(rmTasks, taskNodes(rmTasks))
+			for _, n := range s.spec.Nodes {
+				if !bytes.Contains(done[n], []byte(markRemoved)) {
+					kept = append(kept, n)
+				}
+			}
+		}
 		note := fmt.Sprintf("this ncclwiz was broadcast by srun --bcast to %s on every node", dest)
-		if rmErr != nil {
+		switch {
+		case rmErr != nil:
 			note += "; removing it failed: " + rmErr.Error()
-		} else {
+		case len(kept) > 0:
+			note += "; removing it was not confirmed on " + strings.Join(kept, ", ")
+		default:
 			note += " and removed afterwards"
 		}
 		notes = append(notes, note)
@@ -230,7 +250,11 @@ func (s *Slurm) Run(ctx context.Context) (Outcome, error) {
 			out.Nodes = append(out.Nodes, n)
 			continue
 		}
-		out.Nodes = append(out.Nodes, finish(n, runResult{stdout: b, stderr: []byte(checkErr[name])}, s.opts))
+		rr := runResult{stdout: b, stderr: []byte(checkErr[name])}
+		if m := srunExitCode.FindStringSubmatch(checkErr[name]); m != nil {
+			rr.exit, _ = strconv.Atoi(m[1])
+		}
+		out.Nodes = append(out.Nodes, finish(n, rr, s.opts))
 	}
 	sort.SliceStable(out.Nodes, func(i, j int) bool { return out.Nodes[i].Name < out.Nodes[j].Name })
 	return out, nil

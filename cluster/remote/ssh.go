@@ -342,10 +342,11 @@ func deliveryNotes(o Options, nodes []cluster.Node, why []string) []string {
 		out = append(out, fmt.Sprintf("ncclwiz ran from the shared path %s (same checksum as this binary) on %d nodes", o.RemotePath, len(shared)))
 	}
 	if len(copied) > 0 {
-		w := ""
-		for r := range reasons {
-			w = "; there " + o.RemotePath + " " + r
-			break
+		w, best := "", 0
+		for r, c := range reasons {
+			if c > best || c == best && "; there "+o.RemotePath+" "+r < w {
+				w, best = "; there "+o.RemotePath+" "+r, c
+			}
 		}
 		if o.Copy == CopyAlways {
 			w = " (--copy always)"

@@ -26,7 +26,7 @@ type Spec struct {
 	ShmSize string            // tmpfs size for the node's own /dev/shm ("64m"); empty: the machine's
 	MTU     int               // eth0's MTU (default 1500)
 	Down    bool              // address up, no sshd: connection refused
-	Hang    bool              // accepts TCP on port 22 and never speaks
+	Hang    bool              // accepts TCP and never speaks
 	NoAuth  bool              // sshd up, but the test's key is not authorized
 }
 
@@ -86,11 +86,14 @@ func Start(t testing.TB, specs []Spec) *Cluster {
 	for i, s := range specs {
 		addr := fmt.Sprintf("%s.%d", subnet, 10+i)
 		c.Addr[s.Name] = addr
-		fmt.Fprintf(&cfg, "Host %s\n  HostName %s\n", s.Name, addr)
 		if s.Hang {
-			c.hang(t, bridge, addr)
+			// Its own port: a system sshd on *:22 of this machine must not
+			// answer for the hung node.
+			port := c.hang(t, bridge, addr)
+			fmt.Fprintf(&cfg, "Host %s\n  HostName %s\n  Port %d\n", s.Name, addr, port)
 			continue
 		}
+		fmt.Fprintf(&cfg, "Host %s\n  HostName %s\n", s.Name, addr)
 		ns := fmt.Sprintf("ncwcl%s-%d", tag, i)
 		nodeDir := filepath.Join(dir, s.Name)
 		if err := os.MkdirAll(filepath.Join(nodeDir, "tmp"), 0o700); err != nil {
@@ -192,11 +195,11 @@ func sshdConfig(addr, hostKey, authorized, dir string, env map[string]string) st
 	return b.String()
 }
 
-// hang puts addr on the bridge and accepts connections on port 22 that
-// never get a byte: ssh's banner exchange times out.
-func (c *Cluster) hang(t testing.TB, bridge, addr string) {
+// hang puts addr on the bridge and accepts connections on a free port
+// that never get a byte: ssh's banner exchange times out.
+func (c *Cluster) hang(t testing.TB, bridge, addr string) int {
 	run(t, "ip", "addr", "add", addr+"/32", "dev", bridge)
-	ln, err := net.Listen("tcp", addr+":22")
+	ln, err := net.Listen("tcp", addr+":0")
 	if err != nil {
 		t.Fatalf("hang listener: %v", err)
 	}
@@ -219,6 +222,7 @@ func (c *Cluster) hang(t testing.TB, bridge, addr string) {
 			_ = c.Close()
 		}
 	})
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 func waitListen(t testing.TB, addr, log string) {
