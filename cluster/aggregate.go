@@ -244,10 +244,7 @@ func majority(vals map[string][]string) (string, bool) {
 }
 
 func orderedDefs(keys map[string]FactDef) []FactDef {
-	var out []FactDef
-	for _, d := range fixedFacts {
-		out = append(out, d)
-	}
+	out := append([]FactDef(nil), fixedFacts...)
 	var env []FactDef
 	for k, d := range keys {
 		if len(k) > 4 && k[:4] == "env:" {

@@ -88,10 +88,8 @@ type Outcome struct {
 
 // SSH reaches each node with plain ssh.
 type SSH struct {
-	opts      Options
-	sum       string
-	version   string
-	sshLookup func(string) (string, error)
+	opts Options
+	sum  string
 }
 
 // NewSSH prepares the ssh engine (checksums the local binary once).
