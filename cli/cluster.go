@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -16,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ncclwiz/ncclwiz/cluster"
+	"github.com/ncclwiz/ncclwiz/cluster/mesh"
 	"github.com/ncclwiz/ncclwiz/cluster/nodes"
 	"github.com/ncclwiz/ncclwiz/cluster/remote"
 	"github.com/ncclwiz/ncclwiz/internal/safefile"
@@ -35,6 +38,8 @@ type clusterFlags struct {
 	json, allFacts                                bool
 	maxRows                                       int
 	save                                          string
+	mesh                                          bool
+	master                                        string
 }
 
 func newClusterCmd(a *App) *cobra.Command {
@@ -43,7 +48,56 @@ func newClusterCmd(a *App) *cobra.Command {
 		Short: "Check every node of a multi-node job and name the odd one out",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newClusterCheckCmd(a))
+	cmd.AddCommand(newClusterCheckCmd(a), newMeshListenCmd(a), newMeshProbeCmd(a))
+	return cmd
+}
+
+// newMeshListenCmd is the node side of --mesh (hidden: cluster check runs
+// it on the nodes).
+func newMeshListenCmd(a *App) *cobra.Command {
+	var lifetime time.Duration
+	var lifeline bool
+	cmd := &cobra.Command{
+		Use:    "mesh-listen",
+		Short:  "Listen on a free port for --mesh peers (run by cluster check on the nodes)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if lifetime <= 0 || lifetime > time.Hour {
+				return usageError{errors.New("--lifetime must be between 0 and 1h")}
+			}
+			var ll io.Reader
+			if lifeline {
+				ll = a.Stdin
+			}
+			return mesh.Listen(cmdContext(cmd), a.Stdout, ll, lifetime)
+		},
+	}
+	cmd.Flags().DurationVar(&lifetime, "lifetime", time.Minute, "stop listening after this long")
+	cmd.Flags().BoolVar(&lifeline, "lifeline", false, "also stop when stdin ends")
+	return cmd
+}
+
+func newMeshProbeCmd(a *App) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:    "mesh-probe NAME=HOST:PORT...",
+		Short:  "Connect to --mesh peers and MASTER_ADDR (run by cluster check on the nodes)",
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var ts []mesh.Target
+			for _, s := range args {
+				t, err := mesh.ParseTarget(s)
+				if err != nil {
+					return usageError{err}
+				}
+				ts = append(ts, t)
+			}
+			res := mesh.Probe(cmdContext(cmd), ts, timeout, func(t mesh.Target) bool { return t.Name != cluster.MasterName })
+			return json.NewEncoder(a.Stdout).Encode(res)
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "connect timeout per peer")
 	return cmd
 }
 
@@ -98,6 +152,8 @@ Exit codes: 0 every node reached and agreeing with no problems of its own,
 	fl.BoolVarP(&f.allFacts, "all-facts", "a", false, "show every fact column, not only those that differ")
 	fl.IntVar(&f.maxRows, "max-rows", 50, "node rows in the plain table (0: all); suspects are always listed")
 	fl.StringVar(&f.save, "save", "", "also write each node's report to DIR/NODE.json (for --from-json)")
+	fl.BoolVar(&f.mesh, "mesh", false, "also test that every node reaches every other on NCCL's interface (ssh/pdsh engines)")
+	fl.StringVar(&f.master, "master", "", "with --mesh: MASTER_ADDR:MASTER_PORT every node must reach")
 	return cmd
 }
 
@@ -123,6 +179,15 @@ func (f clusterFlags) validate() error {
 		return errors.New("--timeout and --connect-timeout must be positive")
 	case f.fanout < 1:
 		return errors.New("--fanout must be at least 1")
+	case f.mesh && f.hosts == "" && f.hostfile == "":
+		return errors.New("--mesh needs --hosts or --hostfile (it holds ssh sessions open on the nodes)")
+	case f.master != "" && !f.mesh:
+		return errors.New("--master is part of --mesh")
+	}
+	if f.master != "" {
+		if _, _, err := net.SplitHostPort(f.master); err != nil {
+			return fmt.Errorf("--master %q: want HOST:PORT: %w", f.master, err)
+		}
 	}
 	return nil
 }
@@ -139,6 +204,7 @@ func runClusterCheck(ctx context.Context, a *App, f clusterFlags) error {
 	var out remote.Outcome
 	var engine string
 	var err error
+	var pairs []cluster.MeshPair
 	switch {
 	case f.fromJSON != "":
 		engine = "json"
@@ -150,7 +216,17 @@ func runClusterCheck(ctx context.Context, a *App, f clusterFlags) error {
 		engine = "slurm"
 		out, err = runSlurm(ctx, a, f, opts)
 	default:
-		engine, out, err = runHosts(ctx, f, opts)
+		var eng hostEngine
+		engine, eng, out, err = runHosts(ctx, f, opts)
+		if err == nil && f.mesh {
+			var notes []string
+			var merr error
+			pairs, notes, merr = eng.Mesh(ctx, out.Nodes, f.master)
+			if merr != nil {
+				return merr
+			}
+			out.Notes = append(out.Notes, notes...)
+		}
 	}
 	if err != nil {
 		return err
@@ -161,6 +237,9 @@ func runClusterCheck(ctx context.Context, a *App, f clusterFlags) error {
 		}
 	}
 	res := cluster.Aggregate(out.Nodes)
+	if f.mesh {
+		res.AddMesh(pairs)
+	}
 	run := cluster.Run{Engine: engine, Binary: opts.RemotePath, GeneratedAt: time.Now(), Version: a.VersionString(), Notes: out.Notes}
 	if f.json {
 		err = cluster.WriteJSON(a.Stdout, run, res)
@@ -176,7 +255,13 @@ func runClusterCheck(ctx context.Context, a *App, f clusterFlags) error {
 	return nil
 }
 
-func runHosts(ctx context.Context, f clusterFlags, opts remote.Options) (string, remote.Outcome, error) {
+// hostEngine is what --hosts/--hostfile engines do.
+type hostEngine interface {
+	Run(ctx context.Context, hosts []string) (remote.Outcome, error)
+	Mesh(ctx context.Context, nodes []cluster.Node, master string) ([]cluster.MeshPair, []string, error)
+}
+
+func runHosts(ctx context.Context, f clusterFlags, opts remote.Options) (string, hostEngine, remote.Outcome, error) {
 	var hosts []string
 	var err error
 	if f.hostfile != "" {
@@ -185,36 +270,35 @@ func runHosts(ctx context.Context, f clusterFlags, opts remote.Options) (string,
 		hosts, err = nodes.ParseHosts(f.hosts)
 	}
 	if err != nil {
-		return "", remote.Outcome{}, usageError{err}
+		return "", nil, remote.Outcome{}, usageError{err}
 	}
 	if len(hosts) == 0 {
-		return "", remote.Outcome{}, usageError{errors.New("no hosts given")}
+		return "", nil, remote.Outcome{}, usageError{errors.New("no hosts given")}
 	}
 	pdsh, lookErr := exec.LookPath("pdsh")
 	var note string
 	switch {
 	case f.engine == "pdsh" && lookErr != nil:
-		return "", remote.Outcome{}, usageError{errors.New("--engine pdsh: pdsh is not installed (apt-get install pdsh), or use --engine ssh")}
+		return "", nil, remote.Outcome{}, usageError{errors.New("--engine pdsh: pdsh is not installed (apt-get install pdsh), or use --engine ssh")}
 	case f.engine == "auto" && lookErr != nil:
 		note = "pdsh is not installed: plain ssh with up to " + fmt.Sprint(opts.Fanout) + " nodes at once"
 	}
+	var eng hostEngine
+	name := "pdsh"
 	if f.engine == "ssh" || lookErr != nil {
-		eng, err := remote.NewSSH(opts)
-		if err != nil {
-			return "", remote.Outcome{}, err
-		}
-		out, err := eng.Run(ctx, hosts)
-		if note != "" {
-			out.Notes = append([]string{note}, out.Notes...)
-		}
-		return "ssh", out, err
+		name = "ssh"
+		eng, err = remote.NewSSH(opts)
+	} else {
+		eng, err = remote.NewPDSH(opts, pdsh)
 	}
-	eng, err := remote.NewPDSH(opts, pdsh)
 	if err != nil {
-		return "", remote.Outcome{}, err
+		return "", nil, remote.Outcome{}, err
 	}
 	out, err := eng.Run(ctx, hosts)
-	return "pdsh", out, err
+	if note != "" {
+		out.Notes = append([]string{note}, out.Notes...)
+	}
+	return name, eng, out, err
 }
 
 func runSlurm(ctx context.Context, a *App, f clusterFlags, opts remote.Options) (remote.Outcome, error) {

@@ -36,7 +36,8 @@ func ncclwizBinary(t *testing.T) string {
 }
 
 // plantedNodes: n1 is the reference; n2..n4 each differ in one fact;
-// n5's sshd is down, n6 accepts and never speaks, n8 refuses our key.
+// n5's sshd is down, n6 accepts and never speaks, n8 refuses our key;
+// n9 (used by the mesh test only) drops packets to n1.
 func plantedNodes() []sshnodes.Spec {
 	return []sshnodes.Spec{
 		{Name: "n1"},
@@ -47,6 +48,7 @@ func plantedNodes() []sshnodes.Spec {
 		{Name: "n6", Hang: true},
 		{Name: "n7"},
 		{Name: "n8", NoAuth: true},
+		{Name: "n9", Blackhole: []string{"n1"}},
 	}
 }
 
@@ -173,6 +175,34 @@ func TestClusterCheckOverSSHAndPDSH(t *testing.T) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("suspects %v, want %v", got, want)
+		}
+	})
+
+	// --mesh: listeners on every node, each node connects to the others on
+	// NCCL's interface and to the "master" (n7's sshd port): exactly the
+	// blackholed pair fails, both ways (no route from n9; n9's answers to
+	// n1 are dropped, so n1 times out).
+	t.Run("mesh", func(t *testing.T) {
+		doc, raw, code := runClusterBinary(t, bin, "--engine", "ssh", "-F", c.SSHConfig, "--hosts", "n1,n7,n9",
+			"--connect-timeout", "3s", "--only", clusterTestOnly, "--mesh", "--master", c.Addr["n7"]+":22", "--json")
+		if code != 1 {
+			t.Fatalf("exit %d\n%s", code, raw)
+		}
+		var failed []string
+		ok := 0
+		for _, p := range doc.Mesh {
+			if p.OK {
+				ok++
+				continue
+			}
+			failed = append(failed, p.From+"->"+p.To+"/"+p.Reason)
+		}
+		// 3 nodes × (2 peers + master) = 9 connections, 2 fail.
+		if strings.Join(failed, " ") != "n1->n9/timeout n9->n1/no-route" || ok != 7 {
+			t.Errorf("mesh failures %v (%d ok), want n1->n9 timing out and n9->n1 without a route\n%s", failed, ok, raw)
+		}
+		if doc.Summary.MeshFailures != 2 || len(doc.Suspects) != 0 {
+			t.Errorf("summary %+v suspects %+v", doc.Summary, doc.Suspects)
 		}
 	})
 

@@ -85,6 +85,8 @@ type Result struct {
 	Facts    []FactRow `json:"facts"`
 	Suspects []Suspect `json:"suspects"`
 	Summary  Summary   `json:"summary"`
+	// Mesh is the --mesh reachability matrix (nil without --mesh).
+	Mesh []MeshPair `json:"mesh,omitempty"`
 }
 
 // Summary counts nodes and disagreements; ExitCode follows `check`.
@@ -94,6 +96,7 @@ type Summary struct {
 	Unreachable   int `json:"unreachable"`
 	Disagreements int `json:"disagreements"`
 	NodeProblems  int `json:"nodes_with_problems"`
+	MeshFailures  int `json:"mesh_failures,omitempty"`
 	ExitCode      int `json:"exit_code"`
 }
 

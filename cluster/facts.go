@@ -282,3 +282,28 @@ func joinList(vs []string, empty string) string {
 	}
 	return strings.Join(vs, ", ")
 }
+
+// NCCLAddr is the first IPv4 address of the interface NCCL would pick on
+// the node (what its peers connect to), or "" when the report has none.
+func NCCLAddr(r *report.JSONReport) string {
+	idx := indexEvidence(r)
+	ev := idx.first("net.interfaces", "selected_nccl_2_28_plus")
+	iv := idx.first("net.interfaces", "interfaces")
+	if ev == nil || iv == nil {
+		return ""
+	}
+	for _, name := range strs(ev["selected_nccl_2_28_plus"]) {
+		for _, x := range asSlice(iv["interfaces"]) {
+			m := asMap(x)
+			if str(m["name"]) != name {
+				continue
+			}
+			for _, a := range strs(m["addrs"]) {
+				if p, err := netip.ParsePrefix(a); err == nil && p.Addr().Is4() {
+					return p.Addr().String()
+				}
+			}
+		}
+	}
+	return ""
+}

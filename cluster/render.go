@@ -30,18 +30,19 @@ type Run struct {
 
 // JSONDoc is the document `ncclwiz cluster check --json` prints.
 type JSONDoc struct {
-	Schema      int       `json:"schema"`
-	Tool        string    `json:"tool"`
-	Kind        string    `json:"kind"`
-	Version     string    `json:"version"`
-	GeneratedAt string    `json:"generated_at"`
-	Engine      string    `json:"engine"`
-	Binary      string    `json:"binary,omitempty"`
-	Notes       []string  `json:"notes"`
-	Summary     Summary   `json:"summary"`
-	Nodes       []NodeRow `json:"nodes"`
-	Facts       []FactRow `json:"facts"`
-	Suspects    []Suspect `json:"suspects"`
+	Schema      int        `json:"schema"`
+	Tool        string     `json:"tool"`
+	Kind        string     `json:"kind"`
+	Version     string     `json:"version"`
+	GeneratedAt string     `json:"generated_at"`
+	Engine      string     `json:"engine"`
+	Binary      string     `json:"binary,omitempty"`
+	Notes       []string   `json:"notes"`
+	Summary     Summary    `json:"summary"`
+	Nodes       []NodeRow  `json:"nodes"`
+	Facts       []FactRow  `json:"facts"`
+	Suspects    []Suspect  `json:"suspects"`
+	Mesh        []MeshPair `json:"mesh,omitempty"`
 }
 
 // Doc builds the JSON document; every string from a node is sanitised
@@ -70,6 +71,10 @@ func Doc(run Run, res Result) JSONDoc {
 		}
 		f.Values, f.Majority, f.Label, f.Key = vs, textsafe.Clean(f.Majority), textsafe.Clean(f.Label), textsafe.Clean(f.Key)
 		d.Facts[i] = f
+	}
+	for _, p := range res.Mesh {
+		p.From, p.To, p.Addr, p.Reason, p.Error = textsafe.Clean(p.From), textsafe.Clean(p.To), textsafe.Clean(p.Addr), textsafe.Clean(p.Reason), textsafe.Clean(p.Error)
+		d.Mesh = append(d.Mesh, p)
 	}
 	for i, s := range res.Suspects {
 		s.Node, s.Value, s.Majority, s.Fact, s.Label = textsafe.Clean(s.Node), textsafe.Clean(s.Value), textsafe.Clean(s.Majority), textsafe.Clean(s.Fact), textsafe.Clean(s.Label)
@@ -216,6 +221,9 @@ func WritePlain(out termio.Output, run Run, res Result, opts PlainOptions) error
 		}
 		fmt.Fprintf(&b, "  ! %s: %s = %s, the other nodes %s → ncclwiz guides %s\n", sp.Node, sp.Label, hl(sp.Value), sp.Majority, sp.Guide)
 	}
+	if doc.Mesh != nil {
+		writeMesh(&b, doc.Mesh, hl, bold)
+	}
 	if s.NodeProblems > 0 {
 		var ns []string
 		for _, n := range doc.Nodes {
@@ -228,6 +236,23 @@ func WritePlain(out termio.Output, run Run, res Result, opts PlainOptions) error
 	}
 	_, err := io.WriteString(out.Writer(), b.String())
 	return err
+}
+
+// writeMesh prints the failed pairs of --mesh ("n3 cannot reach n7 at
+// 10.0.0.7:41234 (timeout)") and the count of the others.
+func writeMesh(b *strings.Builder, pairs []MeshPair, hl func(string) string, bold lipgloss.Style) {
+	failed := 0
+	for _, p := range pairs {
+		if !p.OK {
+			failed++
+		}
+	}
+	fmt.Fprintf(b, "\n%s %d of %d connections on NCCL's interfaces failed\n", bold.Render("Reachability (--mesh):"), failed, len(pairs))
+	for _, p := range pairs {
+		if !p.OK {
+			fmt.Fprintf(b, "  %s cannot reach %s at %s (%s) → ncclwiz guides socket-connect\n", p.From, p.To, p.Addr, hl(p.Reason))
+		}
+	}
 }
 
 // reasonText is what a reason means for the user.

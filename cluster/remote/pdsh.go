@@ -207,7 +207,7 @@ func (p *PDSH) Run(ctx context.Context, hosts []string) (Outcome, error) {
 		}
 	}
 	if len(shared) > 0 {
-		ck, err := p.phase(ctx, shared, s.opts.NodeTimeout, sharedScript(s.opts.RemotePath, s.opts.CheckArgs, s.opts.NodeTimeout))
+		ck, err := p.phase(ctx, shared, s.opts.NodeTimeout, sharedScript(s.opts.RemotePath, checkCmd(s.opts.CheckArgs), s.opts.NodeTimeout))
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -233,7 +233,7 @@ func (p *PDSH) Run(ctx context.Context, hosts []string) (Outcome, error) {
 				defer cancel()
 				n := nodes[h]
 				n.Delivery = "copied"
-				*n = finish(*n, s.run(nctx, h, copyScript(s.sum, s.opts.CheckArgs, s.opts.NodeTimeout), bin), s.opts)
+				*n = finish(*n, s.run(nctx, h, copyScript(s.sum, checkCmd(s.opts.CheckArgs), s.opts.NodeTimeout), bin), s.opts)
 			}()
 		}
 		for range copyHosts {

@@ -104,7 +104,7 @@ func TestCopyScriptRunsVerifiedAndRemoves(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tmp := t.TempDir()
-			cmd := exec.Command("sh", "-c", copyScript(tt.sum, extra, time.Minute))
+			cmd := exec.Command("sh", "-c", copyScript(tt.sum, checkCmd(extra), time.Minute))
 			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 			cmd.Stdin = bytes.NewReader(body)
 			var out, errb bytes.Buffer
@@ -134,7 +134,7 @@ func TestCopyScriptRunsVerifiedAndRemoves(t *testing.T) {
 }
 
 func TestSharedScriptMissingBinary(t *testing.T) {
-	cmd := exec.Command("sh", "-c", sharedScript("/nonexistent/ncclwiz", nil, time.Minute))
+	cmd := exec.Command("sh", "-c", sharedScript("/nonexistent/ncclwiz", checkCmd(nil), time.Minute))
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	err := cmd.Run()

@@ -63,13 +63,17 @@ fi`, markDate, shellQuote(path), markVersion, markSum, markMissing)
 // round trip is short, so the offset is tight.
 func clockScript() string { return "echo " + markDate + " $(date +%s.%N)" }
 
-// checkArgs is the command line run on each node.
-func checkArgs(extra []string) string {
-	parts := []string{"check", "--json", "--no-color"}
-	for _, a := range extra {
-		parts = append(parts, shellQuote(a))
+// checkCmd is the ncclwiz command line of the check on each node.
+func checkCmd(extra []string) []string {
+	return append([]string{"check", "--json", "--no-color"}, extra...)
+}
+
+func quoteArgs(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shellQuote(a)
 	}
-	return strings.Join(parts, " ")
+	return strings.Join(q, " ")
 }
 
 // timeoutPrefix bounds the check on the node too, so a check stuck on a
@@ -82,14 +86,14 @@ func timeoutPrefix(d time.Duration) string {
 	return fmt.Sprintf(`T=; if command -v timeout >/dev/null 2>&1; then T="timeout -k 5 %d"; fi; `, secs)
 }
 
-// sharedScript runs ncclwiz from the shared path.
-func sharedScript(path string, extra []string, d time.Duration) string {
-	return timeoutPrefix(d) + "exec $T " + shellQuote(path) + " " + checkArgs(extra)
+// sharedScript runs ncclwiz (args) from the shared path.
+func sharedScript(path string, args []string, d time.Duration) string {
+	return timeoutPrefix(d) + "exec $T " + shellQuote(path) + " " + quoteArgs(args)
 }
 
 // copyScript receives the binary on stdin into a private temp directory,
 // verifies its checksum, runs it and removes the directory on any exit.
-func copyScript(sum string, extra []string, d time.Duration) string {
+func copyScript(sum string, args []string, d time.Duration) string {
 	return fmt.Sprintf(`umask 077
 d=$(mktemp -d "${TMPDIR:-/tmp}/ncclwiz.XXXXXX") || { echo "mktemp failed on the node" >&2; exit %[1]d; }
 trap 'rm -rf "$d"' EXIT
@@ -99,7 +103,7 @@ command -v sha256sum >/dev/null 2>&1 || { echo "no sha256sum on the node: an unv
 s=$(sha256sum "$d/ncclwiz" | cut -d ' ' -f 1)
 [ "$s" = %[3]s ] || { echo "checksum mismatch after copy: $s" >&2; exit %[4]d; }
 chmod 700 "$d/ncclwiz"
-%[5]s$T "$d/ncclwiz" %[6]s`, exitCopyFailed, exitNoSum, shellQuote(sum), exitBadSum, timeoutPrefix(d), checkArgs(extra))
+%[5]s$T "$d/ncclwiz" %[6]s`, exitCopyFailed, exitNoSum, shellQuote(sum), exitBadSum, timeoutPrefix(d), quoteArgs(args))
 }
 
 // probe is what the probe learned about one node.

@@ -192,7 +192,7 @@ func (s *Slurm) Run(ctx context.Context) (Outcome, error) {
 	delivery := "shared"
 	switch {
 	case allShared:
-		checkTasks, checkErr, err = s.step(ctx, "", "sh", "-c", nodeLine+sharedScript(s.opts.RemotePath, s.opts.CheckArgs, s.opts.NodeTimeout))
+		checkTasks, checkErr, err = s.step(ctx, "", "sh", "-c", nodeLine+sharedScript(s.opts.RemotePath, checkCmd(s.opts.CheckArgs), s.opts.NodeTimeout))
 		notes = append(notes, fmt.Sprintf("ncclwiz ran from the shared path %s (same checksum as this binary) on every node", s.opts.RemotePath))
 	case s.opts.Copy == CopyNever:
 		return Outcome{}, fmt.Errorf("%s is not this ncclwiz on every node, and copying is off (--copy never)", s.opts.RemotePath)

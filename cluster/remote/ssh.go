@@ -255,7 +255,7 @@ func (s *SSH) checkNode(parent context.Context, host string) (cluster.Node, stri
 	switch {
 	case shared && s.opts.Copy != CopyAlways:
 		n.Delivery = "shared"
-		rr = s.run(ctx, host, sharedScript(s.opts.RemotePath, s.opts.CheckArgs, s.opts.NodeTimeout), nil)
+		rr = s.run(ctx, host, sharedScript(s.opts.RemotePath, checkCmd(s.opts.CheckArgs), s.opts.NodeTimeout), nil)
 	case s.opts.Copy == CopyNever:
 		n.Status, n.Reason = cluster.StatusFailed, "no-binary"
 		n.Error = fmt.Sprintf("%s on the node %s, and copying is off (--copy never)", s.opts.RemotePath, missingWhy(p))
@@ -268,7 +268,7 @@ func (s *SSH) checkNode(parent context.Context, host string) (cluster.Node, stri
 		}
 		n.Delivery = "copied"
 		note = missingWhy(p)
-		rr = s.run(ctx, host, copyScript(s.sum, s.opts.CheckArgs, s.opts.NodeTimeout), bin)
+		rr = s.run(ctx, host, copyScript(s.sum, checkCmd(s.opts.CheckArgs), s.opts.NodeTimeout), bin)
 	}
 	return finish(n, rr, s.opts), note
 }

@@ -1,6 +1,6 @@
 // Package sshnodes builds pretend cluster nodes for tests: each node is a
-// network namespace on a private bridge (10.199.X.0/24, traffic stays on
-// this machine) running its own Debian sshd with host keys and an
+// network namespace on a private bridge in a switch namespace
+// (10.199.X.0/24, traffic stays on this machine) running its own Debian sshd with host keys and an
 // authorized key made in a temp dir, and the test's ssh client config.
 // Differences are planted per node: environment (sshd SetEnv), a small
 // /dev/shm (a tmpfs in the node's mount namespace), another MTU, sshd
@@ -28,6 +28,9 @@ type Spec struct {
 	Down    bool              // address up, no sshd: connection refused
 	Hang    bool              // accepts TCP and never speaks
 	NoAuth  bool              // sshd up, but the test's key is not authorized
+	// Blackhole names nodes whose address this node drops packets to
+	// (ip route add blackhole): connections between them time out.
+	Blackhole []string
 }
 
 // Cluster is the set of running nodes.
@@ -58,14 +61,26 @@ func Start(t testing.TB, specs []Spec) *Cluster {
 	subnet := freeSubnet(t)
 	dir := t.TempDir()
 	c := &Cluster{Dir: dir, Addr: map[string]string{}}
-	bridge := "ncwcl" + tag
 	if err := probeNetns(); err != nil {
 		t.Skipf("network namespaces unavailable: %v", err)
 	}
-	run(t, "ip", "link", "add", bridge, "type", "bridge")
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", bridge).Run() })
-	run(t, "ip", "addr", "add", subnet+".1/24", "dev", bridge)
-	run(t, "ip", "link", "set", bridge, "up")
+	// The bridge lives in a "switch" namespace of its own: on a Docker
+	// host br_netfilter sends bridged frames through the root namespace's
+	// iptables, whose FORWARD policy is DROP; a fresh namespace has no
+	// rules, so node-to-node traffic flows without touching the firewall.
+	sw := "ncwcl" + tag + "-sw"
+	run(t, "ip", "netns", "add", sw)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", sw).Run() })
+	swRun := func(args ...string) { run(t, append([]string{"ip", "netns", "exec", sw}, args...)...) }
+	swRun("ip", "link", "add", "br0", "type", "bridge")
+	swRun("ip", "link", "set", "br0", "up")
+	rootIf, swIf := "ncwc"+tag+"r", "ncwc"+tag+"s"
+	run(t, "ip", "link", "add", rootIf, "type", "veth", "peer", "name", swIf)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", rootIf).Run() })
+	run(t, "ip", "link", "set", swIf, "netns", sw)
+	swRun("ip", "link", "set", swIf, "master", "br0", "up")
+	run(t, "ip", "addr", "add", subnet+".1/24", "dev", rootIf)
+	run(t, "ip", "link", "set", rootIf, "up")
 
 	key := filepath.Join(dir, "id_ed25519")
 	run(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ncclwiz-test", "-f", key)
@@ -84,12 +99,14 @@ func Start(t testing.TB, specs []Spec) *Cluster {
 	}
 	var known, cfg strings.Builder
 	for i, s := range specs {
-		addr := fmt.Sprintf("%s.%d", subnet, 10+i)
-		c.Addr[s.Name] = addr
+		c.Addr[s.Name] = fmt.Sprintf("%s.%d", subnet, 10+i)
+	}
+	for i, s := range specs {
+		addr := c.Addr[s.Name]
 		if s.Hang {
 			// Its own port: a system sshd on *:22 of this machine must not
 			// answer for the hung node.
-			port := c.hang(t, bridge, addr)
+			port := c.hang(t, rootIf, addr)
 			fmt.Fprintf(&cfg, "Host %s\n  HostName %s\n  Port %d\n", s.Name, addr, port)
 			continue
 		}
@@ -104,8 +121,9 @@ func Start(t testing.TB, specs []Spec) *Cluster {
 		host, peer := fmt.Sprintf("ncwc%s%dh", tag, i), fmt.Sprintf("ncwc%s%dn", tag, i)
 		run(t, "ip", "link", "add", host, "type", "veth", "peer", "name", peer)
 		t.Cleanup(func() { _ = exec.Command("ip", "link", "del", host).Run() })
-		run(t, "ip", "link", "set", host, "master", bridge, "up")
 		run(t, "ip", "link", "set", peer, "netns", ns)
+		run(t, "ip", "link", "set", host, "netns", sw)
+		swRun("ip", "link", "set", host, "master", "br0", "up")
 		mtu := s.MTU
 		if mtu == 0 {
 			mtu = 1500
@@ -115,6 +133,9 @@ func Start(t testing.TB, specs []Spec) *Cluster {
 		nsRun("ip", "link", "set", "eth0", "mtu", fmt.Sprint(mtu), "up")
 		nsRun("ip", "link", "set", "lo", "up")
 		nsRun("ip", "addr", "add", addr+"/24", "dev", "eth0")
+		for _, b := range s.Blackhole {
+			nsRun("ip", "route", "add", "blackhole", c.Addr[b]+"/32")
+		}
 		if s.Down {
 			continue
 		}
@@ -195,10 +216,10 @@ func sshdConfig(addr, hostKey, authorized, dir string, env map[string]string) st
 	return b.String()
 }
 
-// hang puts addr on the bridge and accepts connections on a free port
+// hang puts addr on this machine's link to the switch and accepts connections on a free port
 // that never get a byte: ssh's banner exchange times out.
-func (c *Cluster) hang(t testing.TB, bridge, addr string) int {
-	run(t, "ip", "addr", "add", addr+"/32", "dev", bridge)
+func (c *Cluster) hang(t testing.TB, link, addr string) int {
+	run(t, "ip", "addr", "add", addr+"/32", "dev", link)
 	ln, err := net.Listen("tcp", addr+":0")
 	if err != nil {
 		t.Fatalf("hang listener: %v", err)
