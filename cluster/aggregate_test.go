@@ -231,3 +231,32 @@ func TestPlainAndJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestAddMesh(t *testing.T) {
+	res := Aggregate(nodesFrom(t, []nodeSpec{baseSpec(), baseSpec(), baseSpec()}))
+	if res.Summary.ExitCode != 0 {
+		t.Fatalf("healthy nodes: exit %d", res.Summary.ExitCode)
+	}
+	res.AddMesh([]MeshPair{
+		{From: "gpu01", To: "gpu02", Addr: "10.1.0.2:4000", OK: true},
+		{From: "gpu03", To: "gpu01", Addr: "10.1.0.1:4000", Reason: "timeout"},
+		{From: "gpu01", To: "gpu03", Addr: "10.1.0.3:4000", Reason: "refused"},
+		{From: "gpu02", To: MasterName, Addr: "10.1.0.1:29500", OK: true},
+	})
+	if res.Summary.MeshFailures != 2 || res.Summary.ExitCode != 1 {
+		t.Errorf("summary %+v", res.Summary)
+	}
+	// gpu01 and gpu03 are both ends of two failures; gpu02 of none.
+	if res.Nodes[2].Name != "gpu02" {
+		t.Errorf("order %v", []string{res.Nodes[0].Name, res.Nodes[1].Name, res.Nodes[2].Name})
+	}
+	var b strings.Builder
+	if err := WritePlain(termio.New(&b, nil, true), Run{Engine: "ssh"}, res, PlainOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2 of 4 connections on NCCL's interfaces failed", "gpu03 cannot reach gpu01 at 10.1.0.1:4000 (*timeout)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("plain report lacks %q:\n%s", want, b.String())
+		}
+	}
+}
