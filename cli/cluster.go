@@ -123,6 +123,10 @@ Nodes: --hosts a,b,c (ranges like gpu[01-08] work), --hostfile FILE,
 --slurm (inside an allocation), --slurm-job ID, --nodelist LIST, or
 --from-json DIR (one NODE.json per node, collected any way you like).
 
+--mesh then starts a short-lived listener on every node and has every node
+connect to every other on the interface NCCL would pick (and to --master
+HOST:PORT), listing the pairs that cannot connect.
+
 Exit codes: 0 every node reached and agreeing with no problems of its own,
 1 problems found, 2 usage or internal error.`,
 		Args: cobra.NoArgs,

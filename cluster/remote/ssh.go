@@ -97,6 +97,11 @@ func NewSSH(o Options) (*SSH, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
+	ssh, err := exec.LookPath(o.SSH)
+	if err != nil {
+		return nil, fmt.Errorf("no ssh client (%s): install openssh-client, or use --slurm or --from-json: %w", o.SSH, err)
+	}
+	o.SSH = ssh
 	sum, err := FileSum(o.LocalBinary)
 	if err != nil {
 		return nil, err
