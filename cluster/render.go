@@ -10,6 +10,7 @@ import (
 
 	"charm.land/lipgloss/v2"
 
+	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/termio"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
@@ -174,7 +175,7 @@ func WritePlain(out termio.Output, run Run, res Result, opts PlainOptions) error
 		}
 		own := "ok"
 		if n.Problems > 0 {
-			own = fmt.Sprintf("%d problems", n.Problems)
+			own = units.Count(n.Problems, "problem")
 		}
 		line = append(line, cell{text: clock, odd: differs["clock"]}, cell{text: own})
 		table = append(table, line)
