@@ -235,6 +235,10 @@ func runClusterCheck(ctx context.Context, a *App, f clusterFlags) error {
 	if err != nil {
 		return err
 	}
+	if ctx.Err() != nil {
+		// Ctrl-C: the nodes cut short are not findings.
+		return fmt.Errorf("interrupted: %w", ctx.Err())
+	}
 	if f.save != "" {
 		if err := saveReports(f.save, out.Nodes); err != nil {
 			return err

@@ -220,25 +220,35 @@ func TestClusterCheckOverSSHAndPDSH(t *testing.T) {
 		}
 	})
 
-	t.Run("copy", func(t *testing.T) {
-		doc, raw, _ := runClusterBinary(t, bin, "--engine", "ssh", "-F", c.SSHConfig, "--hosts", "n1,n3,n7",
-			"--copy", "always", "--only", clusterTestOnly, "--json")
-		for _, n := range doc.Nodes {
-			if n.Status != cluster.StatusOK || n.Delivery != "copied" {
-				t.Errorf("%s: %s delivery %q, want ok from a copy\n%s", n.Name, n.Status, n.Delivery, raw)
+	// --copy always: the binary goes over ssh into a private temp dir
+	// (TMPDIR of the node's login environment), is verified and removed;
+	// pdsh sends its copies over ssh too.
+	for _, eng := range engines {
+		t.Run("copy-"+eng, func(t *testing.T) {
+			if eng == "pdsh" {
+				if _, err := exec.LookPath("pdsh"); err != nil {
+					t.Skip("pdsh not installed (apt-get install pdsh); CI installs it")
+				}
 			}
-			ents, err := os.ReadDir(c.NodeTmp(n.Name))
-			if err != nil || len(ents) != 0 {
-				t.Errorf("%s: the copy was not removed: %v %v", n.Name, ents, err)
+			doc, raw, _ := runClusterBinary(t, bin, "--engine", eng, "-F", c.SSHConfig, "--hosts", "n1,n3,n7",
+				"--copy", "always", "--only", clusterTestOnly, "--json")
+			for _, n := range doc.Nodes {
+				if n.Status != cluster.StatusOK || n.Delivery != "copied" {
+					t.Errorf("%s: %s delivery %q, want ok from a copy\n%s", n.Name, n.Status, n.Delivery, raw)
+				}
+				ents, err := os.ReadDir(c.NodeTmp(n.Name))
+				if err != nil || len(ents) != 0 {
+					t.Errorf("%s: the copy was not removed: %v %v", n.Name, ents, err)
+				}
 			}
-		}
-		if !strings.Contains(strings.Join(doc.Notes, " "), "copied to a private temp directory") {
-			t.Errorf("notes %q do not say the binary was copied", doc.Notes)
-		}
-		if len(doc.Suspects) != 1 || doc.Suspects[0].Node != "n3" {
-			t.Errorf("suspects %+v, want only n3's /dev/shm", doc.Suspects)
-		}
-	})
+			if !strings.Contains(strings.Join(doc.Notes, " "), "copied to a private temp directory") {
+				t.Errorf("notes %q do not say the binary was copied", doc.Notes)
+			}
+			if len(doc.Suspects) != 1 || doc.Suspects[0].Node != "n3" {
+				t.Errorf("suspects %+v, want only n3's /dev/shm", doc.Suspects)
+			}
+		})
+	}
 }
 
 func TestClusterCheckUsage(t *testing.T) {
