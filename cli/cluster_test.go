@@ -270,6 +270,9 @@ func TestClusterCheckUsage(t *testing.T) {
 		{[]string{"--from-json", dir}, "no *.json reports"},
 		{[]string{"--slurm"}, "not inside a Slurm allocation"},
 		{[]string{"--nodelist", "n[2-1]"}, "bad range"},
+		{[]string{"--from-json", dir, "--mesh"}, "--mesh needs --hosts"},
+		{[]string{"--hosts", "a", "--master", "h:1"}, "--master is part of --mesh"},
+		{[]string{"--hosts", "a", "--mesh", "--master", "nohost"}, "want HOST:PORT"},
 	}
 	for _, tt := range tests {
 		_, stderr, code := runCLI(t, nil, append([]string{"cluster", "check"}, tt.args...)...)
