@@ -64,3 +64,25 @@ func TestReadHostfile(t *testing.T) {
 		t.Error("missing hostfile: no error")
 	}
 }
+
+// FuzzParseHosts: any text gives hosts or an error, never a panic, and
+// every host it accepts is safe on an ssh/pdsh command line.
+func FuzzParseHosts(f *testing.F) {
+	for _, s := range []string{"a,b", "gpu[01-04,07]", "r[1-2]-n[1-3]", "n[", "n[9-1]", "-o", "a;b", "n[0-99999999]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		hs, err := ParseHosts(s)
+		if err != nil {
+			return
+		}
+		if len(hs) > MaxNodes {
+			t.Fatalf("%d hosts", len(hs))
+		}
+		for _, h := range hs {
+			if h == "" || strings.HasPrefix(h, "-") || strings.ContainsAny(h, " ;|&$`'\"\\\n") {
+				t.Fatalf("unsafe host %q from %q", h, s)
+			}
+		}
+	})
+}
