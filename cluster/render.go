@@ -56,6 +56,7 @@ func Doc(run Run, res Result) JSONDoc {
 		Facts: make([]FactRow, len(res.Facts)), Suspects: make([]Suspect, len(res.Suspects))}
 	for i, n := range res.Nodes {
 		n.Name, n.Error, n.Reason = textsafe.Clean(n.Name), textsafe.Clean(n.Error), textsafe.Clean(n.Reason)
+		n.Differs = cleanAll(n.Differs)
 		if n.Facts != nil {
 			fs := make(map[string]string, len(n.Facts))
 			for k, v := range n.Facts {
