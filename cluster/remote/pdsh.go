@@ -50,6 +50,10 @@ func (p *PDSH) pdshArgs(hosts []string, timeout time.Duration, script string) []
 		"-w", strings.Join(hosts, ","), wrap(script)}
 }
 
+// pdshOutputLimit bounds one pdsh phase's output (all nodes): a check
+// report is ~20 KB, so 1,000 nodes fit many times over.
+const pdshOutputLimit = 256 << 20
+
 var (
 	pdshExit    = regexp.MustCompile(`^pdsh@[^:]*: ([^:]+): ssh exited with exit code (\d+)`)
 	pdshTimeout = regexp.MustCompile(`^pdsh@[^:]*: ([^:]+): command timeout`)
@@ -76,7 +80,7 @@ func (p *PDSH) phase(ctx context.Context, hosts []string, timeout time.Duration,
 	cmd := exec.CommandContext(ctx, p.pdsh, p.pdshArgs(hosts, timeout, script)...)
 	cmd.Env = p.pdshEnv()
 	cmd.WaitDelay = 2 * time.Second
-	stdout := &limitedBuffer{max: p.ssh.opts.OutputLimit * min(len(hosts), 64)}
+	stdout := &limitedBuffer{max: pdshOutputLimit}
 	stderr := &limitedBuffer{max: 1 << 20}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	ph.start = time.Now()
