@@ -54,7 +54,13 @@ func plantedNodes() []sshnodes.Spec {
 
 func runClusterBinary(t *testing.T, bin string, args ...string) (cluster.JSONDoc, string, int) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"cluster", "check"}, args...)...)
+	return runClusterCmd(t, exec.Command(bin, append([]string{"cluster", "check"}, args...)...), args)
+}
+
+// runClusterCmd runs a prepared command line (e.g. under salloc) whose
+// cluster check arguments are args, and reads its JSON when --json.
+func runClusterCmd(t *testing.T, cmd *exec.Cmd, args []string) (cluster.JSONDoc, string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -190,7 +190,9 @@ func WritePlain(out termio.Output, run Run, res Result, opts PlainOptions) error
 	for _, f := range doc.Facts {
 		if f.Agree {
 			for v := range f.Values {
-				agree = append(agree, f.Label+" "+v)
+				if v != Unknown { // no node reported it: nothing to agree on
+					agree = append(agree, f.Label+" "+v)
+				}
 			}
 		}
 	}

@@ -171,7 +171,9 @@ func byNode(tasks map[string][]byte, names map[string]string) map[string][]byte 
 // Run probes every node in one step, then runs the check from the shared
 // path, or with --bcast to a private path that a last step removes.
 func (s *Slurm) Run(ctx context.Context) (Outcome, error) {
+	sent := time.Now()
 	probeTasks, probeErr, err := s.step(ctx, "", "sh", "-c", nodeLine+probeScript(s.opts.RemotePath))
+	received := time.Now()
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -238,12 +240,17 @@ func (s *Slurm) Run(ctx context.Context) (Outcome, error) {
 	out := Outcome{Notes: notes}
 	for _, name := range s.spec.Nodes {
 		n := cluster.Node{Name: name, Delivery: delivery}
-		if p := parseProbe(probeOut[name]); p.clock == nil {
+		p := parseProbe(probeOut[name])
+		if p.clock == nil {
 			n.Status, n.Reason = cluster.StatusUnreachable, "srun"
 			n.Error = orDefault(probeErr[name], "no output from this node's task")
 			out.Nodes = append(out.Nodes, n)
 			continue
 		}
+		// The window is the whole srun step (scheduling included): a
+		// loose bound, but minutes of skew still show.
+		off, e := clockOffset(*p.clock, sent, received)
+		n.ClockOffset, n.ClockError = &off, e
 		b, ok := checkOut[name]
 		if !ok {
 			n.Status, n.Reason, n.Error = cluster.StatusFailed, "remote-error", orDefault(checkErr[name], "no output from this node's task")
