@@ -238,6 +238,10 @@ func WritePlain(out termio.Output, run Run, res Result, opts PlainOptions) error
 		sort.Strings(ns)
 		fmt.Fprintf(&b, "\n%d nodes report problems of their own (run `ncclwiz check` there): %s\n", len(ns), abbreviate(ns, 12))
 	}
+	if s.ExitCode != 0 {
+		// The other half of a multi-node diagnosis: the job's own logs.
+		b.WriteString("\n" + dim.Render("Logs of the failed job from several nodes: ncclwiz explain node1.log node2.log … names the first rank that failed.") + "\n")
+	}
 	_, err := io.WriteString(out.Writer(), b.String())
 	return err
 }
