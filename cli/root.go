@@ -59,6 +59,7 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 		newExplainCmd(a),
 		newTestCmd(a),
 		newHangCmd(a),
+		newClusterCmd(a),
 	)
 	return root
 }

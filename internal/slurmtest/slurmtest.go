@@ -1,0 +1,152 @@
+// Package slurmtest runs a single-host Slurm for tests: Debian's munged,
+// slurmctld and slurmd in the foreground with a config, key, state and
+// ports of their own in a temp dir, all stopped by t.Cleanup. Commands
+// find it through SLURM_CONF.
+package slurmtest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Slurm is a running single-node cluster.
+type Slurm struct {
+	Conf string // SLURM_CONF
+	Node string // the node name (this host's name)
+}
+
+// Env is os.Environ with SLURM_CONF pointing at this cluster.
+func (s *Slurm) Env() []string { return append(os.Environ(), "SLURM_CONF="+s.Conf) }
+
+// Start starts the daemons or skips t when they are not installed.
+func Start(t testing.TB) *Slurm {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (slurmd runs jobs as any user); CI runs as root")
+	}
+	for _, p := range []string{"munged", "mungekey", "slurmctld", "slurmd", "srun", "sinfo"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("needs %s (apt-get install slurm-wlm munge)", p)
+		}
+	}
+	dir := t.TempDir()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _, _ = strings.Cut(host, ".")
+	for _, d := range []string{"state", "spool"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := filepath.Join(dir, "munge.key")
+	run(t, "mungekey", "-c", "-k", key)
+	sock := filepath.Join(dir, "munge.sock")
+	daemon(t, dir, "munged", "munged", "-F", "-f", "--key-file="+key, "-S", sock, "--log-file="+filepath.Join(dir, "munged.log"),
+		"--pid-file="+filepath.Join(dir, "munged.pid"), "--seed-file="+filepath.Join(dir, "munged.seed"))
+	waitFor(t, func() bool { _, err := os.Stat(sock); return err == nil }, "munged socket")
+
+	conf := filepath.Join(dir, "slurm.conf")
+	body := fmt.Sprintf(`ClusterName=ncclwiz%d
+SlurmctldHost=%s(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort=%d
+SlurmdPort=%d
+AuthType=auth/munge
+AuthInfo=socket=%s
+CredType=cred/munge
+StateSaveLocation=%s
+SlurmdSpoolDir=%s
+SlurmctldPidFile=%s
+SlurmdPidFile=%s
+SlurmctldLogFile=%s
+SlurmdLogFile=%s
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SchedulerType=sched/builtin
+SelectType=select/linear
+ReturnToService=2
+MpiDefault=none
+NodeName=%s NodeAddr=127.0.0.1 CPUs=%d State=UNKNOWN
+PartitionName=debug Nodes=%s Default=YES MaxTime=INFINITE State=UP
+`, os.Getpid(), host, freePort(t), freePort(t), sock, filepath.Join(dir, "state"), filepath.Join(dir, "spool"),
+		filepath.Join(dir, "slurmctld.pid"), filepath.Join(dir, "slurmd.pid"), filepath.Join(dir, "slurmctld.log"), filepath.Join(dir, "slurmd.log"),
+		host, runtime.NumCPU(), host)
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &Slurm{Conf: conf, Node: host}
+	daemon(t, dir, "slurmctld", "slurmctld", "-D", "-i", "-f", conf)
+	daemon(t, dir, "slurmd", "slurmd", "-D", "-N", host, "-f", conf)
+	waitFor(t, func() bool {
+		cmd := exec.Command("sinfo", "-h", "-N", "-o", "%T")
+		cmd.Env = s.Env()
+		out, err := cmd.Output()
+		return err == nil && strings.TrimSpace(string(out)) == "idle"
+	}, "the node to be idle in sinfo (see "+dir+"/slurmd.log)")
+	return s
+}
+
+// daemon starts a foreground daemon as a child and stops it at cleanup.
+func daemon(t testing.TB, dir, name string, args ...string) {
+	t.Helper()
+	logf, err := os.Create(filepath.Join(dir, name+".out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		_ = logf.Close()
+	})
+}
+
+func waitFor(t testing.TB, ok func() bool, what string) {
+	t.Helper()
+	for range 150 {
+		if ok() {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func freePort(t testing.TB) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func run(t testing.TB, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
