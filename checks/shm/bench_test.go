@@ -47,8 +47,7 @@ func benchHost(b *testing.B, nProcs, nSegs int) *host.Host {
 	}
 	for p := 1; p <= nProcs; p++ {
 		dir := fmt.Sprintf("proc/%d", p)
-		mk(dir+"/comm", "python\n")
-		mk(dir+"/status", "Uid:\t1000\t1000\t1000\t1000\n")
+		mk(dir+"/status", "Name:\tpython\nUid:\t1000\t1000\t1000\t1000\n")
 		m := maps.String()
 		if p%10 == 0 {
 			seg := (p / 10) % nSegs
