@@ -153,7 +153,11 @@ func TestParseStat(t *testing.T) {
 	if err != nil || st.pid != 4242 || st.comm != "pt_main_thread (x)" || st.state != "S" || st.ppid != 1 || st.start != 5000 || st.cpuTicks != 10 {
 		t.Errorf("parseStat = %+v, %v", st, err)
 	}
-	for _, bad := range []string{"", "1 (x", "1 (x) S", "x (y) S 1 2 3 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0", "1 (x) S a 1 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"} {
+	// A name may hold ") " itself: fields are counted from the last ')'.
+	if st, err := parseStat([]byte("12 (a) b (c)) R 1 12 12 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 4242 7 8")); err != nil || st.comm != "a) b (c)" || st.state != "R" || st.start != 4242 {
+		t.Errorf("parseStat of a name with ') ' = %+v, %v", st, err)
+	}
+	for _, bad := range []string{"", "1 (x", "1 (x) S", "12 sleep S 1 12 12 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 4242", "x (y) S 1 2 3 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0", "1 (x) S a 1 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"} {
 		if _, err := parseStat([]byte(bad)); err == nil {
 			t.Errorf("parseStat(%q) accepted", bad)
 		}
