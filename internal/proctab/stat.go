@@ -81,7 +81,9 @@ func readStatus(h *host.Host, dir string, p *Process) error {
 		return err
 	}
 	statRead := p.PID != 0
-	for _, line := range strings.Split(string(b), "\n") {
+	for rest := string(b); rest != ""; {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
 		key, val, ok := strings.Cut(line, ":")
 		if !ok {
 			continue
