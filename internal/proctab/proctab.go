@@ -30,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,6 +66,10 @@ type Process struct {
 	UIDs, GIDs, Groups []int
 	// CapEff is the effective capability set (status "CapEff:").
 	CapEff uint64
+	// Umask is the file mode creation mask (status "Umask:", Linux >=
+	// 4.7); UmaskKnown says the line was there.
+	Umask      fs.FileMode
+	UmaskKnown bool
 	// State is the one-letter state of the thread-group leader (R, S, D, Z, T …).
 	State   string
 	Comm    string

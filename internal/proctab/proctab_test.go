@@ -174,14 +174,14 @@ func FuzzParseStat(f *testing.F) {
 func TestReadStatusAndSelf(t *testing.T) {
 	h := ft.Tree(t, map[string]any{
 		"/proc/self/status": "Name:\tncclwiz\nState:\tR (running)\nPid:\t77\nPPid:\t1\nUid:\t0\t0\t0\t0\nGid:\t5\t6\t7\t8\n" +
-			"Groups:\t4 27 \nNSpid:\t77\t3\nNSpgid:\t70\t1\nThreads:\t3\nCapEff:\t000001ffffffffff\n",
+			"Groups:\t4 27 \nNSpid:\t77\t3\nNSpgid:\t70\t1\nThreads:\t3\nCapEff:\t000001ffffffffff\nUmask:\t0027\n",
 		"/proc/4194305/status": "Name:\tbad\\\\name\\n1\nState:\tS (sleeping)\nPid:\t4194305\nPPid:\t9\nUid:\t1000\t1000\t1000\t1000\n",
 		"/proc/4194306/status": "Uid:\t5\t5\t5\t5\n", // a short fixture
 		"/proc/4194307/stat":   "4194307 (a) Z 1 2 3 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 99 0 0\n",
 	}, host.FixtureSpec{})
 	self, err := Self(h)
 	want := Process{PID: 77, PPID: 1, Comm: "ncclwiz", State: "R", UIDs: []int{0, 0, 0, 0}, GIDs: []int{5, 6, 7, 8},
-		Groups: []int{4, 27}, NSpid: []int{77, 3}, NSpgid: []int{70, 1}, Threads: 3, CapEff: 0x1ffffffffff}
+		Groups: []int{4, 27}, NSpid: []int{77, 3}, NSpgid: []int{70, 1}, Threads: 3, CapEff: 0x1ffffffffff, Umask: 0o027, UmaskKnown: true}
 	if err != nil || !reflect.DeepEqual(self, want) {
 		t.Errorf("Self = %+v, %v;\nwant %+v", self, err, want)
 	}

@@ -2,6 +2,7 @@ package proctab
 
 import (
 	"fmt"
+	"io/fs"
 	"strconv"
 	"strings"
 
@@ -103,6 +104,10 @@ func readStatus(h *host.Host, dir string, p *Process) error {
 			p.Threads, _ = strconv.Atoi(strings.TrimSpace(val))
 		case "CapEff":
 			p.CapEff, _ = strconv.ParseUint(strings.TrimSpace(val), 16, 64)
+		case "Umask":
+			if m, err := strconv.ParseUint(strings.TrimSpace(val), 8, 32); err == nil {
+				p.Umask, p.UmaskKnown = fs.FileMode(m), true
+			}
 		}
 		if statRead {
 			continue
