@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/contain"
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
 
 // e2e is the built binary and what every case shares.
@@ -129,7 +131,7 @@ func argvProcs(marker string, prefix bool) []string {
 		}
 		cl := contain.Cmdline(pid)
 		if prefix && strings.HasPrefix(cl, marker) || !prefix && strings.Contains(cl, marker) {
-			if st, ok := contain.ReadStat(pid); ok && st.Alive() {
+			if st, err := proctab.ReadStat(host.Local(host.LocalOptions{NoNVML: true}), pid); err == nil && !st.Zombie() {
 				out = append(out, e.Name()+" "+cl)
 			}
 		}

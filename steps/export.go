@@ -35,6 +35,9 @@ type script struct {
 	b       strings.Builder
 	helpers map[string]bool
 	nvars   int
+	// etc is set when a step writes under $ETC: only then does the script
+	// define it (an unused variable is shellcheck's SC2034).
+	etc bool
 }
 
 func (s *script) use(names ...string) {
@@ -174,7 +177,9 @@ func ExportScriptWith(w io.Writer, h *host.Host, fixes []Fix, findings []checks.
 		fmt.Fprintf(&b, "#   %-18s %s  %s\n", f.ID, who, clipText(oneLine(f.Title), 90))
 	}
 	b.WriteString("\nset -euo pipefail\nexport LC_ALL=C\n")
-	fmt.Fprintf(&b, "ETC=%s\n", ShellQuote(etc))
+	if body.etc {
+		fmt.Fprintf(&b, "ETC=%s\n", ShellQuote(etc))
+	}
 	fmt.Fprintf(&b, "NCCLWIZ_PRACTICE=%s\n", ShellQuote(practice))
 	b.WriteString(scriptPrelude)
 	b.WriteString(practiceGuard)
@@ -314,11 +319,13 @@ func scriptRemount(s *script, dir string, size uint64) {
 
 func scriptPersist(s *script, mountpoint, size, opts string) {
 	s.use("fstab_set")
+	s.etc = true
 	s.printf("fstab_set \"$ETC/fstab\" %s %s %s\n", ShellQuote(mountpoint), ShellQuote(size), ShellQuote(opts))
 }
 
 func scriptDropIn(s *script, d dropIn) {
 	s.use("put_file")
+	s.etc = true
 	s.nvars++
 	v := fmt.Sprintf("content_%d", s.nvars)
 	s.printf("IFS= read -r -d '' %s <<'NCCLWIZ_EOF' || true\n%sNCCLWIZ_EOF\n", v, d.content)

@@ -316,7 +316,7 @@ func (m fixModel) planText() string {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		b.WriteString(truncate(st.m.bullet+" "+st.title.Render(textsafe.Sanitize(f.Title)), w) + "\n")
+		b.WriteString(truncate(st.m.bullet+" "+st.title.Render(textsafe.Clean(f.Title)), w) + "\n")
 		risk := "risk: " + f.Risk
 		if f.NeedsRoot {
 			risk += " (needs root)"
@@ -326,12 +326,12 @@ func (m fixModel) planText() string {
 		}
 		b.WriteString(indent(wrapText(risk, w-4), "    ", &st.dim) + "\n")
 		if m.expanded && f.Summary != "" {
-			b.WriteString(indent(wrapText(textsafe.Sanitize(f.Summary), w-4), "    ", nil) + "\n")
+			b.WriteString(indent(wrapText(textsafe.Clean(f.Summary), w-4), "    ", nil) + "\n")
 		}
 		n := actions(f.Preview)
 		if m.expanded || len(f.Preview) <= collapseOver {
 			for _, l := range f.Preview {
-				b.WriteString("    " + st.hint.Render(truncate(textsafe.Sanitize(l), w-4)) + "\n")
+				b.WriteString("    " + st.hint.Render(truncate(textsafe.Clean(l), w-4)) + "\n")
 			}
 		} else {
 			b.WriteString("    " + units.Count(n, "command") + st.dim.Render(" (e lists every line)") + "\n")
@@ -340,7 +340,7 @@ func (m fixModel) planText() string {
 			b.WriteString("    " + st.warn.Render(fmt.Sprintf("leaves %s alone", units.Count(len(f.Warnings), "file"))) + "\n")
 			if m.expanded {
 				for _, l := range f.Warnings {
-					b.WriteString(st.dim.Render(truncate("      "+textsafe.Sanitize(l), w)) + "\n")
+					b.WriteString(st.dim.Render(truncate("      "+textsafe.Clean(l), w)) + "\n")
 				}
 			}
 		}
@@ -360,7 +360,7 @@ func (m fixModel) detailText() string {
 	w := m.c.width
 	f := m.fixes[m.cursor]
 	var b strings.Builder
-	b.WriteString(wrapText(textsafe.Sanitize(f.Summary), w-2) + "\n")
+	b.WriteString(wrapText(textsafe.Clean(f.Summary), w-2) + "\n")
 	if why := m.blocked(f); why != "" {
 		b.WriteString(st.warn.Render(wrapText("Not possible here: "+why, w-2)) + "\n")
 		if f.Alternative != "" {
@@ -368,12 +368,12 @@ func (m fixModel) detailText() string {
 		}
 	}
 	for _, l := range f.Warnings {
-		b.WriteString(st.dim.Render(truncate("left alone: "+textsafe.Sanitize(l), w)) + "\n")
+		b.WriteString(st.dim.Render(truncate("left alone: "+textsafe.Clean(l), w)) + "\n")
 	}
 	if len(f.Preview) > 0 {
 		b.WriteString(st.dim.Render("It runs:") + "\n")
 		for _, l := range f.Preview {
-			b.WriteString("  " + st.hint.Render(truncate(textsafe.Sanitize(l), w-2)) + "\n")
+			b.WriteString("  " + st.hint.Render(truncate(textsafe.Clean(l), w-2)) + "\n")
 		}
 	}
 	return b.String()
@@ -419,7 +419,7 @@ func (m fixModel) view() string {
 			box = st.ok.Render(st.m.on)
 		}
 		cur := "  "
-		title := textsafe.Sanitize(f.Title)
+		title := textsafe.Clean(f.Title)
 		if i == m.cursor {
 			cur = st.sel.Render(st.m.cursor) + " "
 			title = st.sel.Render(title)

@@ -518,7 +518,7 @@ func (m Model) helpBar() string {
 	}
 	bar := joinFit(parts, " · ", m.c.width)
 	if m.status != "" {
-		return truncate(st.hint.Render(textsafe.Sanitize(m.status)), m.c.width) + "\n" + bar
+		return truncate(st.hint.Render(textsafe.Clean(m.status)), m.c.width) + "\n" + bar
 	}
 	return "\n" + bar
 }

@@ -223,7 +223,7 @@ func (m summaryModel) text() string {
 	if m.showEnv && m.snippet != "" {
 		b.WriteString("\n" + st.dim.Render("environment for the next run:") + "\n")
 		for _, l := range strings.Split(strings.TrimRight(m.snippet, "\n"), "\n") {
-			b.WriteString("  " + st.hint.Render(truncate(textsafe.Sanitize(l), m.c.width-2)) + "\n")
+			b.WriteString("  " + st.hint.Render(truncate(textsafe.Clean(l), m.c.width-2)) + "\n")
 		}
 	}
 	return b.String()

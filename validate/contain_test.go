@@ -2,13 +2,13 @@ package validate
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/contain"
 )
 
@@ -23,18 +23,17 @@ func grandchildUp(marker string) bool {
 	return len(argvScan(marker+"-grandchild", strings.HasPrefix)) > 0
 }
 
+// argvScan lists the live processes whose command line matches marker; an
+// unreadable /proc is listed as such, never as "none".
 func argvScan(marker string, match func(s, sub string) bool) []string {
+	procs, err := liveProcs(host.Local(host.LocalOptions{NoNVML: true}))
+	if err != nil {
+		return []string{err.Error()}
+	}
 	var out []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if match(contain.Cmdline(pid), marker) {
-			if st, ok := contain.ReadStat(pid); ok && st.Alive() {
-				out = append(out, e.Name()+" "+contain.Cmdline(pid))
-			}
+	for _, p := range procs {
+		if c := contain.Cmdline(p.PID); match(c, marker) {
+			out = append(out, strconv.Itoa(p.PID)+" "+c)
 		}
 	}
 	return out

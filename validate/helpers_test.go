@@ -1,7 +1,7 @@
 package validate
 
 import (
-	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/host"
-	"github.com/ncclwiz/ncclwiz/internal/contain"
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
 
 // fakeMachine is a real host (real /proc, real processes) whose PATH leads
@@ -108,6 +108,22 @@ func (e *events) kinds() map[EventKind]int {
 	return m
 }
 
+// liveProcs lists the machine's processes that have not exited, other
+// than this test's own.
+func liveProcs(h *host.Host) ([]proctab.Process, error) {
+	tab, err := proctab.Read(context.Background(), h, proctab.Options{StatOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	var out []proctab.Process
+	for _, p := range tab.All() {
+		if !p.Zombie() && p.PID != os.Getpid() {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
 // assertNoSurvivors proves with /proc that no process of the run is alive:
 // none carries the run's marker in its environment.
 func assertNoSurvivors(t *testing.T, runID string) {
@@ -115,26 +131,17 @@ func assertNoSurvivors(t *testing.T, runID string) {
 	if runID == "" {
 		t.Fatal("no run ID")
 	}
-	want := []byte(MarkerVar + "=" + runID)
+	h := host.Local(host.LocalOptions{NoNVML: true})
 	deadline := time.Now().Add(3 * time.Second)
 	for {
 		var alive []string
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-			if err != nil {
-				continue
-			}
-			for _, kv := range bytes.Split(env, []byte{0}) {
-				if bytes.Equal(kv, want) {
-					if st, ok := contain.ReadStat(pid); ok && st.Alive() {
-						alive = append(alive, e.Name()+" "+st.Comm)
-					}
-				}
+		procs, err := liveProcs(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range procs {
+			if env, _ := proctab.Environ(context.Background(), h, p.PID, MarkerVar); env[MarkerVar] == runID {
+				alive = append(alive, strconv.Itoa(p.PID)+" "+p.Comm)
 			}
 		}
 		if len(alive) == 0 {

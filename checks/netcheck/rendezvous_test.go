@@ -73,7 +73,7 @@ func TestRendezvousLoopbackListener(t *testing.T) {
 		t.Fatalf("port owner not named:%s", titles(fs))
 	}
 	procs := busy.Evidence["processes"].([]Proc)
-	if len(procs) != 1 || procs[0].PID != os.Getpid() {
+	if len(procs) != 1 || procs[0].PID != os.Getpid() || procs[0].Comm == "" || !strings.HasPrefix(procs[0].Cmdline, os.Args[0]) {
 		t.Errorf("processes: %+v", procs)
 	}
 	if p, _ := strconv.Atoi(recEnv(busy)["MASTER_PORT"]); p <= port {

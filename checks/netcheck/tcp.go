@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
 
 // Socket is one row of /proc/net/tcp or /proc/net/tcp6.
@@ -138,20 +139,19 @@ func SocketOwners(ctx context.Context, h *host.Host, inodes map[uint64]bool) (ma
 				continue
 			}
 			held[ino] = true
-			out[ino] = append(out[ino], procInfo(h, pid))
+			out[ino] = append(out[ino], procInfo(ctx, h, pid))
 		}
 	}
 	return out, unreadable
 }
 
-func procInfo(h *host.Host, pid int) Proc {
+func procInfo(ctx context.Context, h *host.Host, pid int) Proc {
 	p := Proc{PID: pid}
-	base := "/proc/" + strconv.Itoa(pid)
-	if b, err := h.ReadFile(base + "/comm"); err == nil {
-		p.Comm = strings.TrimSpace(string(b))
+	if st, err := proctab.ReadStat(h, pid); err == nil {
+		p.Comm = st.Comm
 	}
-	if b, err := h.ReadFile(base + "/cmdline"); err == nil {
-		c := strings.TrimRight(strings.ReplaceAll(string(b), "\x00", " "), " ")
+	if argv, err := proctab.Cmdline(ctx, h, pid); err == nil {
+		c := strings.TrimRight(strings.Join(argv, " "), " ")
 		if len(c) > 200 {
 			c = strings.ToValidUTF8(c[:200], "") + "…"
 		}

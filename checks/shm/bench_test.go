@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,8 +48,7 @@ func benchHost(b *testing.B, nProcs, nSegs int) *host.Host {
 	}
 	for p := 1; p <= nProcs; p++ {
 		dir := fmt.Sprintf("proc/%d", p)
-		mk(dir+"/comm", "python\n")
-		mk(dir+"/status", "Uid:\t1000\t1000\t1000\t1000\n")
+		mk(dir+"/status", "Name:\tpython\nUid:\t1000\t1000\t1000\t1000\n")
 		m := maps.String()
 		if p%10 == 0 {
 			seg := (p / 10) % nSegs
@@ -105,6 +105,29 @@ func BenchmarkScanRealProc(b *testing.B) {
 		inv, err := Scan(context.Background(), h)
 		if err != nil || len(inv.Segments) != 500 {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHolderIdentity reads the name and uids of every process of the
+// real /proc, as the scan does for each holder and each process it cannot
+// inspect (all other users' processes, without root).
+func BenchmarkHolderIdentity(b *testing.B) {
+	h := host.Local(host.LocalOptions{NoNVML: true})
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var pids []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	b.ReportMetric(float64(len(pids)), "pids")
+	for b.Loop() {
+		for _, pid := range pids {
+			_, _ = procIdentity(h, pid)
 		}
 	}
 }

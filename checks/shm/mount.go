@@ -14,13 +14,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/sysinfo"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
@@ -289,28 +289,14 @@ func writableBy(mode fs.FileMode, owner, uid int, gid int, groups []int, dirGID 
 	return false
 }
 
-// selfGroups reads the effective gid and supplementary groups of ncclwiz.
+// selfGroups returns the effective gid (-1 when unknown) and the
+// supplementary groups of ncclwiz.
 func selfGroups(h *host.Host) (gid int, groups []int) {
-	gid = -1
-	b, err := h.ReadFile("/proc/self/status")
-	if err != nil {
-		return gid, nil
+	self, err := proctab.Self(h)
+	if err != nil || len(self.GIDs) < 2 {
+		return -1, self.Groups
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Gid:"); ok {
-			if f := strings.Fields(rest); len(f) > 1 {
-				gid, _ = strconv.Atoi(f[1])
-			}
-		}
-		if rest, ok := strings.CutPrefix(line, "Groups:"); ok {
-			for _, g := range strings.Fields(rest) {
-				if n, err := strconv.Atoi(g); err == nil {
-					groups = append(groups, n)
-				}
-			}
-		}
-	}
-	return gid, groups
+	return self.GIDs[1], self.Groups
 }
 
 func runMount(ctx context.Context, h *host.Host) ([]checks.Finding, error) {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks/sysinfo"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
@@ -259,12 +260,8 @@ func pidNamespace(h *host.Host) (string, string) {
 	}
 	// No namespace links (fixture trees): NSpid has one entry per level
 	// when /proc was mounted in an outer namespace.
-	if b, err := h.ReadFile("/proc/self/status"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if rest, ok := strings.CutPrefix(line, "NSpid:"); ok && len(strings.Fields(rest)) > 1 {
-				return "nested", "NSpid in /proc/self/status lists several PID namespaces"
-			}
-		}
+	if self, err := proctab.Self(h); err == nil && len(self.NSpid) > 1 {
+		return "nested", "NSpid in /proc/self/status lists several PID namespaces"
 	}
 	return "unknown", "the PID namespace could not be read"
 }
@@ -561,15 +558,14 @@ func (w *scanWorker) scanPID(h *host.Host, pid int, ix *index, real bool) procOu
 	if !o.denied && w.scanThreads(h, pid, base, ix, real, mapLines == 0) == denied {
 		o.denied = true
 	}
+	if len(w.hits) > 0 || o.denied {
+		o.comm, o.uids = procIdentity(h, pid)
+	}
 	if len(w.hits) > 0 {
-		o.comm = procComm(h, pid)
 		for i, via := range w.hits {
 			o.hits = append(o.hits, segHit{i, via})
 		}
 		sort.Slice(o.hits, func(a, b int) bool { return o.hits[a].seg < o.hits[b].seg })
-	}
-	if len(w.hits) > 0 || o.denied {
-		o.uids = procUIDs(h, pid)
 	}
 	return o
 }
@@ -854,33 +850,15 @@ func mapsFields(line []byte) (dev, ino, p []byte, ok bool) {
 	return dev, ino, line[i:], true
 }
 
-func procComm(h *host.Host, pid int) string {
-	b, err := h.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+// procIdentity returns the name and the real, effective, saved and
+// filesystem uids of a process, from one read of its status (readable for
+// every process); "?" and nil when it is gone.
+func procIdentity(h *host.Host, pid int) (string, []int) {
+	p, err := proctab.ReadStatus(h, pid)
 	if err != nil {
-		return "?"
+		return "?", nil
 	}
-	return strings.TrimSpace(string(b))
-}
-
-// procUIDs returns the real, effective, saved and filesystem uids of a
-// process (status is readable for every process), or nil.
-func procUIDs(h *host.Host, pid int) []int {
-	b, err := h.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return nil
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
-			var out []int
-			for _, f := range strings.Fields(rest) {
-				if n, err := strconv.Atoi(f); err == nil {
-					out = append(out, n)
-				}
-			}
-			return out
-		}
-	}
-	return nil
+	return p.Comm, p.UIDs
 }
 
 // judge decides the state of one segment. A kernel lease, where one was

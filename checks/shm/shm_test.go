@@ -256,7 +256,6 @@ func (w world) build(t testing.TB) *host.Host {
 		if comm == "" {
 			comm = "python"
 		}
-		files[dir+"/comm"] = comm + "\n"
 		files[dir+"/status"] = fmt.Sprintf("Name:\t%s\nUid:\t%d\t%d\t%d\t%d\n", comm, p.uid, p.uid, p.uid, p.uid)
 		if p.unreadable {
 			// Root reads everything, so EACCES cannot be made in a fixture;

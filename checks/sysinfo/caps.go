@@ -1,10 +1,10 @@
 package sysinfo
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
 
 // capSysAdminBit is CAP_SYS_ADMIN in the capability sets of
@@ -16,17 +16,8 @@ const capSysAdminBit = 21
 // container started without --privileged or --cap-add SYS_ADMIN lacks it,
 // even as root.
 func CapSysAdmin(h *host.Host) bool {
-	b, err := h.ReadFile("/proc/self/status")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			v, err := strconv.ParseUint(strings.TrimSpace(rest), 16, 64)
-			return err == nil && v&(1<<capSysAdminBit) != 0
-		}
-	}
-	return false
+	self, err := proctab.Self(h)
+	return err == nil && self.CapEff&(1<<capSysAdminBit) != 0
 }
 
 // Remount says whether this process may remount /dev/shm inside its

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
@@ -45,10 +46,11 @@ func logindRunning(h *host.Host) (bool, string) {
 		return false, "no /run/systemd/seats and /proc cannot be listed"
 	}
 	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
-		if b, err := h.ReadFile("/proc/" + e.Name() + "/comm"); err == nil && strings.TrimSpace(string(b)) == "systemd-logind" {
+		if p, err := proctab.ReadStat(h, pid); err == nil && p.Comm == "systemd-logind" && !p.Zombie() {
 			return true, "systemd-logind runs as PID " + e.Name()
 		}
 	}

@@ -149,10 +149,10 @@ func TestIPCFindings(t *testing.T) {
 	}{
 		{"healthy root", base, 0, nil, "2 NUMA nodes", checks.OK, "", 0},
 		{"regular user sees RemoveIPC note", with(map[string]any{"/run/systemd/seats": nil}), 1000, nil, "RemoveIPC=yes (systemd's default)", checks.Info, "shm-removeipc", 0},
-		{"logind seen as a process", with(map[string]any{"/proc/612/comm": "systemd-logind\n"}), 1000, nil, "RemoveIPC=yes (systemd's default)", checks.Info, "shm-removeipc", 0},
+		{"logind seen as a process", with(map[string]any{"/proc/612/stat": "612 (systemd-logind) S 1 612 612 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n"}), 1000, nil, "RemoveIPC=yes (systemd's default)", checks.Info, "shm-removeipc", 0},
 		// Issue 13 item 7: a container image ships logind.conf, but logind
 		// does not run there, so RemoveIPC removes nothing.
-		{"container: logind.conf without logind", with(map[string]any{"/.dockerenv": "", "/proc/1/comm": "torchrun\n"}), 1000, nil,
+		{"container: logind.conf without logind", with(map[string]any{"/.dockerenv": "", "/proc/1/stat": "1 (torchrun) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n"}), 1000, nil,
 			"systemd-logind does not run here", checks.OK, "", 0},
 		{"memoryless numa node", with(map[string]any{"/sys/devices/system/node/node1/meminfo": "Node 1 MemTotal:       0 kB\n"}), 0, nil,
 			"node1 has no memory", checks.Warn, "shm-cumem-host", 1},

@@ -44,6 +44,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
 
 // TmpPrefix starts the name of a run's private temporary directory; the
@@ -306,11 +308,13 @@ func (r *Run) hostPID(nspid int) int {
 	if r.mode != ModeNamespace {
 		return nspid
 	}
-	for pid, s := range table() {
-		if s.PPID == r.keeperPID {
-			if n, ok := nsID(pid, "NSpid"); ok && n == nspid {
-				return pid
-			}
+	t := table()
+	if t == nil {
+		return 0
+	}
+	for _, c := range t.Children(r.keeperPID) {
+		if n, _, ok := nsLocal(c.PID); ok && n == nspid {
+			return c.PID
 		}
 	}
 	return 0
@@ -423,7 +427,7 @@ func (r *Run) End(bound time.Duration) Report {
 			_ = r.cg.kill()
 		}
 		for _, p := range left {
-			_ = killExact(Stat{PID: p.PID, Start: p.start}, unix.SIGKILL)
+			_ = killExact(p.PID, p.start, unix.SIGKILL)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -448,11 +452,16 @@ func (r *Run) End(bound time.Duration) Report {
 // unrelated process is never reported or killed.
 func (r *Run) members(seen []Proc) []Proc {
 	t := table()
-	var tree map[int]bool
+	if t == nil {
+		return nil
+	}
+	tree := map[int]bool{}
 	select {
 	case <-r.keeperW:
 	default:
-		tree = descendants(t, r.keeperPID)
+		for _, d := range t.Descendants(r.keeperPID) {
+			tree[d.PID] = true
+		}
 	}
 	var inCg map[int]bool
 	if r.cg != nil {
@@ -463,16 +472,16 @@ func (r *Run) members(seen []Proc) []Proc {
 		known[p.PID] = p.start
 	}
 	var out []Proc
-	for _, pid := range sortedPIDs(keys(t)) {
-		s := t[pid]
-		if pid == r.keeperPID || pid == os.Getpid() || !s.Alive() {
+	for _, s := range t.All() {
+		pid := s.PID
+		if pid == r.keeperPID || pid == os.Getpid() || !alive(s) {
 			continue
 		}
 		inTree := tree[pid] || inCg[pid]
-		if st, ok := known[pid]; ok && st == s.Start {
+		if st, ok := known[pid]; ok && st == s.StartTicks {
 			inTree = true
 		}
-		marked := r.spec.Marker != "" && HasEnv(pid, r.spec.Marker)
+		marked := r.spec.Marker != "" && hasEnv(pid, r.spec.Marker)
 		if !inTree && !marked {
 			continue
 		}
@@ -485,7 +494,7 @@ func (r *Run) members(seen []Proc) []Proc {
 		case marked:
 			why = "environment marker"
 		}
-		out = append(out, Proc{PID: pid, Comm: s.Comm, Command: Cmdline(pid), Why: why, start: s.Start})
+		out = append(out, Proc{PID: pid, Comm: s.Comm, Command: Cmdline(pid), Why: why, start: s.StartTicks})
 	}
 	return out
 }
@@ -494,17 +503,17 @@ func (r *Run) members(seen []Proc) []Proc {
 // process group. In a namespace the group is matched by its ID there,
 // which holds even when the launcher exited before ncclwiz saw its host
 // PID.
-func (r *Run) inGroup(pid int, s Stat, inTree bool) bool {
+func (r *Run) inGroup(pid int, s proctab.Process, inTree bool) bool {
 	if !inTree {
 		return false
 	}
-	if r.launcher > 0 && s.PGRP == r.launcher {
+	if r.launcher > 0 && s.PGID == r.launcher {
 		return true
 	}
 	if r.mode != ModeNamespace {
 		return false
 	}
-	g, ok := nsID(pid, "NSpgid")
+	_, g, ok := nsLocal(pid)
 	return ok && g == r.nsLaunch
 }
 
@@ -513,14 +522,6 @@ func cgPath(c *cgroup) string {
 		return ""
 	}
 	return c.dir
-}
-
-func keys(t map[int]Stat) map[int]bool {
-	m := make(map[int]bool, len(t))
-	for k := range t {
-		m[k] = true
-	}
-	return m
 }
 
 // Available reports whether mode can contain a run here, by starting and

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
 
 // TestMain serves as the keeper (as ncclwiz's main does) and, with
@@ -73,8 +75,12 @@ func newMarker(t *testing.T) string {
 
 func argvAlive(marker string) []string {
 	var out []string
-	for pid, s := range table() {
-		if s.Alive() && strings.Contains(Cmdline(pid), marker) && pid != os.Getpid() {
+	tab := table()
+	if tab == nil {
+		return []string{"cannot list /proc"}
+	}
+	for _, s := range tab.All() {
+		if pid := s.PID; alive(s) && strings.Contains(Cmdline(pid), marker) && pid != os.Getpid() {
 			out = append(out, strconv.Itoa(pid)+" "+Cmdline(pid))
 		}
 	}
@@ -228,51 +234,58 @@ func TestKeeperCleansUpWhenParentIsKilled(t *testing.T) {
 	}
 }
 
-func TestParseStat(t *testing.T) {
-	// session, then tty … itrealvalue (15 fields), then starttime.
-	tail := strings.Repeat(" 0", 15) + " 4242 7 8"
-	cases := []struct {
-		in   string
-		ok   bool
-		comm string
-	}{
-		{"12 (sleep) S 1 12 12" + tail, true, "sleep"},
-		{"12 (a) b (c)) R 1 12 12" + tail, true, "a) b (c)"},
-		{"12 (sleep) S 1 12", false, ""},
-		{"12 sleep S 1 12 12" + tail, false, ""},
-		{"12 (x) S one 12 12" + tail, false, ""},
+// TestProcReads: the run's reads through proctab on the real /proc — a
+// child's start time, parent, group, marker, command line and namespace
+// ids — and a PID reused after exit is not the process seen.
+func TestProcReads(t *testing.T) {
+	marker := "NCCLWIZ_CONTAIN_READS=" + newMarker(t)
+	cmd := exec.Command("sleep", "60")
+	cmd.Env = append(os.Environ(), marker)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	for _, c := range cases {
-		s, ok := parseStat(12, []byte(c.in))
-		if ok != c.ok || s.Comm != c.comm {
-			t.Errorf("%q: %+v %v", c.in, s, ok)
-		}
-		if ok && (s.PPID != 1 || s.PGRP != 12 || s.Start != 4242) {
-			t.Errorf("%q: %+v", c.in, s)
-		}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	s, ok := readStat(pid)
+	if !ok || !alive(s) || s.StartTicks == 0 || s.PPID != os.Getpid() || s.PGID != pid {
+		t.Fatalf("readStat(child) = %+v, %v", s, ok)
 	}
-	if self, ok := ReadStat(os.Getpid()); !ok || !self.Alive() || self.Start == 0 {
-		t.Errorf("own stat: %+v %v", self, ok)
+	if !waitFor(5*time.Second, func() bool { return Cmdline(pid) == "sleep 60" }) {
+		t.Errorf("Cmdline = %q", Cmdline(pid))
 	}
-	if _, ok := ReadStat(-5); ok {
+	if !hasEnv(pid, marker) || hasEnv(pid, marker+"x") || hasEnv(pid, "NCCLWIZ_CONTAIN_READS") || hasEnv(os.Getpid(), marker) {
+		t.Error("hasEnv does not match KEY=VALUE exactly")
+	}
+	if nspid, nspgid, ok := nsLocal(pid); !ok || nspid == 0 || nspgid == 0 {
+		t.Errorf("nsLocal = %d %d %v", nspid, nspgid, ok)
+	}
+	tab := table()
+	if tab == nil {
+		t.Fatal("no process table")
+	}
+	if kids := tab.Descendants(os.Getpid()); !slices.ContainsFunc(kids, func(p proctab.Process) bool { return p.PID == pid }) {
+		t.Errorf("child %d not among the descendants %+v", pid, kids)
+	}
+	// A start time that is not the child's names another process: no signal.
+	if err := killExact(pid, s.StartTicks+1, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if now, ok := readStat(pid); !ok || !alive(now) {
+		t.Fatalf("killExact with a wrong start time signalled %d", pid)
+	}
+	if err := killExact(pid, s.StartTicks, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Error("the child was not killed")
+	}
+	if _, ok := readStat(pid); ok {
+		t.Error("a reaped child still reads")
+	}
+	if _, ok := readStat(-5); ok {
 		t.Error("no such process")
 	}
-}
-
-func TestDescendants(t *testing.T) {
-	tab := map[int]Stat{1: {PPID: 0}, 10: {PPID: 1}, 11: {PPID: 10}, 12: {PPID: 11}, 20: {PPID: 1}, 13: {PPID: 10}}
-	got := sortedPIDs(descendants(tab, 10))
-	if fmtInts(got) != "11 12 13" {
-		t.Errorf("descendants of 10: %v", got)
-	}
-}
-
-func fmtInts(v []int) string {
-	var s []string
-	for _, i := range v {
-		s = append(s, strconv.Itoa(i))
-	}
-	return strings.Join(s, " ")
 }
 
 func TestUnescapeMount(t *testing.T) {

@@ -202,9 +202,10 @@ func endTree(cg *os.File, empty <-chan struct{}, bound time.Duration) bool {
 			// From init, -1 is every other process of the namespace.
 			_ = unix.Kill(-1, unix.SIGKILL)
 		} else {
-			t := table()
-			for _, pid := range sortedPIDs(descendants(t, self)) {
-				_ = killExact(t[pid], unix.SIGKILL)
+			if t := table(); t != nil {
+				for _, d := range t.Descendants(self) {
+					_ = killExact(d.PID, d.StartTicks, unix.SIGKILL)
+				}
 			}
 		}
 		select {

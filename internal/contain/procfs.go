@@ -1,117 +1,55 @@
 package contain
 
 import (
-	"bytes"
+	"context"
 	"errors"
-	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
 
-// Stat is what /proc/PID/stat says about a process.
-type Stat struct {
-	PID   int
-	Comm  string
-	State string
-	PPID  int
-	PGRP  int
-	// Start is the start time in clock ticks since boot: with the PID it
-	// names one process, so a reused PID is never mistaken for it.
-	Start uint64
+// The run's processes are read through proctab, ncclwiz's one process
+// model, on the real /proc (in the keeper, its own namespace's /proc).
+
+// procHost is the real machine for proctab's reads. It is built by hand
+// rather than with host.Local: the keeper reads /proc only and needs no
+// NVML, network, commands or copy of the environment.
+func procHost() *host.Host { return &host.Host{Kind: "local", Name: "contain", Root: "/"} }
+
+// readStat reads one process's stat: PID and start time name it exactly,
+// so a reused PID is never mistaken for it.
+func readStat(pid int) (proctab.Process, bool) {
+	p, err := proctab.ReadStat(procHost(), pid)
+	return p, err == nil
 }
 
-// ReadStat parses /proc/PID/stat: the comm is in parentheses and may hold
-// spaces or parentheses, so fields are counted from the last ')'.
-func ReadStat(pid int) (Stat, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return Stat{}, false
-	}
-	return parseStat(pid, b)
-}
+// alive reports whether the process is running (not a zombie).
+func alive(p proctab.Process) bool { return !p.Zombie() }
 
-func parseStat(pid int, b []byte) (Stat, bool) {
-	open := bytes.IndexByte(b, '(')
-	closeP := bytes.LastIndexByte(b, ')')
-	if open < 0 || closeP < open {
-		return Stat{}, false
-	}
-	f := strings.Fields(string(b[closeP+1:]))
-	// state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
-	// utime stime cutime cstime priority nice threads itrealvalue starttime
-	if len(f) < 20 {
-		return Stat{}, false
-	}
-	ppid, err1 := strconv.Atoi(f[1])
-	pgrp, err2 := strconv.Atoi(f[2])
-	start, err3 := strconv.ParseUint(f[19], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return Stat{}, false
-	}
-	return Stat{PID: pid, Comm: string(b[open+1 : closeP]), State: f[0], PPID: ppid, PGRP: pgrp, Start: start}, true
-}
-
-// Alive reports whether the process is running (not a zombie).
-func (s Stat) Alive() bool { return s.State != "Z" && s.State != "X" }
-
-// table reads every process's stat; unreadable entries are skipped.
-func table() map[int]Stat {
-	ents, err := os.ReadDir("/proc")
+// table reads every process's stat (stat alone: it is polled while a run
+// is ended); unreadable entries are skipped. It is nil when /proc cannot
+// be listed.
+func table() *proctab.Table {
+	t, err := proctab.Read(context.Background(), procHost(), proctab.Options{StatOnly: true})
 	if err != nil {
 		return nil
 	}
-	out := make(map[int]Stat, len(ents))
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if s, ok := ReadStat(pid); ok {
-			out[pid] = s
-		}
-	}
-	return out
+	return t
 }
 
-// descendants lists the processes below root in the table (not root).
-func descendants(t map[int]Stat, root int) map[int]bool {
-	kids := map[int][]int{}
-	for pid, s := range t {
-		kids[s.PPID] = append(kids[s.PPID], pid)
-	}
-	out := map[int]bool{}
-	stack := []int{root}
-	for len(stack) > 0 {
-		p := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, k := range kids[p] {
-			if !out[k] && k != root {
-				out[k] = true
-				stack = append(stack, k)
-			}
-		}
-	}
-	return out
-}
-
-// HasEnv reports whether the process's environment holds kv ("KEY=VALUE")
+// hasEnv reports whether the process's environment holds kv ("KEY=VALUE")
 // exactly. Unreadable environments (other users', without root) do not.
-func HasEnv(pid int, kv string) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
-	if err != nil {
+func hasEnv(pid int, kv string) bool {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok {
 		return false
 	}
-	want := []byte(kv)
-	for _, e := range bytes.Split(b, []byte{0}) {
-		if bytes.Equal(e, want) {
-			return true
-		}
-	}
-	return false
+	env, readable := proctab.Environ(context.Background(), procHost(), pid, k)
+	got, set := env[k]
+	return readable && set && got == v
 }
 
 // maxCommand bounds a reported command line.
@@ -120,50 +58,38 @@ const maxCommand = 300
 // Cmdline is the process's argv joined by spaces, shortened; "" when
 // unreadable (a kernel thread, or gone).
 func Cmdline(pid int) string {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	argv, err := proctab.Cmdline(context.Background(), procHost(), pid)
 	if err != nil {
 		return ""
 	}
-	b = bytes.TrimRight(b, "\x00")
-	s := strings.ReplaceAll(string(b), "\x00", " ")
+	s := strings.Join(argv, " ")
 	if len(s) > maxCommand {
 		s = s[:maxCommand] + "…"
 	}
 	return s
 }
 
-// nsID is the process's PID (field "NSpid") or process group ("NSpgid")
-// in its innermost PID namespace: the last number of that /proc/PID/status
-// line.
-func nsID(pid int, field string) (int, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	if err != nil {
-		return 0, false
+// nsLocal returns the process's PID and process group in its innermost
+// PID namespace (the last numbers of status's NSpid and NSpgid lines).
+func nsLocal(pid int) (nspid, nspgid int, ok bool) {
+	p, err := proctab.ReadStatus(procHost(), pid)
+	if err != nil || len(p.NSpid) == 0 || len(p.NSpgid) == 0 {
+		return 0, 0, false
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(l, field+":"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 0 {
-				return 0, false
-			}
-			n, err := strconv.Atoi(f[len(f)-1])
-			return n, err == nil
-		}
-	}
-	return 0, false
+	return p.NSpid[len(p.NSpid)-1], p.NSpgid[len(p.NSpgid)-1], true
 }
 
 // killExact sends sig to the process only if it is still the one seen
 // (same start time). A pidfd pins the process between the check and the
 // signal, so a PID reused meanwhile is never signalled.
-func killExact(s Stat, sig unix.Signal) error {
-	fd, err := unix.PidfdOpen(s.PID, 0)
+func killExact(pid int, start uint64, sig unix.Signal) error {
+	fd, err := unix.PidfdOpen(pid, 0)
 	if errors.Is(err, unix.ENOSYS) {
 		// Kernels before 5.3: check, then signal (a tiny window).
-		if now, ok := ReadStat(s.PID); !ok || now.Start != s.Start {
+		if now, ok := readStat(pid); !ok || now.StartTicks != start {
 			return nil
 		}
-		return unix.Kill(s.PID, sig)
+		return unix.Kill(pid, sig)
 	}
 	if err != nil {
 		if errors.Is(err, unix.ESRCH) {
@@ -172,20 +98,11 @@ func killExact(s Stat, sig unix.Signal) error {
 		return err
 	}
 	defer unix.Close(fd)
-	if now, ok := ReadStat(s.PID); !ok || now.Start != s.Start {
+	if now, ok := readStat(pid); !ok || now.StartTicks != start {
 		return nil
 	}
 	if err := unix.PidfdSendSignal(fd, sig, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
 		return err
 	}
 	return nil
-}
-
-func sortedPIDs(m map[int]bool) []int {
-	out := make([]int, 0, len(m))
-	for p := range m {
-		out = append(out, p)
-	}
-	sort.Ints(out)
-	return out
 }

@@ -18,7 +18,7 @@ const ownerFile = ".ncclwiz-owner"
 // owner identifies this process across PID reuse (start time), PID
 // namespaces and reboots.
 func owner() (string, error) {
-	self, ok := ReadStat(os.Getpid())
+	self, ok := readStat(os.Getpid())
 	if !ok {
 		return "", fmt.Errorf("read /proc/%d/stat", os.Getpid())
 	}
@@ -26,7 +26,7 @@ func owner() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%d %d %s %s", self.PID, self.Start, ns, bootID()), nil
+	return fmt.Sprintf("%d %d %s %s", self.PID, self.StartTicks, ns, bootID()), nil
 }
 
 func bootID() string {
@@ -85,7 +85,7 @@ func SweepTmp(parent string) []string {
 			if f[2] != myNS {
 				continue // its owner may live in another PID namespace
 			}
-			if s, ok := ReadStat(pid); ok && s.Start == start {
+			if s, ok := readStat(pid); ok && s.StartTicks == start {
 				continue // alive
 			}
 		}

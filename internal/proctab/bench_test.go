@@ -69,3 +69,14 @@ func BenchmarkTasksGopsutil(b *testing.B) {
 		}
 	}
 }
+
+// The table as the collective test's teardown polls it: stat alone.
+func BenchmarkTableStatOnly(b *testing.B) {
+	h := host.Local(host.LocalOptions{NoNVML: true})
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := Read(ctx, h, Options{StatOnly: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

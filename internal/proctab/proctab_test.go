@@ -153,7 +153,11 @@ func TestParseStat(t *testing.T) {
 	if err != nil || st.pid != 4242 || st.comm != "pt_main_thread (x)" || st.state != "S" || st.ppid != 1 || st.start != 5000 || st.cpuTicks != 10 {
 		t.Errorf("parseStat = %+v, %v", st, err)
 	}
-	for _, bad := range []string{"", "1 (x", "1 (x) S", "x (y) S 1 2 3 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0", "1 (x) S a 1 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"} {
+	// A name may hold ") " itself: fields are counted from the last ')'.
+	if st, err := parseStat([]byte("12 (a) b (c)) R 1 12 12 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 4242 7 8")); err != nil || st.comm != "a) b (c)" || st.state != "R" || st.start != 4242 {
+		t.Errorf("parseStat of a name with ') ' = %+v, %v", st, err)
+	}
+	for _, bad := range []string{"", "1 (x", "1 (x) S", "12 sleep S 1 12 12 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 4242", "x (y) S 1 2 3 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0", "1 (x) S a 1 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"} {
 		if _, err := parseStat([]byte(bad)); err == nil {
 			t.Errorf("parseStat(%q) accepted", bad)
 		}
@@ -163,4 +167,73 @@ func TestParseStat(t *testing.T) {
 func FuzzParseStat(f *testing.F) {
 	f.Add([]byte("1 (a) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0"))
 	f.Fuzz(func(t *testing.T, b []byte) { _, _ = parseStat(b) })
+}
+
+// TestReadStatusAndSelf: the status-only reads give the name (unescaped
+// like the kernel's comm), ids, groups and capabilities from one file.
+func TestReadStatusAndSelf(t *testing.T) {
+	h := ft.Tree(t, map[string]any{
+		"/proc/self/status": "Name:\tncclwiz\nState:\tR (running)\nPid:\t77\nPPid:\t1\nUid:\t0\t0\t0\t0\nGid:\t5\t6\t7\t8\n" +
+			"Groups:\t4 27 \nNSpid:\t77\t3\nNSpgid:\t70\t1\nThreads:\t3\nCapEff:\t000001ffffffffff\nUmask:\t0027\n",
+		"/proc/4194305/status": "Name:\tbad\\\\name\\n1\nState:\tS (sleeping)\nPid:\t4194305\nPPid:\t9\nUid:\t1000\t1000\t1000\t1000\n",
+		"/proc/4194306/status": "Uid:\t5\t5\t5\t5\n", // a short fixture
+		"/proc/4194307/stat":   "4194307 (a) Z 1 2 3 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 99 0 0\n",
+	}, host.FixtureSpec{})
+	self, err := Self(h)
+	want := Process{PID: 77, PPID: 1, Comm: "ncclwiz", State: "R", UIDs: []int{0, 0, 0, 0}, GIDs: []int{5, 6, 7, 8},
+		Groups: []int{4, 27}, NSpid: []int{77, 3}, NSpgid: []int{70, 1}, Threads: 3, CapEff: 0x1ffffffffff, Umask: 0o027, UmaskKnown: true}
+	if err != nil || !reflect.DeepEqual(self, want) {
+		t.Errorf("Self = %+v, %v;\nwant %+v", self, err, want)
+	}
+	for _, tt := range []struct {
+		pid  int
+		want Process
+		ok   bool
+	}{
+		{4194305, Process{PID: 4194305, PPID: 9, Comm: "bad\\name\n1", State: "S", UIDs: []int{1000, 1000, 1000, 1000}}, true},
+		{4194306, Process{PID: 4194306, UIDs: []int{5, 5, 5, 5}}, true},
+		{4194307, Process{}, false}, // no status
+		{0, Process{}, false},
+		{-3, Process{}, false},
+	} {
+		got, err := ReadStatus(h, tt.pid)
+		if (err == nil) != tt.ok || (tt.ok && !reflect.DeepEqual(got, tt.want)) {
+			t.Errorf("ReadStatus(%d) = %+v, %v; want %+v", tt.pid, got, err, tt.want)
+		}
+	}
+	st, err := ReadStat(h, 4194307)
+	if err != nil || st.Comm != "a" || st.State != "Z" || st.StartTicks != 99 || st.CPUTicks != 3 || st.PGID != 2 || st.UIDs != nil {
+		t.Errorf("ReadStat = %+v, %v", st, err)
+	}
+	if _, err := ReadStat(h, 4194305); err == nil {
+		t.Error("ReadStat of a process without stat succeeded")
+	}
+}
+
+func TestUnescapeName(t *testing.T) {
+	for in, want := range map[string]string{"python": "python", `a\nb`: "a\nb", `a\\b`: `a\b`, `a\\nb`: `a\nb`, `x\`: `x\`, `a\tb`: `a\tb`} {
+		if got := unescapeName(in); got != want {
+			t.Errorf("unescapeName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestStatOnlyTable: a poll reads stat alone (no status, command line or
+// environment), and still links parents and children.
+func TestStatOnlyTable(t *testing.T) {
+	h := fixture(t)
+	tab, err := Read(context.Background(), h, Options{StatOnly: true, EnvKeys: []string{"RANK"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := tab.Lookup(fixturePID)
+	if !ok || p.PPID != 4194306 || p.StartTicks != 500000 || p.Comm != "pt main (x)" || p.UIDs != nil || p.Cmdline != nil || p.Env != nil || p.PIDNS != "" {
+		t.Errorf("stat-only process = %+v, %v", p, ok)
+	}
+	if tab.EnvUnreadable != 0 {
+		t.Errorf("EnvUnreadable = %d in a stat-only table", tab.EnvUnreadable)
+	}
+	if d := tab.Descendants(4194306); len(d) != 1 || d[0].PID != fixturePID {
+		t.Errorf("Descendants = %+v", d)
+	}
 }

@@ -2,6 +2,7 @@ package proctab
 
 import (
 	"fmt"
+	"io/fs"
 	"strconv"
 	"strings"
 
@@ -71,14 +72,19 @@ func readStat(h *host.Host, dir string) (Process, error) {
 		StartTicks: st.start, CPUTicks: st.cpuTicks}, nil
 }
 
-// readStatus fills the uids, thread count and NSpid from status; a short
-// status leaves them empty.
+// readStatus fills the fields status holds: uids, gids, groups, thread
+// count, NSpid, NSpgid and the effective capabilities; and, where stat was
+// not read (a status-only read, /proc/self), the PID, parent, name and
+// state. A short status leaves the missing ones empty.
 func readStatus(h *host.Host, dir string, p *Process) error {
 	b, err := h.ReadFile(dir + "/status")
 	if err != nil {
 		return err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	statRead := p.PID != 0
+	for rest := string(b); rest != ""; {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
 		key, val, ok := strings.Cut(line, ":")
 		if !ok {
 			continue
@@ -86,21 +92,101 @@ func readStatus(h *host.Host, dir string, p *Process) error {
 		switch key {
 		case "Uid":
 			p.UIDs = atois(val)
+		case "Gid":
+			p.GIDs = atois(val)
+		case "Groups":
+			p.Groups = atois(val)
 		case "NSpid":
 			p.NSpid = atois(val)
+		case "NSpgid":
+			p.NSpgid = atois(val)
 		case "Threads":
 			p.Threads, _ = strconv.Atoi(strings.TrimSpace(val))
+		case "CapEff":
+			p.CapEff, _ = strconv.ParseUint(strings.TrimSpace(val), 16, 64)
+		case "Umask":
+			if m, err := strconv.ParseUint(strings.TrimSpace(val), 8, 32); err == nil {
+				p.Umask, p.UmaskKnown = fs.FileMode(m), true
+			}
+		}
+		if statRead {
+			continue
+		}
+		switch key {
+		case "Name":
+			p.Comm = unescapeName(strings.TrimPrefix(val, "\t"))
+		case "State":
+			if f := strings.Fields(val); len(f) > 0 {
+				p.State = f[0]
+			}
 		case "PPid":
-			if p.PID == 0 { // /proc/self: stat was not read
-				p.PPID, _ = strconv.Atoi(strings.TrimSpace(val))
-			}
+			p.PPID, _ = strconv.Atoi(strings.TrimSpace(val))
 		case "Pid":
-			if p.PID == 0 {
-				p.PID, _ = strconv.Atoi(strings.TrimSpace(val))
-			}
+			p.PID, _ = strconv.Atoi(strings.TrimSpace(val))
 		}
 	}
 	return nil
+}
+
+// unescapeName undoes the one escaping status applies to the name (the
+// kernel's proc_task_name escapes only newline and backslash), so it
+// equals stat's comm.
+func unescapeName(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch s[i+1] {
+			case 'n':
+				b.WriteByte('\n')
+				i++
+				continue
+			case '\\':
+				b.WriteByte('\\')
+				i++
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// ReadStat reads /proc/PID/stat alone: PID, parent, process group,
+// session, state, name, start time and CPU time. It is the cheapest exact
+// identity of a process (PID and start time), for polls and kill checks.
+func ReadStat(h *host.Host, pid int) (Process, error) {
+	if pid <= 0 {
+		return Process{}, fmt.Errorf("invalid pid %d", pid)
+	}
+	dir := "/proc/" + strconv.Itoa(pid)
+	p, err := readStat(h, dir)
+	if err != nil {
+		return Process{}, err
+	}
+	if p.PID != pid {
+		return Process{}, fmt.Errorf("%s/stat names pid %d", dir, p.PID)
+	}
+	return p, nil
+}
+
+// ReadStatus reads /proc/PID/status alone: PID, parent, name, state, uids,
+// gids, groups, threads, NSpid, NSpgid and capabilities, in one read (the
+// shm scanner's holders need the name and the uid only).
+func ReadStatus(h *host.Host, pid int) (Process, error) {
+	if pid <= 0 {
+		return Process{}, fmt.Errorf("invalid pid %d", pid)
+	}
+	var p Process
+	if err := readStatus(h, "/proc/"+strconv.Itoa(pid), &p); err != nil {
+		return Process{}, err
+	}
+	if p.PID == 0 {
+		p.PID = pid // a short status (fixture) without a Pid line
+	}
+	return p, nil
 }
 
 func atois(s string) []int {

@@ -6,14 +6,14 @@
 package safefile
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
+
+	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
 
 // ErrSymlink is returned (wrapped) when the name is a symbolic link.
@@ -89,19 +89,12 @@ func fail(path string, err error) error {
 	return fmt.Errorf("write %s: %w", path, err)
 }
 
-// umask reads the process umask without changing it (/proc/self/status,
-// Linux 4.7+); 022 when it cannot be read.
+// umask reads the process umask without changing it (status's Umask
+// line, Linux 4.7+, through proctab on the real /proc); 022 when it cannot
+// be read.
 func umask() fs.FileMode {
-	b, err := os.ReadFile("/proc/self/status")
-	if err == nil {
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		for sc.Scan() {
-			if v, ok := bytes.CutPrefix(sc.Bytes(), []byte("Umask:")); ok {
-				if m, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 8, 32); err == nil {
-					return fs.FileMode(m)
-				}
-			}
-		}
+	if self, err := proctab.Self(&host.Host{Root: "/"}); err == nil && self.UmaskKnown {
+		return self.Umask
 	}
 	return 0o022
 }
