@@ -379,14 +379,24 @@ func startStaleRank(t *testing.T) int {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	for i := 0; i < 100; i++ {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil && strings.Contains(string(b), "\nPPid:\t1\n") {
-			return pid
+	waitLeftover(t, pid, "TORCHELASTIC_RUN_ID=")
+	return pid
+}
+
+// waitLeftover waits until pid is re-parented to PID 1 and has exec'd the
+// command whose environment carries marker: the background subshell is
+// re-parented before its exec under load, and until then it is no rank.
+func waitLeftover(t *testing.T, pid int, marker string) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		st, err1 := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		env, err2 := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err1 == nil && err2 == nil && strings.Contains(string(st), "\nPPid:\t1\n") && strings.Contains(string(env), marker) {
+			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Skip("the test process could not be re-parented to PID 1 here")
-	return 0
 }
 
 func alive(pid int) bool {
