@@ -57,6 +57,9 @@ func startLeftoverRank(t *testing.T, args string) int {
 	// as "sleep" is not its last command) loses its parent.
 	cmd := exec.Command("sh", "-c", `bash -c 'sleep 120; :' train.py `+args+` >/dev/null 2>&1 & echo $!`)
 	cmd.Env = append(os.Environ(), "RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=2")
+	// A group of its own, so that cleanup ends bash's sleep too (it would
+	// otherwise outlive the test, carrying RANK).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("start rank: %v", err)
@@ -65,7 +68,11 @@ func startLeftoverRank(t *testing.T, args string) int {
 	if err != nil {
 		t.Fatalf("rank pid %q: %v", out, err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	pgid, err := syscall.Getpgid(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
 	// The command line is visible once bash has started.
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -154,7 +154,13 @@ func TestStaleFixRedactsCommandLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	// The rank is a bash waiting for its sleep: end the whole process group
+	// (setsid made one), or the sleep outlives the test as a "rank".
+	pgid, err := syscall.Getpgid(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
 	waitLeftover(t, pid, "TORCHELASTIC_RUN_ID=ncclwiz-secrets")
 	h := localHost(t.TempDir())
 	h.Clock = func() time.Time { return time.Now().Add(10 * time.Minute) }
