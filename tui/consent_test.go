@@ -132,8 +132,8 @@ var wizardStates = []struct {
 	{"summary, export prompt", []string{"enter", "tab", "tab", "tab", "tab", "e"}, flow.Summary},
 	{"detect, after a run", []string{"enter", "tab", "tab", "tab", "tab", "esc", "enter"}, flow.Detect},
 	{"log", []string{"2"}, flow.Log},
-	{"learn", []string{"3"}, flow.Learn},
-	{"guides", []string{"4"}, flow.Guides},
+	{"learn", []string{"4"}, flow.Learn},
+	{"guides", []string{"5"}, flow.Guides},
 }
 
 // Every key on every screen: only y on a confirm step whose plan has been
