@@ -234,6 +234,10 @@ func (m guidesModel) key(k tea.KeyPressMsg) (guidesModel, tea.Cmd) {
 		if m.mode == "learn" {
 			return m, goTo(flow.Start)
 		}
+		if m.mode == "explain" && m.back != "" {
+			// Opened from a side stage for one guide: back there at once.
+			return m, goTo(m.back)
+		}
 		m.viewing = false
 		return m, nil
 	case "/":

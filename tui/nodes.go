@@ -32,6 +32,7 @@ func newNodesModel(c *common) nodesModel {
 	in.Prompt = "nodes: "
 	in.Placeholder = "gpu01,gpu02 or gpu[01-04] (the job's nodes)"
 	in.SetValue(c.deps.NodeList)
+	in.SetWidth(60)
 	return nodesModel{c: c, input: in, out: newPager()}
 }
 
@@ -133,6 +134,7 @@ func (m nodesModel) update(msg tea.Msg) (nodesModel, tea.Cmd) {
 }
 
 func (m *nodesModel) refresh() {
+	m.input.SetWidth(max(m.c.width-len(m.input.Prompt)-2, 10))
 	if m.report == nil || m.report.Render == nil {
 		return
 	}
