@@ -258,3 +258,18 @@ func TestHangInspectionIsCancellable(t *testing.T) {
 		t.Errorf("verdict:\n%s", v)
 	}
 }
+
+// A panic in the inspection (a bug, a hostile machine) is shown as an
+// error on the hang screen; the wizard keeps running.
+func TestHangPanicIsAnError(t *testing.T) {
+	w := &hangWorld{jobs: []HangJob{{ID: 7, Ranks: 2}}}
+	d := w.deps()
+	d.InspectHang = func(context.Context, int, func(string)) (HangReport, error) { panic("nil NVML method") }
+	m := press(t, newTestModel(t, d), "3")
+	if v := view(m); !strings.Contains(v, "internal error") || !strings.Contains(v, "nil NVML method") {
+		t.Errorf("panic not shown:\n%s", v)
+	}
+	if m = press(t, m, "esc"); m.Stage() != flow.Start {
+		t.Errorf("esc: stage %s", m.Stage())
+	}
+}

@@ -1,6 +1,10 @@
 package tui
 
-import tea "charm.land/bubbletea/v2"
+import (
+	"fmt"
+
+	tea "charm.land/bubbletea/v2"
+)
 
 // workMsg is a background job's progress line, or its end (done). The job
 // runs in a goroutine started by a tea.Cmd; its messages come back through
@@ -24,6 +28,13 @@ func startWork(kind string, run int, fn func(progress func(string)) (any, error)
 	ch := make(chan workMsg, 8)
 	go func() {
 		defer close(ch)
+		// A panic here would end the program without restoring the
+		// terminal: it becomes the run's error instead.
+		defer func() {
+			if r := recover(); r != nil {
+				ch <- workMsg{kind: kind, run: run, done: true, err: fmt.Errorf("internal error (please report it): %v", r)}
+			}
+		}()
 		v, err := fn(func(s string) {
 			select {
 			case ch <- workMsg{kind: kind, run: run, line: s}:
