@@ -331,13 +331,20 @@ func wizardHangJobs(ctx context.Context, a *App) ([]tui.HangJob, error) {
 	}
 	jobs := hang.FindJobs(tab)
 	if len(jobs) == 0 && h.Simulated {
-		return nil, errors.New("This is a practice scenario: there is no live job to inspect. On the machine where the job hangs, run `ncclwiz` there (or `ncclwiz hang`) while it hangs.")
+		return nil, noLiveJob{}
 	}
 	out := make([]tui.HangJob, 0, len(jobs))
 	for _, j := range jobs {
 		out = append(out, tui.HangJob{ID: j.ID(), Ranks: len(j.Ranks), Age: j.Age, Command: j.Command()})
 	}
 	return out, nil
+}
+
+// noLiveJob says, in the wizard's words, that a practice server runs no job.
+type noLiveJob struct{}
+
+func (noLiveJob) Error() string {
+	return "This is a practice scenario: there is no live job to inspect. On the machine where the job hangs, run `ncclwiz` there (or `ncclwiz hang`) while it hangs."
 }
 
 // wizardInspectHang is `ncclwiz hang --pid id`: the same hang.Inspect, the

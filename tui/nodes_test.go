@@ -137,7 +137,7 @@ func TestCheckAllNodesEmptyList(t *testing.T) {
 	if len(w.calls()) != 0 || !strings.Contains(view(m), "Type the job's nodes first") {
 		t.Fatalf("empty list: calls %v\n%s", w.calls(), view(m))
 	}
-	m = press(t, m, "q", "n", "1", ",", "q", "n", "2", "enter")
+	press(t, m, "q", "n", "1", ",", "q", "n", "2", "enter")
 	if got := w.calls(); len(got) != 1 || got[0] != "qn1,qn2" {
 		t.Fatalf("checked %v, want [qn1,qn2]", got)
 	}
