@@ -379,9 +379,10 @@ func wizardInspectHang(ctx context.Context, a *App, id int, progress func(string
 		return tui.HangReport{}, fmt.Errorf("inspect job %d: %w", id, ctx.Err())
 	}
 	out := tui.HangReport{Verdict: r.Verdict, Summary: r.Summary, Suspects: r.Suspects, Guide: "hang"}
-	out.Render = func(width int) string {
+	out.HasRaw = r.RAS != nil && r.RAS.Raw != ""
+	out.Render = func(width int, raw bool) string {
 		var b strings.Builder
-		if err := hang.WritePlain(&b, r, false, width); err != nil {
+		if err := hang.WritePlain(&b, r, raw, width); err != nil {
 			return err.Error()
 		}
 		return b.String()

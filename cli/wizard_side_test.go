@@ -40,7 +40,7 @@ func TestWizardHangOnPracticeServers(t *testing.T) {
 			if len(said) == 0 || strings.Contains(strings.Join(said, " "), "RAS") {
 				t.Errorf("progress %q (a practice server has no RAS port to ask)", said)
 			}
-			if out := r.Render(80); !strings.Contains(out, "NCCL RAS:") || !strings.Contains(out, "Verdict:") {
+			if out := r.Render(80, false); !strings.Contains(out, "NCCL RAS:") || !strings.Contains(out, "Verdict:") {
 				t.Errorf("report:\n%s", out)
 			}
 		})

@@ -119,9 +119,12 @@ type HangReport struct {
 	// Guide is the guide the report names (g opens it).
 	Guide string
 	// Render draws the whole report — ranks, RAS, flight recorder, kernel,
-	// evidence per source, verdict and next steps — at a width. Pure
-	// formatting: the view may call it.
-	Render func(width int) string
+	// evidence per source, verdict and next steps — at a width; raw adds
+	// RAS's reply as NCCL wrote it (sanitised). Pure formatting: the view
+	// may call it.
+	Render func(width int, raw bool) string
+	// HasRaw says whether RAS answered (w shows its raw reply).
+	HasRaw bool
 }
 
 // ClusterReport is the aggregated cluster check.

@@ -36,9 +36,11 @@ type hangModel struct {
 	job    HangJob
 	doing  string
 	report *HangReport
-	err    string
-	out    pager
-	spin   string
+	// raw shows RAS's reply as NCCL wrote it.
+	raw  bool
+	err  string
+	out  pager
+	spin string
 }
 
 func newHangModel(c *common) hangModel { return hangModel{c: c, out: newPager()} }
@@ -159,6 +161,11 @@ func (m hangModel) update(msg tea.Msg) (hangModel, tea.Cmd) {
 			}
 		case "r":
 			return m, m.inspect(m.job)
+		case "w":
+			if m.report.HasRaw {
+				m.raw = !m.raw
+				m.refresh()
+			}
 		case "esc", "left", "h":
 			if len(m.jobs) > 1 {
 				m.phase = hangPicking
@@ -183,7 +190,7 @@ func (m *hangModel) refresh() {
 		return
 	}
 	// Title, blank and the verdict above; a position line below.
-	body := wrapText(textsafe.Clean(m.report.Summary), m.c.width-1) + "\n\n" + m.report.Render(m.c.width-1)
+	body := wrapText(textsafe.Clean(m.report.Summary), m.c.width-1) + "\n\n" + m.report.Render(m.c.width-1, m.raw)
 	m.out.set(body, m.c.width, m.c.bodyHeight()-4)
 }
 
@@ -253,6 +260,9 @@ func (m hangModel) keys() [][2]string {
 		}
 		if m.out.scrolls() {
 			ks = append(ks, [2]string{"↑/↓/pgdn", "scroll"})
+		}
+		if m.report.HasRaw {
+			ks = append(ks, [2]string{"w", "RAS raw"})
 		}
 		return append(ks, [2]string{"r", "again"}, [2]string{"esc", "back"})
 	case hangFailed:

@@ -21,8 +21,12 @@ import (
 func fakeHangReport() HangReport {
 	return HangReport{Verdict: "suspect", Suspects: []int{2}, Guide: "hang",
 		Summary: "Suspect rank(s): 2. The other ranks wait for them in a collective.",
-		Render: func(width int) string {
+		HasRaw:  true,
+		Render: func(width int, raw bool) string {
 			var b strings.Builder
+			if raw {
+				b.WriteString("--- raw reply ---\nRAS-RAW-LINE\n---\n")
+			}
 			b.WriteString("Job 4100: torchrun --nproc-per-node 4 train.py\n")
 			for r := range 4 {
 				state := "R→R"
@@ -166,7 +170,14 @@ func TestHangEntrySeveralJobs(t *testing.T) {
 	if strings.Contains(v, "THE-END") {
 		t.Fatal("the report's end shows without scrolling: the layout does not test scrolling")
 	}
-	m = press(t, m, "end")
+	if !strings.Contains(v, "w RAS raw") || strings.Contains(v, "RAS-RAW-LINE") {
+		t.Errorf("the raw RAS reply: offered and hidden until w:\n%s", v)
+	}
+	m = press(t, m, "w")
+	if v = view(m); !strings.Contains(v, "RAS-RAW-LINE") {
+		t.Errorf("w does not show the raw RAS reply:\n%s", v)
+	}
+	m = press(t, m, "w", "end")
 	if v = view(m); !strings.Contains(v, "THE-END") || !strings.Contains(v, "kill -CONT 4103") {
 		t.Errorf("end does not reach the next steps:\n%s", v)
 	}
