@@ -284,3 +284,25 @@ func TestHangPanicIsAnError(t *testing.T) {
 		t.Errorf("esc: stage %s", m.Stage())
 	}
 }
+
+// Thirty jobs with long command lines: the list fits 80×24 and keeps the
+// cursor's job on screen all the way down.
+func TestHangJobListScrolls(t *testing.T) {
+	w := &hangWorld{}
+	for i := range 30 {
+		w.jobs = append(w.jobs, HangJob{ID: 1000 + i, Ranks: 8, Age: time.Minute,
+			Command: fmt.Sprintf("torchrun --nnodes 4 --nproc-per-node 8 job%02d.py %s", i, strings.Repeat("--flag ", 20))})
+	}
+	m := press(t, newTestModel(t, w.deps()), "3")
+	for i := range 30 {
+		if !strings.Contains(view(m), fmt.Sprintf("job%02d", i)) {
+			t.Fatalf("cursor on job %d, which is not on screen:\n%s", i, view(m))
+		}
+		fits(t, m, fmt.Sprintf("job list at %d", i))
+		m = press(t, m, "down")
+	}
+	m = press(t, m, "enter")
+	if got := w.calls(); len(got) != 1 || got[0] != 1029 {
+		t.Errorf("inspected %v, want 1029", got)
+	}
+}
