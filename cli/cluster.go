@@ -197,8 +197,30 @@ func (f clusterFlags) validate() error {
 }
 
 func runClusterCheck(ctx context.Context, a *App, f clusterFlags) error {
+	run, res, err := collectCluster(ctx, a, f)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		err = cluster.WriteJSON(a.Stdout, run, res)
+	} else {
+		err = cluster.WritePlain(termio.New(a.Stdout, a.Env, a.NoColor), run, res, cluster.PlainOptions{AllFacts: f.allFacts, MaxRows: f.maxRows})
+	}
+	if err != nil {
+		return err
+	}
+	if res.Summary.ExitCode != 0 {
+		return ExitError{Code: res.Summary.ExitCode}
+	}
+	return nil
+}
+
+// collectCluster reaches the nodes f names, runs the check there and
+// aggregates the reports: the cluster check the CLI prints and the
+// wizard's "Check all nodes" shows.
+func collectCluster(ctx context.Context, a *App, f clusterFlags) (cluster.Run, cluster.Result, error) {
 	if err := f.validate(); err != nil {
-		return usageError{err}
+		return cluster.Run{}, cluster.Result{}, usageError{err}
 	}
 	opts := remote.Options{SSHConfig: f.sshConfig, SSHOptions: f.sshOptions, ConnectTimeout: f.connectTimeout,
 		NodeTimeout: f.timeout, Fanout: f.fanout, RemotePath: f.remotePath, Copy: remote.CopyMode(f.copyMode)}
@@ -214,7 +236,7 @@ func runClusterCheck(ctx context.Context, a *App, f clusterFlags) error {
 		engine = "json"
 		out, err = remote.FromJSON(f.fromJSON)
 		if err != nil {
-			return usageError{err}
+			return cluster.Run{}, cluster.Result{}, usageError{err}
 		}
 	case f.slurm || f.slurmJob != "" || f.nodelist != "":
 		engine = "slurm"
@@ -227,40 +249,28 @@ func runClusterCheck(ctx context.Context, a *App, f clusterFlags) error {
 			var merr error
 			pairs, notes, merr = eng.Mesh(ctx, out.Nodes, f.master)
 			if merr != nil {
-				return merr
+				return cluster.Run{}, cluster.Result{}, merr
 			}
 			out.Notes = append(out.Notes, notes...)
 		}
 	}
 	if err != nil {
-		return err
+		return cluster.Run{}, cluster.Result{}, err
 	}
 	if ctx.Err() != nil {
 		// Ctrl-C: the nodes cut short are not findings.
-		return fmt.Errorf("interrupted: %w", ctx.Err())
+		return cluster.Run{}, cluster.Result{}, fmt.Errorf("interrupted: %w", ctx.Err())
 	}
 	if f.save != "" {
 		if err := saveReports(f.save, out.Nodes); err != nil {
-			return err
+			return cluster.Run{}, cluster.Result{}, err
 		}
 	}
 	res := cluster.Aggregate(out.Nodes)
 	if f.mesh {
 		res.AddMesh(pairs)
 	}
-	run := cluster.Run{Engine: engine, Binary: opts.RemotePath, GeneratedAt: time.Now(), Version: a.VersionString(), Notes: out.Notes}
-	if f.json {
-		err = cluster.WriteJSON(a.Stdout, run, res)
-	} else {
-		err = cluster.WritePlain(termio.New(a.Stdout, a.Env, a.NoColor), run, res, cluster.PlainOptions{AllFacts: f.allFacts, MaxRows: f.maxRows})
-	}
-	if err != nil {
-		return err
-	}
-	if res.Summary.ExitCode != 0 {
-		return ExitError{Code: res.Summary.ExitCode}
-	}
-	return nil
+	return cluster.Run{Engine: engine, Binary: opts.RemotePath, GeneratedAt: time.Now(), Version: a.VersionString(), Notes: out.Notes}, res, nil
 }
 
 // hostEngine is what --hosts/--hostfile engines do.

@@ -234,9 +234,11 @@ func logResult(r *explain.Report) tui.LogResult {
 				ld.Evidence = append(ld.Evidence, "  "+r)
 			}
 		}
+		out.Nodes = max(out.Nodes, len(d.Hosts))
 		out.Diagnoses = append(out.Diagnoses, ld)
 	}
 	if d := r.Digest; d != nil {
+		out.Nodes = max(out.Nodes, d.NNodes)
 		if d.NRanks > 0 {
 			out.Digest = append(out.Digest, fmt.Sprintf("%s, %s, %d local", units.Count(d.NRanks, "rank"), units.Count(d.NNodes, "node"), d.LocalRanks))
 		}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -19,12 +21,17 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/all"
+	"github.com/ncclwiz/ncclwiz/cluster"
+	"github.com/ncclwiz/ncclwiz/cluster/nodes"
 	"github.com/ncclwiz/ncclwiz/guides"
 	"github.com/ncclwiz/ncclwiz/guides/render"
 	"github.com/ncclwiz/ncclwiz/guideui"
+	"github.com/ncclwiz/ncclwiz/hang"
 	hostpkg "github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/steps"
 	"github.com/ncclwiz/ncclwiz/termio"
+	"github.com/ncclwiz/ncclwiz/textsafe"
 	"github.com/ncclwiz/ncclwiz/tui"
 	"github.com/ncclwiz/ncclwiz/validate"
 )
@@ -47,6 +54,7 @@ func runWizard(cmd *cobra.Command, a *App) error {
 	}
 	deps := wizardDeps(a, reg, quick)
 	deps.Host = h
+	deps.MultiNode, deps.NodeList = multiNode(a.Env, h.Name)
 	if a.scenario != nil {
 		deps.SuggestedLog = a.scenario.LogPath
 	}
@@ -164,6 +172,13 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 	}
 	d.ExplainLog = func(ctx context.Context, path string) (tui.LogResult, error) {
 		return ExplainForWizard(ctx, wizardLang(a), path)
+	}
+	d.HangJobs = func(ctx context.Context) ([]tui.HangJob, error) { return wizardHangJobs(ctx, a) }
+	d.InspectHang = func(ctx context.Context, id int, progress func(string)) (tui.HangReport, error) {
+		return wizardInspectHang(ctx, a, id, progress)
+	}
+	d.ClusterCheck = func(ctx context.Context, list string, progress func(string)) (tui.ClusterReport, error) {
+		return wizardClusterCheck(ctx, a, list, progress)
 	}
 	d.CanValidate = func(ctx context.Context) (bool, string) {
 		h, err := a.Host()
@@ -300,4 +315,190 @@ func sentences(parts []string) string {
 		out = append(out, p)
 	}
 	return strings.Join(out, " ")
+}
+
+// wizardHangJobs lists the jobs `ncclwiz hang` would choose from. A
+// practice server is read through its own process table (the host seam);
+// it says plainly when there is no live job there.
+func wizardHangJobs(ctx context.Context, a *App) ([]tui.HangJob, error) {
+	h, err := a.Host()
+	if err != nil {
+		return nil, err
+	}
+	tab, err := hang.ReadTable(ctx, h)
+	if err != nil {
+		return nil, fmt.Errorf("read the process table: %w", err)
+	}
+	jobs := hang.FindJobs(tab)
+	if len(jobs) == 0 && h.Simulated {
+		return nil, noLiveJob{}
+	}
+	out := make([]tui.HangJob, 0, len(jobs))
+	for _, j := range jobs {
+		out = append(out, tui.HangJob{ID: j.ID(), Ranks: len(j.Ranks), Age: j.Age, Command: j.Command()})
+	}
+	return out, nil
+}
+
+// noLiveJob says, in the wizard's words, that a practice server runs no job.
+type noLiveJob struct{}
+
+func (noLiveJob) Error() string {
+	return "This is a practice scenario: there is no live job to inspect. On the machine where the job hangs, run `ncclwiz` there (or `ncclwiz hang`) while it hangs."
+}
+
+// wizardInspectHang is `ncclwiz hang --pid id`: the same hang.Inspect, the
+// same plain report. py-spy is not run from here: the report names
+// `ncclwiz hang --py-spy`, which asks before it attaches.
+func wizardInspectHang(ctx context.Context, a *App, id int, progress func(string)) (tui.HangReport, error) {
+	h, err := a.Host()
+	if err != nil {
+		return tui.HangReport{}, err
+	}
+	progress("reading the process table")
+	tab, err := hang.ReadTable(ctx, h)
+	if err != nil {
+		return tui.HangReport{}, fmt.Errorf("read the process table: %w", err)
+	}
+	job, err := hang.Pick(hang.FindJobs(tab), id)
+	if err != nil {
+		return tui.HangReport{}, fmt.Errorf("job %d: %w (it may have ended)", id, err)
+	}
+	o := hang.Options{Interval: hang.DefaultInterval}
+	ras := "asking NCCL's RAS port, "
+	if h.Simulated {
+		o.NoRAS = true // a practice server has no RAS port; the real one must not be asked
+		ras = ""
+	}
+	progress(fmt.Sprintf("sampling %d rank(s) twice, %s apart; %sreading flight-recorder dumps", len(job.Ranks), o.Interval, ras))
+	r, err := hang.Inspect(ctx, h, job, o)
+	if err != nil {
+		return tui.HangReport{}, fmt.Errorf("inspect job %d: %w", id, err)
+	}
+	if ctx.Err() != nil {
+		return tui.HangReport{}, fmt.Errorf("inspect job %d: %w", id, ctx.Err())
+	}
+	out := tui.HangReport{Verdict: r.Verdict, Summary: r.Summary, Suspects: r.Suspects, Guide: "hang"}
+	out.HasRaw = r.RAS != nil && r.RAS.Raw != ""
+	out.Render = func(width int, raw bool) string {
+		var b strings.Builder
+		if err := hang.WritePlain(&b, r, raw, width); err != nil {
+			return err.Error()
+		}
+		return b.String()
+	}
+	return out, nil
+}
+
+// wizardClusterCheck is `ncclwiz cluster check` over the list: --hosts,
+// or the Slurm job's own step when the list is the allocation's.
+func wizardClusterCheck(ctx context.Context, a *App, list string, progress func(string)) (tui.ClusterReport, error) {
+	ns, err := nodes.ParseHosts(list)
+	if err != nil {
+		return tui.ClusterReport{}, fmt.Errorf("node list %q: %w", list, err)
+	}
+	if len(ns) == 0 {
+		return tui.ClusterReport{}, errors.New("the node list is empty")
+	}
+	f := clusterFlags{hosts: list, engine: "auto", connectTimeout: 10 * time.Second, timeout: 120 * time.Second, fanout: 32, copyMode: "auto", maxRows: 50}
+	via := "ssh (pdsh when installed)"
+	if job, nl := termio.Getenv(a.Env, "SLURM_JOB_ID"), slurmNodeList(a.Env); job != "" && nl == list {
+		f.hosts, f.nodelist, f.slurmJob = "", list, job
+		via = "srun in Slurm job " + job
+	}
+	progress(fmt.Sprintf("running `ncclwiz check --json` on %s over %s, up to %d at once, %s per node", units.Count(len(ns), "node"), via, f.fanout, f.timeout))
+	run, res, err := collectCluster(ctx, a, f)
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			return tui.ClusterReport{}, ue.error
+		}
+		return tui.ClusterReport{}, err
+	}
+	s := res.Summary
+	out := tui.ClusterReport{Summary: fmt.Sprintf("%s: %d checked, %d not reachable, %s differ", units.Count(s.Nodes, "node"), s.Checked, s.Unreachable, units.Count(s.Disagreements, "fact"))}
+	for _, n := range res.Nodes {
+		if n.Status != cluster.StatusOK {
+			out.Suspects = append(out.Suspects, n.Name)
+		}
+	}
+	for _, sp := range res.Suspects {
+		if !slices.Contains(out.Suspects, sp.Node) {
+			out.Suspects = append(out.Suspects, sp.Node)
+		}
+	}
+	if len(out.Suspects) > 0 {
+		out.Summary += "; look at " + strings.Join(out.Suspects, ", ")
+	}
+	env, noColor := a.Env, a.NoColor
+	out.Render = func(width int) string {
+		var b strings.Builder
+		o := termio.New(&b, env, noColor)
+		o.Width = width
+		if err := cluster.WritePlain(o, run, res, cluster.PlainOptions{MaxRows: f.maxRows}); err != nil {
+			return err.Error()
+		}
+		return b.String()
+	}
+	return out, nil
+}
+
+// slurmNodeList is the allocation's node list, when inside one.
+func slurmNodeList(env []string) string {
+	if v := termio.Getenv(env, "SLURM_JOB_NODELIST"); v != "" {
+		return v
+	}
+	return termio.Getenv(env, "SLURM_NODELIST")
+}
+
+// multiNode says why the job looks multi-node — a Slurm node list, a
+// hostfile (PBS, Open MPI), MASTER_ADDR naming another machine — and the
+// node list to pre-fill, or "" when it looks single-node. It reads only the
+// environment and the hostfile it names (no DNS: a name that is not this
+// host's counts as another machine).
+func multiNode(env []string, hostname string) (why, list string) {
+	if nl := slurmNodeList(env); nl != "" {
+		return "Slurm node list " + textsafe.Clean(nl), nl
+	}
+	for _, k := range []string{"PBS_NODEFILE", "OMPI_MCA_orte_default_hostfile", "OMPI_MCA_rmaps_base_default_hostfile"} {
+		path := termio.Getenv(env, k)
+		if path == "" {
+			continue
+		}
+		hs, err := nodes.ReadHostfile(path)
+		if err != nil || len(hs) == 0 {
+			return "hostfile " + textsafe.Clean(path), ""
+		}
+		return "hostfile " + textsafe.Clean(path), strings.Join(slices.Compact(hs), ",")
+	}
+	addr := termio.Getenv(env, "MASTER_ADDR")
+	if addr == "" || localAddr(addr, hostname) {
+		return "", ""
+	}
+	return "MASTER_ADDR=" + textsafe.Clean(addr) + " is another machine", ""
+}
+
+// localAddr reports whether addr names this machine.
+func localAddr(addr, hostname string) bool {
+	short := func(s string) string { s, _, _ = strings.Cut(strings.ToLower(s), "."); return s }
+	if strings.EqualFold(addr, "localhost") || (hostname != "" && short(addr) == short(hostname)) {
+		return true
+	}
+	ip := net.ParseIP(addr)
+	if ip == nil {
+		return false
+	}
+	if ip.IsLoopback() || ip.IsUnspecified() {
+		return true
+	}
+	ifs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range ifs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
 }

@@ -98,6 +98,23 @@ func simulatedGPUs(name string, procs map[int][]GPUProcess) (host.NVML, error) {
 			return out, nvml.SUCCESS
 		}
 		md.GetGraphicsRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
+		// ncclwiz hang reads these for the ranks' GPUs; the simulated server
+		// leaves some unset (its mock panics on an unset method).
+		if md.GetUtilizationRatesFunc == nil {
+			md.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED }
+		}
+		if md.GetPowerUsageFunc == nil {
+			md.GetPowerUsageFunc = func() (uint32, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
+		}
+		if md.GetEnforcedPowerLimitFunc == nil {
+			md.GetEnforcedPowerLimitFunc = func() (uint32, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
+		}
+		if md.GetClockInfoFunc == nil {
+			md.GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
+		}
+		if md.GetUUIDFunc == nil {
+			md.GetUUIDFunc = func() (string, nvml.Return) { return "", nvml.ERROR_NOT_SUPPORTED }
+		}
 		md.GetPersistenceModeFunc = func() (nvml.EnableState, nvml.Return) { return b.persistence, nvml.SUCCESS }
 		md.GetComputeModeFunc = func() (nvml.ComputeMode, nvml.Return) { return nvml.COMPUTEMODE_DEFAULT, nvml.SUCCESS }
 		md.GetNumaNodeIdFunc = func() (int, nvml.Return) { return numa(idx), nvml.SUCCESS }

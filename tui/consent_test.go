@@ -44,7 +44,7 @@ func (w *longWorld) deps() Deps {
 	for i := range 30 {
 		rm = append(rm, fmt.Sprintf("rm -- /dev/shm/nccl-seg%02d   # 1.0 MiB, 2 h old", i))
 	}
-	return Deps{
+	return withSideTrips(Deps{
 		Host:   &host.Host{Kind: "fixture", Name: "practice", Simulated: true, EUID: 1000},
 		Checks: []checks.Check{segs, mount},
 		Guide: func(id string) (GuideDoc, bool) {
@@ -84,7 +84,7 @@ func (w *longWorld) deps() Deps {
 			w.tested++
 			return ValidationResult{Pass: true, Verdict: "passed"}, nil
 		},
-	}
+	})
 }
 
 func evidence(n int) map[string]any {
@@ -132,8 +132,14 @@ var wizardStates = []struct {
 	{"summary, export prompt", []string{"enter", "tab", "tab", "tab", "tab", "e"}, flow.Summary},
 	{"detect, after a run", []string{"enter", "tab", "tab", "tab", "tab", "esc", "enter"}, flow.Detect},
 	{"log", []string{"2"}, flow.Log},
-	{"learn", []string{"3"}, flow.Learn},
-	{"guides", []string{"4"}, flow.Guides},
+	{"learn", []string{"4"}, flow.Learn},
+	{"guides", []string{"5"}, flow.Guides},
+	{"hang, verdict", []string{"3"}, flow.Hang},
+	{"hang, verdict scrolled", []string{"3", "end"}, flow.Hang},
+	{"hang, guide", []string{"3", "g"}, flow.Explain},
+	{"nodes, list", []string{"enter", "n"}, flow.Nodes},
+	{"nodes, table", []string{"enter", "n", "enter"}, flow.Nodes},
+	{"nodes, table scrolled", []string{"enter", "n", "enter", "end"}, flow.Nodes},
 }
 
 // Every key on every screen: only y on a confirm step whose plan has been

@@ -7,6 +7,7 @@ package tui
 
 import (
 	"context"
+	"time"
 
 	"github.com/ncclwiz/ncclwiz/guideui"
 
@@ -89,6 +90,8 @@ type LogResult struct {
 	Version   string
 	Diagnoses []LogDiagnosis
 	Digest    []string
+	// Nodes is how many machines the log's ranks ran on (0: unknown).
+	Nodes int
 }
 
 // ValidationResult is the collective test's verdict.
@@ -96,6 +99,41 @@ type ValidationResult struct {
 	Pass    bool
 	Verdict string
 	Lines   []string
+}
+
+// HangJob is one distributed job running on this machine, for the user to
+// pick when there are several.
+type HangJob struct {
+	ID      int // the launcher's PID, or the first rank's
+	Ranks   int
+	Age     time.Duration
+	Command string
+}
+
+// HangReport is the verdict of a hang inspection.
+type HangReport struct {
+	// Verdict is "suspect", "stuck" or "no_hang_found".
+	Verdict  string
+	Summary  string
+	Suspects []int
+	// Guide is the guide the report names (g opens it).
+	Guide string
+	// Render draws the whole report — ranks, RAS, flight recorder, kernel,
+	// evidence per source, verdict and next steps — at a width; raw adds
+	// RAS's reply as NCCL wrote it (sanitised). Pure formatting: the view
+	// may call it.
+	Render func(width int, raw bool) string
+	// HasRaw says whether RAS answered (w shows its raw reply).
+	HasRaw bool
+}
+
+// ClusterReport is the aggregated cluster check.
+type ClusterReport struct {
+	Summary string
+	// Suspects are the minority nodes, most suspicious first.
+	Suspects []string
+	// Render draws the nodes × facts table at a width (pure formatting).
+	Render func(width int) string
 }
 
 // Deps are the wizard's connections to the rest of ncclwiz. Nil functions
@@ -132,6 +170,25 @@ type Deps struct {
 	ExplainLog func(ctx context.Context, path string) (LogResult, error)
 	// SuggestedLog pre-fills the log path (a practice scenario's log).
 	SuggestedLog string
+
+	// HangJobs lists the distributed jobs running here (reads /proc: tea.Cmd
+	// only). On a practice server it lists the scenario's processes and says
+	// plainly when there is no live job.
+	HangJobs func(ctx context.Context) ([]HangJob, error)
+	// InspectHang samples the job's ranks for seconds, asks RAS and reads
+	// the flight-recorder dumps, as `ncclwiz hang --pid ID` does. Read-only:
+	// it never signals or attaches (no py-spy from the wizard). progress
+	// says what it is doing; ctx cancels it.
+	InspectHang func(ctx context.Context, jobID int, progress func(string)) (HangReport, error)
+
+	// MultiNode says why this job looks multi-node (MASTER_ADDR not local,
+	// SLURM_* set, a hostfile), or "" when it does not: only then does
+	// Findings offer "Check all nodes". NodeList pre-fills the node list.
+	MultiNode string
+	NodeList  string
+	// ClusterCheck runs `ncclwiz cluster check` over the nodes given (a
+	// list as --hosts takes it); progress says what it is doing.
+	ClusterCheck func(ctx context.Context, nodes string, progress func(string)) (ClusterReport, error)
 
 	// CanValidate says whether a collective test can run, and if not why.
 	CanValidate func(ctx context.Context) (bool, string)

@@ -76,6 +76,10 @@ func (m findingsModel) key(k string) (findingsModel, tea.Cmd) {
 			id := m.shown[m.cursor].Guide
 			return m, func() tea.Msg { return openGuideMsg{id: id} }
 		}
+	case "n":
+		if m.c.nodesOffered() {
+			return m, goTo(flow.Nodes)
+		}
 	case "enter", "right", "l":
 		return m, goTo(flow.Explain)
 	}
@@ -192,7 +196,11 @@ func evidenceLines(ev map[string]any) []string {
 }
 
 func (m findingsModel) keys() [][2]string {
-	ks := [][2]string{{"↑/↓", "select"}, {"g", "guide"}, {"a", "all/problems"}, {"enter", "continue"}}
+	ks := [][2]string{{"↑/↓", "select"}, {"g", "guide"}}
+	if m.c.nodesOffered() {
+		ks = append(ks, [2]string{"n", "check all nodes"})
+	}
+	ks = append(ks, [2]string{"a", "all/problems"}, [2]string{"enter", "continue"})
 	if m.detail.scrolls() {
 		ks = append(ks, [2]string{"pgup/pgdn", "scroll"})
 	}

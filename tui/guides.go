@@ -14,7 +14,11 @@ import (
 )
 
 // openGuideMsg asks the root to show one guide in the Explain stage.
-type openGuideMsg struct{ id string }
+// back is the side stage that asked (Esc returns there); "" is Findings.
+type openGuideMsg struct {
+	id   string
+	back flow.Stage
+}
 
 type renderedMsg struct {
 	mode, id string
@@ -27,8 +31,11 @@ type renderedMsg struct {
 // search. The same model serves Explain (guides for the problems found),
 // Learn (the onboarding track) and Guides (everything).
 type guidesModel struct {
-	c         *common
-	mode      string // "explain", "learn", "browse"
+	c    *common
+	mode string // "explain", "learn", "browse"
+	// back is where Esc returns in explain mode when a side stage opened
+	// the guide ("" is Findings).
+	back      flow.Stage
 	docs      []GuideDoc
 	cursor    int
 	viewing   bool
@@ -213,6 +220,9 @@ func (m guidesModel) key(k tea.KeyPressMsg) (guidesModel, tea.Cmd) {
 			}
 		case "esc", "left", "h":
 			if m.mode == "explain" {
+				if m.back != "" {
+					return m, goTo(m.back)
+				}
 				return m, goTo(flow.Findings)
 			}
 			return m, goTo(flow.Start)
@@ -223,6 +233,10 @@ func (m guidesModel) key(k tea.KeyPressMsg) (guidesModel, tea.Cmd) {
 	case "esc", "left", "h", "backspace":
 		if m.mode == "learn" {
 			return m, goTo(flow.Start)
+		}
+		if m.mode == "explain" && m.back != "" {
+			// Opened from a side stage for one guide: back there at once.
+			return m, goTo(m.back)
 		}
 		m.viewing = false
 		return m, nil
@@ -247,7 +261,7 @@ func (m guidesModel) key(k tea.KeyPressMsg) (guidesModel, tea.Cmd) {
 		}
 		return m, nil
 	case "enter":
-		if m.mode == "explain" {
+		if m.mode == "explain" && m.back == "" {
 			return m, goTo(flow.Fix)
 		}
 	}
@@ -379,7 +393,7 @@ func (m guidesModel) keys() [][2]string {
 			ks = append(ks, [2]string{"]/[", "next/prev guide"})
 		}
 		ks = append(ks, [2]string{"esc", "back"})
-		if m.mode == "explain" {
+		if m.mode == "explain" && m.back == "" {
 			ks = append(ks, [2]string{"enter", "to fixes"})
 		}
 		return ks

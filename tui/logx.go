@@ -87,7 +87,7 @@ func (m logModel) update(msg tea.Msg) (logModel, tea.Cmd) {
 		case "g", "enter":
 			if m.result != nil && m.cursor < len(m.result.Diagnoses) && m.result.Diagnoses[m.cursor].Guide != "" {
 				id := m.result.Diagnoses[m.cursor].Guide
-				return m, func() tea.Msg { return openGuideMsg{id: id} }
+				return m, func() tea.Msg { return openGuideMsg{id: id, back: flow.Log} }
 			}
 		case "o":
 			m.result, m.err, m.cursor = nil, nil, 0
@@ -147,6 +147,10 @@ func (m logModel) view() string {
 	}
 	for _, l := range r.Digest {
 		b.WriteString(st.dim.Render(truncate(textsafe.Clean(l), m.c.width)) + "\n")
+	}
+	if r.Nodes > 1 {
+		b.WriteString("\n" + st.hint.Render(wrapText(fmt.Sprintf("This job ran on %d nodes: most multi-node failures are a difference between nodes. "+
+			"`ncclwiz cluster check --hosts NODE,NODE…` (or --slurm) compares them; the wizard's Findings offers it (n) when run in the job's environment.", r.Nodes), m.c.width-2)) + "\n")
 	}
 	return b.String()
 }

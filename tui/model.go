@@ -58,6 +58,8 @@ type Model struct {
 	validate validateModel
 	summary  summaryModel
 	logx     logModel
+	hang     hangModel
+	nodes    nodesModel
 	learn    guidesModel
 	browse   guidesModel
 	// browser is the full guide browser (Learn and Guides stages) when the
@@ -83,6 +85,8 @@ func New(ctx context.Context, deps Deps, opt Options) Model {
 	if deps.SuggestedLog != "" {
 		m.logx.input.SetValue(deps.SuggestedLog)
 	}
+	m.hang = newHangModel(c)
+	m.nodes = newNodesModel(c)
 	m.learn = newGuidesModel(c, "learn")
 	m.browse = newGuidesModel(c, "browse")
 	return m
@@ -124,6 +128,17 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case statusMsg:
 		m.status = string(msg)
 		return m, nil
+	case workMsg:
+		var cmd tea.Cmd
+		switch msg.kind {
+		case "hang":
+			m.hang, cmd = m.hang.work(msg)
+		case "nodes":
+			m.nodes, cmd = m.nodes.work(msg)
+		default:
+			cmd = msg.next()
+		}
+		return m, cmd
 	case plannedMsg:
 		if msg.gen != m.gen {
 			return m, nil // a newer check run is being planned
@@ -157,6 +172,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.fix.leave()
 		m.stage = flow.Explain
+		m.explain.back = msg.back
 		m.explain.loadIDs(ids)
 		return m, m.explain.open(idx)
 	case recheckDoneMsg:
@@ -189,6 +205,10 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.summary, cmd = m.summary.update(msg)
 	case flow.Log:
 		m.logx, cmd = m.logx.update(msg)
+	case flow.Hang:
+		m.hang, cmd = m.hang.update(msg)
+	case flow.Nodes:
+		m.nodes, cmd = m.nodes.update(msg)
 	case flow.Learn, flow.Guides:
 		if m.hasBrowser {
 			if _, ok := msg.(guideui.ExitMsg); ok {
@@ -216,6 +236,8 @@ func (m Model) typing() bool {
 	switch m.stage {
 	case flow.Log:
 		return m.logx.input.Focused()
+	case flow.Nodes:
+		return m.nodes.input.Focused()
 	case flow.Summary:
 		return m.summary.exporting
 	case flow.Explain:
@@ -295,8 +317,16 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 	if s != flow.Fix {
 		m.fix.leave()
 	}
+	prev := m.stage
 	m.stage = s
 	switch s {
+	case flow.Hang:
+		// From Start it looks afresh; back from a guide it keeps the verdict.
+		if prev == flow.Start || m.hang.phase == hangFailed {
+			return m, m.hang.begin()
+		}
+	case flow.Nodes:
+		return m, m.nodes.enter()
 	case flow.Detect:
 		if !m.state.Detected && !m.detect.running {
 			return m, m.detect.startRun()
@@ -304,6 +334,7 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 	case flow.Findings:
 		m.findings.load(m.detect.ordered())
 	case flow.Explain:
+		m.explain.back = ""
 		m.explain.loadIDs(guideIDsFor(m.state.Problems(), m.c.deps))
 		return m, m.explain.open(0)
 	case flow.Fix:
@@ -406,6 +437,8 @@ func (m Model) resize() (tea.Model, tea.Cmd) {
 	m.apply.refresh()
 	m.findings.refresh()
 	m.summary.refresh()
+	m.hang.refresh()
+	m.nodes.refresh()
 	if m.hasBrowser {
 		cmds = append(cmds, m.browser.SetSize(m.c.width, m.c.height-2))
 	}
@@ -439,6 +472,14 @@ func (m Model) current() screen {
 		return m.summary
 	case flow.Log:
 		return m.logx
+	case flow.Hang:
+		h := m.hang
+		h.spin = m.detect.spin.View()
+		return h
+	case flow.Nodes:
+		n := m.nodes
+		n.spin = m.detect.spin.View()
+		return n
 	case flow.Learn:
 		return m.learn
 	case flow.Guides:

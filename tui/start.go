@@ -25,6 +25,7 @@ func newStartModel(c *common) startModel {
 	return startModel{c: c, items: []startItem{
 		{"Diagnose this machine", "run read-only checks, explain what is wrong, fix it with your consent, validate", flow.Detect},
 		{"Explain a log", "point at the failing job's output; ncclwiz names the root cause", flow.Log},
+		{"My job is hanging", "a running job prints nothing: find which rank is stuck, where, and why (read-only)", flow.Hang},
 		{"Learn", "the onboarding track: NCCL, its transports, reading NCCL_DEBUG, /dev/shm, timeouts", flow.Learn},
 		{"Browse guides", "every guide, searchable, offline", flow.Guides},
 	}}
@@ -40,7 +41,7 @@ func (m startModel) update(msg tea.Msg) (startModel, tea.Cmd) {
 		m.cursor = (m.cursor + len(m.items) - 1) % len(m.items)
 	case "down", "j":
 		m.cursor = (m.cursor + 1) % len(m.items)
-	case "1", "2", "3", "4":
+	case "1", "2", "3", "4", "5":
 		m.cursor = int(k.String()[0] - '1')
 		return m, goTo(m.items[m.cursor].stage)
 	case "enter", "right", "l":
@@ -78,7 +79,7 @@ func (m startModel) view() string {
 }
 
 func (m startModel) keys() [][2]string {
-	return [][2]string{{"↑/↓", "move"}, {"enter", "choose"}, {"1-4", "jump"}}
+	return [][2]string{{"↑/↓", "move"}, {"enter", "choose"}, {"1-5", "jump"}}
 }
 
 // wrapText wraps plain text at width (word boundaries, terminal cells).

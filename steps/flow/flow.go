@@ -11,8 +11,8 @@ import (
 // Stage is one screen of the wizard.
 type Stage string
 
-// Stages in the order of the diagnose path. Log, Learn and Guides are side
-// entries from Start.
+// Stages in the order of the diagnose path. Log, Learn, Guides and Hang are
+// side entries from Start; Nodes is a side trip from Findings.
 const (
 	Start    Stage = "start"
 	Detect   Stage = "detect"
@@ -25,6 +25,10 @@ const (
 	Log      Stage = "log"
 	Learn    Stage = "learn"
 	Guides   Stage = "guides"
+	// Hang inspects a running job that hangs (a side entry from Start).
+	Hang Stage = "hang"
+	// Nodes checks every node of a multi-node job (a side trip from Findings).
+	Nodes Stage = "nodes"
 )
 
 // Title is the short name shown in the header's progress trail.
@@ -52,6 +56,10 @@ func (s Stage) Title() string {
 		return "Learn"
 	case Guides:
 		return "Guides"
+	case Hang:
+		return "My job is hanging"
+	case Nodes:
+		return "Check all nodes"
 	}
 	return string(s)
 }
