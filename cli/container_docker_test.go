@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,7 +16,7 @@ func dockerImage(t *testing.T) string {
 	t.Helper()
 	dockertest.Require(t)
 	dir := dockertest.Rootfs(t)
-	dockertest.BuildStatic(t, ".", filepath.Join(dir, "ncclwiz"))
+	dockertest.AddStatic(t, dir, "ncclwiz", ".")
 	dockertest.Write(t, dir, "etc/systemd/logind.conf", []byte("[Login]\n#RemoveIPC=yes\n"), 0o644)
 	return dockertest.Import(t, "scen", dir)
 }

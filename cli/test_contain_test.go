@@ -15,6 +15,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/contain"
+	"github.com/ncclwiz/ncclwiz/internal/gobin"
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
 
@@ -50,22 +51,10 @@ func newE2E(t *testing.T) *e2e {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Not t.TempDir (0700): the nobody cases must reach the binary.
-	dir, err := os.MkdirTemp("", "ncclwiz-child-e2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "ncclwiz")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = ".."
-	build.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	// Not t.TempDir (0700): the nobody cases must reach the binary, and
+	// their case directories (made beside it).
+	bin := gobin.Reachable(t, gobin.Ncclwiz(t, false))
+	dir := filepath.Dir(bin)
 	ns := map[string]bool{"root": exec.Command("unshare", "--user", "--pid", "--fork", "--mount", "true").Run() == nil}
 	if os.Geteuid() == 0 {
 		ns["root"] = exec.Command("unshare", "--pid", "--fork", "--mount", "true").Run() == nil

@@ -2,7 +2,6 @@ package hang
 
 import (
 	"context"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ func TestJobInDocker(t *testing.T) {
 	}
 	dockertest.Require(t)
 	root := dockertest.Rootfs(t, "tmp")
-	dockertest.BuildStatic(t, "./hang/internal/fakejob", filepath.Join(root, "torchrun"))
+	dockertest.AddStatic(t, root, "torchrun", "./hang/internal/fakejob")
 	image := dockertest.Import(t, "hang", root)
 	name := dockertest.Name(t, "hang", "job")
 	dockertest.Start(t, name, "--network", "none", image, "/torchrun", "launcher", "spin,pipe,spin")

@@ -19,7 +19,7 @@ func buildTestImage(t *testing.T) string {
 	dockertest.Require(t)
 	root := dockertest.Rootfs(t, "dev/shm", "proc", "sys", "tmp", "etc")
 	dockertest.Copy(t, root, "holder", shmtest.BuildHolderStatic(t))
-	dockertest.BuildStatic(t, ".", filepath.Join(root, "ncclwiz"))
+	dockertest.AddStatic(t, root, "ncclwiz", ".")
 	return dockertest.Import(t, "shm", root)
 }
 

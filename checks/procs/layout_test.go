@@ -16,6 +16,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/dockertest"
+	"github.com/ncclwiz/ncclwiz/internal/gobin"
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
 
@@ -43,19 +44,7 @@ type bins struct{ dir, helper, tini, ncclwiz string }
 func buildBins(t *testing.T) bins {
 	t.Helper()
 	dir := t.TempDir()
-	b := bins{dir: dir, helper: filepath.Join(dir, "rankhelper"), tini: filepath.Join(dir, "tini"), ncclwiz: filepath.Join(dir, "ncclwiz")}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ out, pkg string }{{b.helper, "./checks/procs/testdata/rankhelper"}, {b.ncclwiz, "."}} {
-		cmd := exec.Command("go", "build", "-o", c.out, c.pkg)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", c.pkg, err, out)
-		}
-	}
+	b := bins{dir: dir, helper: gobin.Build(t, "./checks/procs/testdata/rankhelper", true), tini: filepath.Join(dir, "tini"), ncclwiz: gobin.Ncclwiz(t, true)}
 	// A copy named tini: its comm is "tini", as the real one's.
 	data, err := os.ReadFile(b.helper)
 	if err != nil {

@@ -1,6 +1,6 @@
 // Package dockertest runs real Docker containers in tests without a
-// registry: static (CGO_ENABLED=0) binaries built from this module are laid
-// out in a directory, `docker import`ed as a uniquely tagged image, and run;
+// registry: static (CGO_ENABLED=0) binaries built from this module (by
+// internal/gobin, once per test binary) are laid out in a directory, `docker import`ed as a uniquely tagged image, and run;
 // images and containers are removed when the test ends.
 package dockertest
 
@@ -12,9 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ncclwiz/ncclwiz/internal/gobin"
 )
 
 // Require skips t, with the reason, unless it runs as root with the docker
@@ -39,28 +40,13 @@ func Docker(args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// ModuleRoot is the directory of go.mod, found from this file's path so
-// that it does not depend on the test's working directory.
-func ModuleRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
-}
-
-// BuildStatic compiles pkg (relative to the module root, e.g. "." or
-// "./hang/internal/fakejob") with CGO_ENABLED=0 into out, so that it runs in
-// an image holding nothing else. Go's build cache makes a repeat cheap.
-func BuildStatic(t testing.TB, pkg, out string) {
+// AddStatic puts pkg (relative to the module root, e.g. "." or
+// "./hang/internal/fakejob"), built once per test binary with
+// CGO_ENABLED=0 so that it runs in an image holding nothing else, into root
+// as name.
+func AddStatic(t testing.TB, root, name, pkg string) {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("the go tool is needed to build static binaries for the image")
-	}
-	cmd := exec.Command(goBin, "build", "-o", out, pkg)
-	cmd.Dir = ModuleRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("static build of %s: %v\n%s", pkg, err, b)
-	}
+	Copy(t, root, name, gobin.Build(t, pkg, true))
 }
 
 // Rootfs returns a new directory for an image's files holding the given

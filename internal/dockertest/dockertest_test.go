@@ -32,7 +32,7 @@ func TestImportRunExec(t *testing.T) {
 	var image, name string
 	t.Run("roundtrip", func(t *testing.T) {
 		root := Rootfs(t, "tmp")
-		BuildStatic(t, "./internal/dockertest/testdata/sleeper", filepath.Join(root, "sleeper"))
+		AddStatic(t, root, "sleeper", "./internal/dockertest/testdata/sleeper")
 		image = Import(t, "dockertest", root)
 		if out, code := Run(t, Name(t, "dockertest", "fg"), image, "/sleeper", "exit", "3"); code != 3 || !strings.Contains(out, "exit 3") {
 			t.Errorf("foreground run: exit %d %q", code, out)
