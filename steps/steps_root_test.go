@@ -369,17 +369,25 @@ func TestRemountRealTmpfs(t *testing.T) {
 // host's clock ten minutes ahead, so that it is old enough.
 func startStaleRank(t *testing.T) int {
 	t.Helper()
-	cmd := exec.Command("setsid", "bash", "-c", "RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=ncclwiz-test exec -a pt_rank sleep 600 </dev/null >/dev/null 2>&1 & echo $!")
+	return startOrphan(t, "RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=ncclwiz-test exec -a pt_rank sleep 600")
+}
+
+// startOrphan runs the shell command line in the background of a setsid
+// bash that exits at once, so that the command is re-parented to PID 1,
+// and returns its PID; it is killed when the test ends.
+func startOrphan(t *testing.T, command string) int {
+	t.Helper()
+	cmd := exec.Command("setsid", "bash", "-c", command+" </dev/null >/dev/null 2>&1 & echo $!")
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("start stale rank: %v", err)
+		t.Fatalf("start orphan: %v", err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	for i := 0; i < 100; i++ {
+	for i := 0; i < 200; i++ {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil && strings.Contains(string(b), "\nPPid:\t1\n") {
 			return pid
 		}
@@ -387,6 +395,23 @@ func startStaleRank(t *testing.T) int {
 	}
 	t.Skip("the test process could not be re-parented to PID 1 here")
 	return 0
+}
+
+// targetsOf returns proc.stale's targets that are pid: never any other
+// process of the machine.
+func targetsOf(ctx context.Context, t *testing.T, h *host.Host, pid int) []rank {
+	t.Helper()
+	targets, _, err := staleTargets(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []rank
+	for _, tg := range targets {
+		if tg.PID == pid {
+			mine = append(mine, tg)
+		}
+	}
+	return mine
 }
 
 func alive(pid int) bool {
@@ -422,18 +447,9 @@ func TestExportedScriptOnRealTmpfs(t *testing.T) {
 		t.Fatal("cleanup not planned")
 	}
 	plan = append(plan, cl)
-	targets, _, err := staleTargets(ctx, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mine []rank
-	for _, tg := range targets {
-		if tg.PID == rankPID {
-			mine = append(mine, tg) // never touch other processes of the machine
-		}
-	}
+	mine := targetsOf(ctx, t, h, rankPID)
 	if len(mine) != 1 {
-		t.Fatalf("the stale rank %d was not found: %+v", rankPID, targets)
+		t.Fatalf("the stale rank %d was not found: %+v", rankPID, mine)
 	}
 	plan = append(plan, *staleFix(h, mine, nil))
 	rm, ok := ByID(PlanFor(ctx, h, nil, []string{"shm.remount"}), "shm.remount")
