@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,12 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/ncclwiz/ncclwiz/internal/grouptest"
 	"github.com/ncclwiz/ncclwiz/internal/rastest"
 )
 
@@ -52,22 +51,7 @@ func startFakeTorchrun(t *testing.T, world int, env ...string) (launcher int, ra
 	}
 	c := exec.Command(py, script, strconv.Itoa(world), dir)
 	c.Env = append(os.Environ(), env...)
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	out, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		_ = c.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("fake torchrun: %v", err)
-	}
+	line, _ := grouptest.Start(t, c)
 	for _, f := range strings.Fields(line) {
 		n, _ := strconv.Atoi(f)
 		ranks = append(ranks, n)

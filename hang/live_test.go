@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/grouptest"
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
 
@@ -110,22 +111,7 @@ func startJob(t *testing.T, plan string, prefix ...string) int {
 		c.Args = []string{"torchrun", "--nproc-per-node=3", "train.py"}
 	}
 	c.Env = append(os.Environ(), "HANG_FAKE_ROLE=launcher", "HANG_FAKE_PLAN="+plan, "HANG_FAKE_LOGDIR="+t.TempDir())
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	out, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		_ = c.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		t.Fatalf("fake launcher did not start: %q %v", line, err)
-	}
+	grouptest.StartReady(t, c)
 	return c.Process.Pid
 }
 
@@ -241,26 +227,12 @@ func TestJobsWithoutLauncher(t *testing.T) {
 	}
 	port := strconv.Itoa(40000 + os.Getpid()%20000)
 	var pids []int
-	for i, spec := range []struct{ rank, port string }{{"0", port}, {"1", port}, {"0", port + "1"}} {
+	for _, spec := range []struct{ rank, port string }{{"0", port}, {"1", port}, {"0", port + "1"}} {
 		c := exec.Command(self)
 		c.Args = []string{"python3", "worker.py"}
 		c.Env = append(os.Environ(), "HANG_FAKE_ROLE=rank", "HANG_FAKE_DO=loader", "RANK="+spec.rank, "WORLD_SIZE=2",
 			"MASTER_ADDR=10.9.8.7", "MASTER_PORT="+spec.port)
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		out, err := c.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-			_ = c.Wait()
-		})
-		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
-			t.Fatalf("worker %d: %q %v", i, line, err)
-		}
+		grouptest.StartReady(t, c)
 		pids = append(pids, c.Process.Pid)
 	}
 	h := host.Local(host.LocalOptions{})

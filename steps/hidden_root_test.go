@@ -132,31 +132,12 @@ func holdHidden(t *testing.T, dir string, uid int, inFlight bool) []heldSeg {
 	add("leader-map", c("leader-map"))
 	add("leader-fd", c("leader-fd"))
 	add("thread-files", c("thread-files"))
-	add("bind", func(p string) *shmtest.Process { return startThroughBind(t, p) })
+	add("bind", func(p string) *shmtest.Process { return shmtest.StartThroughBind(t, "map", p) })
 	if inFlight {
 		add("scm-inflight", c("scm-inflight"))
 		add("scm-pingpong", c("scm-pingpong"))
 	}
 	return out
-}
-
-// startThroughBind holds a segment through a bind mount of it onto a file
-// with an unrelated name, in a private mount namespace.
-func startThroughBind(t *testing.T, path string) *shmtest.Process {
-	t.Helper()
-	needTool(t, "unshare")
-	other := filepath.Join(t.TempDir(), "weights.bin")
-	if err := os.WriteFile(other, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-		`mount --bind "$1" "$2" && exec "$3" -test.run='^$'`, "sh", path, other, self)
-	cmd.Env = append(os.Environ(), "NCCLWIZ_SHMTEST_MODE=map", "NCCLWIZ_SHMTEST_FILE="+other)
-	return shmtest.StartCmd(t, cmd)
 }
 
 // checkHeld fails the test for any held segment that was removed or
@@ -452,7 +433,7 @@ func TestExportedScriptHiddenHolders(t *testing.T) {
 				var p *shmtest.Process
 				switch w {
 				case "bind":
-					p = startThroughBind(t, paths[i])
+					p = shmtest.StartThroughBind(t, "map", paths[i])
 				case "open":
 					p = shmtest.Start(t, "open", paths[i])
 				default:
