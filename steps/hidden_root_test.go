@@ -151,6 +151,17 @@ func checkHeld(t *testing.T, held []heldSeg) {
 	}
 }
 
+// wantInUse fails the test for any held segment that the cleanup run r
+// (from where) did not judge in use.
+func wantInUse(t *testing.T, r cleanupRun, held []heldSeg, where string) {
+	t.Helper()
+	for _, hs := range held {
+		if st := r.States[filepath.Base(hs.path)]; st != string(shm.InUse) {
+			t.Errorf("%s (%s) judged %s %s", filepath.Base(hs.path), hs.how, st, where)
+		}
+	}
+}
+
 func finishHolders(t *testing.T, held []heldSeg) {
 	t.Helper()
 	for _, hs := range held {
@@ -206,11 +217,7 @@ func TestCleanupInNestedPIDNamespace(t *testing.T) {
 	if r.Private || r.PIDNS != "nested" {
 		t.Errorf("from a nested PID namespace: all_holders_visible=%v pid_namespace=%s", r.Private, r.PIDNS)
 	}
-	for _, hs := range held {
-		if st := r.States[filepath.Base(hs.path)]; st != string(shm.InUse) {
-			t.Errorf("%s (%s) judged %s from inside", filepath.Base(hs.path), hs.how, st)
-		}
-	}
+	wantInUse(t, r, held, "from inside")
 	if exists(orphan) {
 		t.Errorf("the orphan was not removed: %+v", r)
 	}
@@ -247,11 +254,7 @@ func TestCleanupAsNobody(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := runCleanup(t, dir, false, "setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "--")
-	for _, hs := range held {
-		if st := r.States[filepath.Base(hs.path)]; st != string(shm.InUse) {
-			t.Errorf("%s (%s) judged %s as nobody", filepath.Base(hs.path), hs.how, st)
-		}
-	}
+	wantInUse(t, r, held, "as nobody")
 	if exists(orphan) {
 		t.Errorf("nobody's orphan was not removed: %+v", r)
 	}

@@ -278,14 +278,6 @@ func TestProcReads(t *testing.T) {
 	}
 }
 
-func TestUnescapeMount(t *testing.T) {
-	for in, want := range map[string]string{`/sys/fs/cgroup`: "/sys/fs/cgroup", `/mnt/a\040b`: "/mnt/a b", `/x\`: `/x\`} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("%q: %q, want %q", in, got, want)
-		}
-	}
-}
-
 // A run directory is swept only when its owner is provably gone; live
 // owners, unknown owners, other users' directories, other PID namespaces
 // and symlinks are left alone.
