@@ -135,7 +135,7 @@ func TestStaleFixRedactsCommandLine(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("ends a process re-parented to PID 1 (CI runs as root)")
 	}
-	pid := startOrphan(t, `RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=ncclwiz-secrets bash -c 'sleep 600; :' train.py --pw pwSecret7731 --hf_token hfSecret7731 --aws_secret_access_key awsSecret7731`)
+	pid := startOrphan(t, "TORCHELASTIC_RUN_ID=ncclwiz-secrets", `RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=ncclwiz-secrets bash -c 'sleep 600; :' train.py --pw pwSecret7731 --hf_token hfSecret7731 --aws_secret_access_key awsSecret7731`)
 	h := localHost(t.TempDir())
 	h.Clock = func() time.Time { return time.Now().Add(10 * time.Minute) }
 	ctx := context.Background()

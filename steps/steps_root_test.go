@@ -369,13 +369,16 @@ func TestRemountRealTmpfs(t *testing.T) {
 // host's clock ten minutes ahead, so that it is old enough.
 func startStaleRank(t *testing.T) int {
 	t.Helper()
-	return startOrphan(t, "RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=ncclwiz-test exec -a pt_rank sleep 600")
+	return startOrphan(t, "TORCHELASTIC_RUN_ID=", "RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=ncclwiz-test exec -a pt_rank sleep 600")
 }
 
 // startOrphan runs the shell command line in the background of a setsid
 // bash that exits at once, so that the command is re-parented to PID 1,
-// and returns its PID; it is killed when the test ends.
-func startOrphan(t *testing.T, command string) int {
+// and returns its PID once it has exec'd with marker in its environment.
+// Its whole process group (setsid made one) is killed when the test ends:
+// a command that is a bash waiting for a child would leave the child
+// behind as a "rank".
+func startOrphan(t *testing.T, marker, command string) int {
 	t.Helper()
 	cmd := exec.Command("setsid", "bash", "-c", command+" </dev/null >/dev/null 2>&1 & echo $!")
 	out, err := cmd.Output()
@@ -386,15 +389,29 @@ func startOrphan(t *testing.T, command string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	for i := 0; i < 200; i++ {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil && strings.Contains(string(b), "\nPPid:\t1\n") {
-			return pid
+	pgid, err := syscall.Getpgid(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+	waitLeftover(t, pid, marker)
+	return pid
+}
+
+// waitLeftover waits until pid is re-parented to PID 1 and has exec'd the
+// command whose environment carries marker: the background subshell is
+// re-parented before its exec under load, and until then it is no rank.
+func waitLeftover(t *testing.T, pid int, marker string) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		st, err1 := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		env, err2 := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err1 == nil && err2 == nil && strings.Contains(string(st), "\nPPid:\t1\n") && strings.Contains(string(env), marker) {
+			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Skip("the test process could not be re-parented to PID 1 here")
-	return 0
 }
 
 // targetsOf returns proc.stale's targets that are pid: never any other
