@@ -162,6 +162,18 @@ func wantInUse(t *testing.T, r cleanupRun, held []heldSeg, where string) {
 	}
 }
 
+// noneMovedAside fails the test for any file the cleanup moved aside to
+// remove (nccl-ncclwiz-rm-*) and left in dir.
+func noneMovedAside(t *testing.T, dir string) {
+	t.Helper()
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "nccl-ncclwiz-rm-") {
+			t.Errorf("left moved aside: %s", e.Name())
+		}
+	}
+}
+
 func finishHolders(t *testing.T, held []heldSeg) {
 	t.Helper()
 	for _, hs := range held {
@@ -287,12 +299,7 @@ func TestCleanupWithoutLease(t *testing.T) {
 	}
 	checkHeld(t, held)
 	finishHolders(t, held)
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "nccl-ncclwiz-rm-") {
-			t.Errorf("left moved aside: %s", e.Name())
-		}
-	}
+	noneMovedAside(t, dir)
 }
 
 // makeEmptyOrphans creates n empty, hour-old segments quickly.
@@ -471,12 +478,7 @@ func TestExportedScriptHiddenHolders(t *testing.T) {
 			}
 			checkHeld(t, held)
 			finishHolders(t, held)
-			ents, _ := os.ReadDir(dir)
-			for _, e := range ents {
-				if strings.HasPrefix(e.Name(), "nccl-ncclwiz-rm-") {
-					t.Errorf("left moved aside: %s", e.Name())
-				}
-			}
+			noneMovedAside(t, dir)
 		})
 	}
 }

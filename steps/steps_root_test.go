@@ -184,12 +184,7 @@ func testCleanupOnRealTmpfs(t *testing.T, extras bool) {
 		}
 	}
 	// No quarantine file is left behind.
-	ents, _ := os.ReadDir(r.dir)
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "nccl-ncclwiz-rm-") {
-			t.Errorf("left behind: %s", e.Name())
-		}
-	}
+	noneMovedAside(t, r.dir)
 
 	// As root, --all-users adds the other user's orphan, listed apart and
 	// marked as needing root.
