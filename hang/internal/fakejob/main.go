@@ -23,11 +23,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
+
+func init() { runtime.LockOSThread() }
 
 func main() {
 	switch {
@@ -108,8 +111,10 @@ func rank() {
 			}
 		}
 	case "pipe":
+		// A plain read(2) on the main thread (locked in init), so that the
+		// process's own wchan is pipe_read, as a Python rank's is.
 		b := make([]byte, 1)
-		_, _ = os.Stdin.Read(b)
+		_, _ = syscall.Read(0, b)
 	case "loader":
 		self, _ := os.Executable()
 		c := exec.Command(self)
