@@ -15,6 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/ncclwiz/ncclwiz/cluster"
+	"github.com/ncclwiz/ncclwiz/internal/gobin"
 	"github.com/ncclwiz/ncclwiz/internal/sshnodes"
 )
 
@@ -26,13 +27,7 @@ const clusterTestOnly = "shm.mount,host.container,host.ipc,env.nccl,nccl.stack,g
 // nodes run it from the shared path or as a copy.
 func ncclwizBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ncclwiz")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/ncclwiz/ncclwiz")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build ncclwiz: %v\n%s", err, out)
-	}
-	return bin
+	return gobin.Ncclwiz(t, true)
 }
 
 // plantedNodes: n1 is the reference; n2..n4 each differ in one fact;

@@ -3,11 +3,10 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ncclwiz/ncclwiz/internal/dockertest"
 )
 
 // dockerImage builds a tiny image holding a static ncclwiz and an image's
@@ -15,56 +14,23 @@ import (
 // running: the layout of issue 13 item 7. No registry is used.
 func dockerImage(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for Docker (CI runs as root)")
-	}
-	if _, err := exec.LookPath("docker"); err != nil {
-		t.Skip("docker is not installed")
-	}
-	if out, err := exec.Command("docker", "info").CombinedOutput(); err != nil {
-		t.Skipf("no Docker Engine: %v %s", err, firstLine(string(out)))
-	}
-	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "ncclwiz"), "..")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "etc/systemd"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "etc/systemd/logind.conf"), []byte("[Login]\n#RemoveIPC=yes\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	const image = "ncclwiz-test-scen:latest"
-	imp := exec.Command("sh", "-c", `tar -C "$1" -c . | docker import - "$2"`, "sh", dir, image)
-	if out, err := imp.CombinedOutput(); err != nil {
-		t.Fatalf("docker import: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
-	return image
+	dockertest.Require(t)
+	dir := dockertest.Rootfs(t)
+	dockertest.AddStatic(t, dir, "ncclwiz", ".")
+	dockertest.Write(t, dir, "etc/systemd/logind.conf", []byte("[Login]\n#RemoveIPC=yes\n"), 0o644)
+	return dockertest.Import(t, "scen", dir)
 }
 
 // words joins wrapped lines, so a phrase is found across a line break.
 func words(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
-
 // dockerRun runs ncclwiz in a fresh container (removed afterwards).
 func dockerRun(t *testing.T, image string, opts []string, args ...string) (string, int) {
 	t.Helper()
-	name := "ncclwiz-test-scen-" + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-")
-	cmdArgs := append([]string{"run", "--rm", "--name", name, "--shm-size=64m"}, opts...)
+	name := dockertest.Name(t, "scen", "run")
+	cmdArgs := append([]string{"--shm-size=64m"}, opts...)
 	cmdArgs = append(cmdArgs, image, "/ncclwiz")
-	out, err := exec.Command("docker", append(cmdArgs, args...)...).CombinedOutput()
-	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("docker run: %v\n%s", err, out)
-	}
-	return string(out), code
+	return dockertest.Run(t, name, append(cmdArgs, args...)...)
 }
 
 // In a real Docker container with the default 64 MiB /dev/shm and an image

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,67 +10,48 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/gobin"
+	"github.com/ncclwiz/ncclwiz/internal/grouptest"
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 	"github.com/ncclwiz/ncclwiz/internal/rastest"
 )
 
-// fakeTorchrun is a launcher named torchrun (its script's path says so)
-// that starts WORLD ranks with the variables torchrun sets, plus the RAS
-// address and dump prefix of the test. Rank 1 blocks reading a pipe
-// nobody writes; the others spin and print.
-const fakeTorchrun = `
-import os, subprocess, sys
-world = int(sys.argv[1])
-procs = []
-for r in range(world):
-    env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(world), GROUP_RANK="0",
-               MASTER_ADDR="127.0.0.1", MASTER_PORT="29511", TORCHELASTIC_RUN_ID="hangtest")
-    code = "import sys\nsys.stdin.readline()" if r == 1 else (
-        "import sys,time\nn=0\nt=time.time()\nwhile True:\n n+=1\n if time.time()-t>0.2:\n  print('step',n,flush=True); t=time.time()")
-    log = open(os.path.join(sys.argv[2], "rank%d.log" % r), "w")
-    procs.append(subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE, stdout=log, stderr=log))
-print(" ".join(str(p.pid) for p in procs), flush=True)
-for p in procs:
-    p.wait()
-`
-
+// startFakeTorchrun starts hang's fake job (hang/internal/fakejob) as
+// torchrun with world ranks — rank 1 blocks reading a pipe nobody writes,
+// the others spin and print — and env (the RAS address and dump prefix of
+// the test), and returns the launcher's PID and the ranks' by rank.
 func startFakeTorchrun(t *testing.T, world int, env ...string) (launcher int, ranks []int) {
 	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not installed")
+	plan := make([]string, world)
+	for r := range plan {
+		plan[r] = "spin"
 	}
-	dir := t.TempDir()
-	script := filepath.Join(dir, "torchrun")
-	if err := os.WriteFile(script, []byte(fakeTorchrun), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c := exec.Command(py, script, strconv.Itoa(world), dir)
-	c.Env = append(os.Environ(), env...)
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	out, err := c.StdoutPipe()
+	plan[1] = "pipe"
+	c := exec.Command(gobin.Build(t, "./hang/internal/fakejob", true))
+	c.Args = []string{"torchrun", "--nproc-per-node=" + strconv.Itoa(world), "train.py"}
+	c.Env = append(os.Environ(), append(env, "FAKEJOB_PLAN="+strings.Join(plan, ","), "FAKEJOB_LOGDIR="+t.TempDir())...)
+	grouptest.StartReady(t, c)
+	h := host.Local(host.LocalOptions{NoNVML: true})
+	tab, err := proctab.Read(context.Background(), h, proctab.Options{EnvKeys: []string{"RANK"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
+	ranks = make([]int, world)
+	for _, p := range tab.Children(c.Process.Pid) {
+		if r, err := strconv.Atoi(p.Env["RANK"]); err == nil && r >= 0 && r < world {
+			ranks[r] = p.PID
+		}
 	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		_ = c.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("fake torchrun: %v", err)
-	}
-	for _, f := range strings.Fields(line) {
-		n, _ := strconv.Atoi(f)
-		ranks = append(ranks, n)
+	for r, pid := range ranks {
+		if pid == 0 {
+			t.Fatalf("fake torchrun %d: no rank %d among its children", c.Process.Pid, r)
+		}
 	}
 	return c.Process.Pid, ranks
 }
@@ -104,8 +85,8 @@ func rasStatus(pids []int) string {
 `, len(pids), len(pids), strings.Join(ranks, ",\n"))
 }
 
-// settleRank waits until pid sleeps: python is still starting up (and
-// running) right after the launcher reports its ranks.
+// settleRank waits until pid sleeps in its pipe read: a rank may still be
+// starting up (and running) right after the launcher reports ready.
 func settleRank(t *testing.T, pid int) {
 	t.Helper()
 	for try := 0; try < 200; try++ {
@@ -114,7 +95,7 @@ func settleRank(t *testing.T, pid int) {
 			t.Fatal(err)
 		}
 		if i := strings.LastIndexByte(string(b), ')'); i > 0 && strings.HasPrefix(string(b[i:]), ") S") {
-			// python waits in its stdin read only after its imports
+			// a sleep is not yet the pipe read: look again after a while
 			time.Sleep(200 * time.Millisecond)
 			if b2, err := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pid)); err == nil && strings.Contains(string(b2), "pipe") {
 				return

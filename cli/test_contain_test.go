@@ -15,6 +15,8 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/contain"
+	"github.com/ncclwiz/ncclwiz/internal/gobin"
+	"github.com/ncclwiz/ncclwiz/internal/polltest"
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
 
@@ -50,22 +52,10 @@ func newE2E(t *testing.T) *e2e {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Not t.TempDir (0700): the nobody cases must reach the binary.
-	dir, err := os.MkdirTemp("", "ncclwiz-child-e2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "ncclwiz")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = ".."
-	build.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	// Not t.TempDir (0700): the nobody cases must reach the binary, and
+	// their case directories (made beside it).
+	bin := gobin.Reachable(t, gobin.Ncclwiz(t, false))
+	dir := filepath.Dir(bin)
 	ns := map[string]bool{"root": exec.Command("unshare", "--user", "--pid", "--fork", "--mount", "true").Run() == nil}
 	if os.Geteuid() == 0 {
 		ns["root"] = exec.Command("unshare", "--pid", "--fork", "--mount", "true").Run() == nil
@@ -139,18 +129,6 @@ func argvProcs(marker string, prefix bool) []string {
 	return out
 }
 
-// poll waits for cond, at most limit (a bound, not a timing assertion).
-func poll(limit time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return true
-}
-
 // run starts the case, ends ncclwiz the case's way once the setsid
 // grandchild is up, and returns the JSON document written (nil for kill).
 func (c *e2eCase) run(t *testing.T, x *e2e) []byte {
@@ -182,12 +160,12 @@ func (c *e2eCase) run(t *testing.T, x *e2e) []byte {
 		}
 		tmux("new-session", "-d", "-s", "run", "-x", "100", "-y", "30", script)
 		t.Cleanup(func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() })
-		if !poll(30*time.Second, grandchild) || readFile(out) != "" {
+		if !polltest.Until(30*time.Second, grandchild) || readFile(out) != "" {
 			t.Fatalf("the fake launcher's grandchild never started: %s\nstderr: %s", readFile(out), readFile(filepath.Join(c.dir, "err.log")))
 		}
 		tmux("kill-session", "-t", "run")
 		// Wait for ncclwiz to finish its report.
-		if !poll(30*time.Second, func() bool { return len(argvProcs(x.bin+" test", false)) == 0 }) {
+		if !polltest.Until(30*time.Second, func() bool { return len(argvProcs(x.bin+" test", false)) == 0 }) {
 			t.Fatal("ncclwiz did not exit after its terminal was closed")
 		}
 		return []byte(readFile(out))
@@ -213,7 +191,7 @@ func (c *e2eCase) run(t *testing.T, x *e2e) []byte {
 	sig := map[string]syscall.Signal{"int": syscall.SIGINT, "term": syscall.SIGTERM, "kill": syscall.SIGKILL}[c.how]
 	if sig != 0 {
 		exited := false
-		if !poll(30*time.Second, func() bool {
+		if !polltest.Until(30*time.Second, func() bool {
 			select {
 			case err := <-done:
 				done <- err
@@ -314,14 +292,14 @@ func TestTestCommandContainsEverything(t *testing.T) {
 			c.dir = dir
 			doc := c.run(t, x)
 
-			if !poll(15*time.Second, func() bool { return len(argvProcs(c.marker, false)) == 0 }) {
+			if !polltest.Until(15*time.Second, func() bool { return len(argvProcs(c.marker, false)) == 0 }) {
 				t.Errorf("processes of the run survived: %q", argvProcs(c.marker, false))
 			}
 			tmpLeft := func() []string {
 				m, _ := filepath.Glob(filepath.Join(dir, "tmp", contain.TmpPrefix+"*"))
 				return m
 			}
-			if !poll(5*time.Second, func() bool { return len(tmpLeft()) == 0 }) {
+			if !polltest.Until(5*time.Second, func() bool { return len(tmpLeft()) == 0 }) {
 				t.Errorf("temporary directories left: %v", tmpLeft())
 			}
 			if c.how == "kill" {

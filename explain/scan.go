@@ -282,8 +282,7 @@ func (s *scan) matchSigs(text []byte, cand []uint64) []sigHit {
 func (s *scan) record(into map[string]*sigAgg, h sigHit, ev Evidence, m lineMeta, fs *fileState, viaPayload bool) *sigAgg {
 	a := into[h.def.ID]
 	if a == nil {
-		a = &sigAgg{def: h.def, firstSeq: s.seq, first: ev, evKeys: map[string]bool{}, fields: map[string]string{},
-			ranks: map[int]bool{}, hosts: map[string]bool{}}
+		a = newSigAgg(h.def, s.seq, ev)
 		into[h.def.ID] = a
 	}
 	a.count++
@@ -305,15 +304,7 @@ func (s *scan) record(into map[string]*sigAgg, h sigHit, ev Evidence, m lineMeta
 			a.fields[name] = h.caps[i]
 		}
 	}
-	if m.Rank >= 0 && len(a.ranks) < maxRanksTracked {
-		a.ranks[m.Rank] = true
-	}
-	if m.Host != "" && len(a.hosts) < maxHostsTracked {
-		a.hosts[m.Host] = true
-	}
-	if m.TS.OK && (!a.earliestTS.OK || m.TS.Before(a.earliestTS)) {
-		a.earliestTS, a.earliest = m.TS, ev
-	}
+	a.where(m, ev)
 	switch h.def.ID {
 	case "watchdog-timeout":
 		if _, ok := s.wd[m.Rank]; !ok && len(s.wd) < maxRanksTracked {
@@ -432,25 +423,14 @@ func (s *scan) payload(fs *fileState, payload []byte, ev Evidence, m lineMeta) {
 	}
 }
 
-func isUnknownPayload(p []byte) bool {
-	p = bytes.TrimSpace(p)
-	return len(p) == 0 || bytes.EqualFold(p, []byte("unknown"))
+// newSigAgg starts the aggregate of def at its first line (seq, ev).
+func newSigAgg(def *sigDef, seq int64, ev Evidence) *sigAgg {
+	return &sigAgg{def: def, firstSeq: seq, first: ev, evKeys: map[string]bool{}, fields: map[string]string{},
+		ranks: map[int]bool{}, hosts: map[string]bool{}}
 }
 
-// unrecognised keeps NCCL WARN lines no signature explains.
-func (s *scan) unrecognised(fs *fileState, ev Evidence, m lineMeta) {
-	if s.unknown == nil {
-		s.unknown = &sigAgg{def: &sigDef{ID: idUnrecognisedWarn, Role: RoleCause, Prec: len(precedence)}, firstSeq: s.seq, first: ev,
-			evKeys: map[string]bool{}, fields: map[string]string{}, ranks: map[int]bool{}, hosts: map[string]bool{}}
-		if i := indexOf(precedence, idUnrecognisedWarn); i >= 0 {
-			s.unknown.def.Prec = i
-		}
-	}
-	a := s.unknown
-	a.count++
-	if len(a.evidence) < maxUnrecognised {
-		a.evidence = append(a.evidence, ev)
-	}
+// where notes the rank, host and time of one more line of a.
+func (a *sigAgg) where(m lineMeta, ev Evidence) {
 	if m.Rank >= 0 && len(a.ranks) < maxRanksTracked {
 		a.ranks[m.Rank] = true
 	}
@@ -460,6 +440,27 @@ func (s *scan) unrecognised(fs *fileState, ev Evidence, m lineMeta) {
 	if m.TS.OK && (!a.earliestTS.OK || m.TS.Before(a.earliestTS)) {
 		a.earliestTS, a.earliest = m.TS, ev
 	}
+}
+
+func isUnknownPayload(p []byte) bool {
+	p = bytes.TrimSpace(p)
+	return len(p) == 0 || bytes.EqualFold(p, []byte("unknown"))
+}
+
+// unrecognised keeps NCCL WARN lines no signature explains.
+func (s *scan) unrecognised(fs *fileState, ev Evidence, m lineMeta) {
+	if s.unknown == nil {
+		s.unknown = newSigAgg(&sigDef{ID: idUnrecognisedWarn, Role: RoleCause, Prec: len(precedence)}, s.seq, ev)
+		if i := indexOf(precedence, idUnrecognisedWarn); i >= 0 {
+			s.unknown.def.Prec = i
+		}
+	}
+	a := s.unknown
+	a.count++
+	if len(a.evidence) < maxUnrecognised {
+		a.evidence = append(a.evidence, ev)
+	}
+	a.where(m, ev)
 }
 
 func indexOf(list []string, s string) int {

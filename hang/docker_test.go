@@ -2,15 +2,12 @@ package hang
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/dockertest"
 )
 
 // TestJobInDocker inspects, from the host, a job running in a container:
@@ -21,39 +18,13 @@ func TestJobInDocker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds an image and runs a container")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for Docker and for reading another namespace's /proc/PID/root")
-	}
-	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
-		t.Skipf("no Docker Engine: %v %s", err, out)
-	}
-	root := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(root, "torchrun"), "./internal/fakejob")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build fakejob: %v\n%s", err, out)
-	}
-	if err := os.MkdirAll(filepath.Join(root, "tmp"), 0o1777); err != nil {
-		t.Fatal(err)
-	}
-	suffix := strconv.Itoa(os.Getpid())
-	image := "ncclwiz-test-hang:" + suffix
-	imp := exec.Command("sh", "-c", `tar -C "$1" -c . | docker import - "$2"`, "sh", root, image)
-	if out, err := imp.CombinedOutput(); err != nil {
-		t.Fatalf("docker import: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
-	name := "ncclwiz-test-hang-" + suffix
-	out, err := exec.Command("docker", "run", "-d", "--name", name, "--network", "none", image, "/torchrun", "launcher", "spin,pipe,spin").CombinedOutput()
-	if err != nil {
-		t.Fatalf("docker run: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
-	pidOut, err := exec.Command("docker", "inspect", "--format", "{{.State.Pid}}", name).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	launcher, _ := strconv.Atoi(strings.TrimSpace(string(pidOut)))
+	dockertest.Require(t)
+	root := dockertest.Rootfs(t, "tmp")
+	dockertest.AddStatic(t, root, "torchrun", "./hang/internal/fakejob")
+	image := dockertest.Import(t, "hang", root)
+	name := dockertest.Name(t, "hang", "job")
+	dockertest.Start(t, name, "--network", "none", "-e", "FAKEJOB_DUMPS=/tmp/nccl_trace_rank_", image, "/torchrun", "launcher", "spin,pipe,spin")
+	launcher, _ := strconv.Atoi(dockertest.PID(t, name))
 
 	h := host.Local(host.LocalOptions{})
 	j := jobUnder(t, h, launcher, 3)

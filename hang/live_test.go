@@ -1,132 +1,38 @@
 package hang
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/gobin"
+	"github.com/ncclwiz/ncclwiz/internal/grouptest"
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
-
-// The test binary plays a launcher and its ranks when HANG_FAKE_ROLE says
-// so: a torchrun-like parent starting WORLD_SIZE children with the
-// variables torchrun sets; each child spins, blocks reading a pipe, or
-// stops itself, as HANG_FAKE_PLAN says for its rank.
-func TestMain(m *testing.M) {
-	switch os.Getenv("HANG_FAKE_ROLE") {
-	case "launcher":
-		fakeLauncher()
-		return
-	case "rank":
-		fakeRank()
-		return
-	}
-	os.Exit(m.Run())
-}
-
-func fakeLauncher() {
-	plan := strings.Split(os.Getenv("HANG_FAKE_PLAN"), ",")
-	self, _ := os.Executable()
-	if os.Args[0] != "torchrun" { // started by unshare: look like torchrun
-		err := syscall.Exec(self, []string{"torchrun", "--nproc-per-node=3", "train.py"}, os.Environ())
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	var cmds []*exec.Cmd
-	for i, what := range plan {
-		c := exec.Command(self)
-		c.Args = []string{"python3", "train.py", "--rank-behaviour", what}
-		c.Env = append(os.Environ(), "HANG_FAKE_ROLE=rank", "HANG_FAKE_DO="+what,
-			"RANK="+strconv.Itoa(i), "LOCAL_RANK="+strconv.Itoa(i), "WORLD_SIZE="+strconv.Itoa(len(plan)),
-			"MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500", "TORCHELASTIC_RUN_ID=fake", "GROUP_RANK=0")
-		if dir := os.Getenv("HANG_FAKE_LOGDIR"); dir != "" {
-			f, err := os.Create(fmt.Sprintf("%s/rank%d.log", dir, i))
-			if err == nil {
-				c.Stdout, c.Stderr = f, f
-			}
-		}
-		if what == "pipe" {
-			r, _, err := os.Pipe() // the write end stays open and silent
-			if err == nil {
-				c.Stdin = r
-			}
-		}
-		if err := c.Start(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		cmds = append(cmds, c)
-	}
-	fmt.Println("ready")
-	for _, c := range cmds {
-		_ = c.Wait()
-	}
-}
-
-func fakeRank() {
-	switch os.Getenv("HANG_FAKE_DO") {
-	case "spin":
-		x, last := 0, time.Now()
-		for {
-			x++
-			if time.Since(last) > 200*time.Millisecond {
-				fmt.Println("step", x)
-				last = time.Now()
-			}
-		}
-	case "pipe":
-		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-	case "loader": // a rank with a data-loader worker, which inherits RANK
-		self, _ := os.Executable()
-		c := exec.Command(self)
-		c.Env = append(os.Environ(), "HANG_FAKE_DO=sleep")
-		_ = c.Start()
-		fmt.Println("ready")
-	case "stop":
-		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP) // the fake rank stops itself
-	}
-	time.Sleep(time.Hour)
-}
 
 // startJob runs the fake launcher (under prefix, e.g. unshare) and returns
 // its PID as this /proc shows it.
 func startJob(t *testing.T, plan string, prefix ...string) int {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := append(append([]string{}, prefix...), self)
+	args := append(append([]string{}, prefix...), fakeJob(t))
 	c := exec.Command(args[0], args[1:]...)
 	if len(prefix) == 0 {
 		c.Args = []string{"torchrun", "--nproc-per-node=3", "train.py"}
 	}
-	c.Env = append(os.Environ(), "HANG_FAKE_ROLE=launcher", "HANG_FAKE_PLAN="+plan, "HANG_FAKE_LOGDIR="+t.TempDir())
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	out, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		_ = c.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		t.Fatalf("fake launcher did not start: %q %v", line, err)
-	}
+	c.Env = append(os.Environ(), "FAKEJOB_PLAN="+plan, "FAKEJOB_LOGDIR="+t.TempDir())
+	grouptest.StartReady(t, c)
 	return c.Process.Pid
+}
+
+// fakeJob is hang/internal/fakejob, the fake launcher and ranks (static:
+// the same build serves the Docker test's image).
+func fakeJob(t *testing.T) string {
+	t.Helper()
+	return gobin.Build(t, "./hang/internal/fakejob", true)
 }
 
 // jobUnder finds the job whose launcher is pid or a descendant of pid.
@@ -235,36 +141,20 @@ func TestJobsWithoutLauncher(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := fakeJob(t)
 	port := strconv.Itoa(40000 + os.Getpid()%20000)
 	var pids []int
-	for i, spec := range []struct{ rank, port string }{{"0", port}, {"1", port}, {"0", port + "1"}} {
-		c := exec.Command(self)
+	for _, spec := range []struct{ rank, port string }{{"0", port}, {"1", port}, {"0", port + "1"}} {
+		c := exec.Command(bin)
 		c.Args = []string{"python3", "worker.py"}
-		c.Env = append(os.Environ(), "HANG_FAKE_ROLE=rank", "HANG_FAKE_DO=loader", "RANK="+spec.rank, "WORLD_SIZE=2",
+		c.Env = append(os.Environ(), "FAKEJOB_DO=loader", "RANK="+spec.rank, "WORLD_SIZE=2",
 			"MASTER_ADDR=10.9.8.7", "MASTER_PORT="+spec.port)
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		out, err := c.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-			_ = c.Wait()
-		})
-		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
-			t.Fatalf("worker %d: %q %v", i, line, err)
-		}
+		grouptest.StartReady(t, c)
 		pids = append(pids, c.Process.Pid)
 	}
 	h := host.Local(host.LocalOptions{})
 	var tab *proctab.Table
+	var err error
 	for try := 0; try < 50; try++ { // the loaders must be visible too
 		tab, err = ReadTable(context.Background(), h)
 		if err != nil {

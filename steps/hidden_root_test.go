@@ -132,31 +132,12 @@ func holdHidden(t *testing.T, dir string, uid int, inFlight bool) []heldSeg {
 	add("leader-map", c("leader-map"))
 	add("leader-fd", c("leader-fd"))
 	add("thread-files", c("thread-files"))
-	add("bind", func(p string) *shmtest.Process { return startThroughBind(t, p) })
+	add("bind", func(p string) *shmtest.Process { return shmtest.StartThroughBind(t, "map", p) })
 	if inFlight {
 		add("scm-inflight", c("scm-inflight"))
 		add("scm-pingpong", c("scm-pingpong"))
 	}
 	return out
-}
-
-// startThroughBind holds a segment through a bind mount of it onto a file
-// with an unrelated name, in a private mount namespace.
-func startThroughBind(t *testing.T, path string) *shmtest.Process {
-	t.Helper()
-	needTool(t, "unshare")
-	other := filepath.Join(t.TempDir(), "weights.bin")
-	if err := os.WriteFile(other, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-		`mount --bind "$1" "$2" && exec "$3" -test.run='^$'`, "sh", path, other, self)
-	cmd.Env = append(os.Environ(), "NCCLWIZ_SHMTEST_MODE=map", "NCCLWIZ_SHMTEST_FILE="+other)
-	return shmtest.StartCmd(t, cmd)
 }
 
 // checkHeld fails the test for any held segment that was removed or
@@ -166,6 +147,29 @@ func checkHeld(t *testing.T, held []heldSeg) {
 	for _, hs := range held {
 		if !exists(hs.path) || inode(t, hs.path) != hs.ino {
 			t.Errorf("REMOVED WHILE HELD (%s): %s", hs.how, hs.path)
+		}
+	}
+}
+
+// wantInUse fails the test for any held segment that the cleanup run r
+// (from where) did not judge in use.
+func wantInUse(t *testing.T, r cleanupRun, held []heldSeg, where string) {
+	t.Helper()
+	for _, hs := range held {
+		if st := r.States[filepath.Base(hs.path)]; st != string(shm.InUse) {
+			t.Errorf("%s (%s) judged %s %s", filepath.Base(hs.path), hs.how, st, where)
+		}
+	}
+}
+
+// noneMovedAside fails the test for any file the cleanup moved aside to
+// remove (nccl-ncclwiz-rm-*) and left in dir.
+func noneMovedAside(t *testing.T, dir string) {
+	t.Helper()
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "nccl-ncclwiz-rm-") {
+			t.Errorf("left moved aside: %s", e.Name())
 		}
 	}
 }
@@ -225,11 +229,7 @@ func TestCleanupInNestedPIDNamespace(t *testing.T) {
 	if r.Private || r.PIDNS != "nested" {
 		t.Errorf("from a nested PID namespace: all_holders_visible=%v pid_namespace=%s", r.Private, r.PIDNS)
 	}
-	for _, hs := range held {
-		if st := r.States[filepath.Base(hs.path)]; st != string(shm.InUse) {
-			t.Errorf("%s (%s) judged %s from inside", filepath.Base(hs.path), hs.how, st)
-		}
-	}
+	wantInUse(t, r, held, "from inside")
 	if exists(orphan) {
 		t.Errorf("the orphan was not removed: %+v", r)
 	}
@@ -266,11 +266,7 @@ func TestCleanupAsNobody(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := runCleanup(t, dir, false, "setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "--")
-	for _, hs := range held {
-		if st := r.States[filepath.Base(hs.path)]; st != string(shm.InUse) {
-			t.Errorf("%s (%s) judged %s as nobody", filepath.Base(hs.path), hs.how, st)
-		}
-	}
+	wantInUse(t, r, held, "as nobody")
 	if exists(orphan) {
 		t.Errorf("nobody's orphan was not removed: %+v", r)
 	}
@@ -303,12 +299,7 @@ func TestCleanupWithoutLease(t *testing.T) {
 	}
 	checkHeld(t, held)
 	finishHolders(t, held)
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "nccl-ncclwiz-rm-") {
-			t.Errorf("left moved aside: %s", e.Name())
-		}
-	}
+	noneMovedAside(t, dir)
 }
 
 // makeEmptyOrphans creates n empty, hour-old segments quickly.
@@ -452,7 +443,7 @@ func TestExportedScriptHiddenHolders(t *testing.T) {
 				var p *shmtest.Process
 				switch w {
 				case "bind":
-					p = startThroughBind(t, paths[i])
+					p = shmtest.StartThroughBind(t, "map", paths[i])
 				case "open":
 					p = shmtest.Start(t, "open", paths[i])
 				default:
@@ -487,12 +478,7 @@ func TestExportedScriptHiddenHolders(t *testing.T) {
 			}
 			checkHeld(t, held)
 			finishHolders(t, held)
-			ents, _ := os.ReadDir(dir)
-			for _, e := range ents {
-				if strings.HasPrefix(e.Name(), "nccl-ncclwiz-rm-") {
-					t.Errorf("left moved aside: %s", e.Name())
-				}
-			}
+			noneMovedAside(t, dir)
 		})
 	}
 }

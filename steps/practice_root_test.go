@@ -1,14 +1,11 @@
 package steps
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/ncclwiz/ncclwiz/scenario"
 )
 
 // nsResult is what a script did inside a private mount namespace.
@@ -95,19 +92,9 @@ func needRootNamespaces(t *testing.T) {
 // script does change both, so the harness sees a change when there is one.
 func TestPracticeScriptInPrivateNamespace(t *testing.T) {
 	needRootNamespaces(t)
-	s, err := scenario.Build("shm-orphans")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	h := s.Host
-	plan, findings := practicePlan(t, h, "shm.cleanup", "shm.remount", "shm.persist", "systemd.removeipc", "limits.memlock")
-	var buf bytes.Buffer
-	if err := ExportScriptWith(&buf, h, plan, findings, ExportOptions{Version: "test"}); err != nil {
-		t.Fatal(err)
-	}
+	h, plan, findings := shmOrphansPlan(t)
 	script := filepath.Join(t.TempDir(), "f.sh")
-	if err := os.WriteFile(script, buf.Bytes(), 0o755); err != nil {
+	if err := os.WriteFile(script, exportPlan(t, h, plan, findings), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	etc := copyEtc(t)
@@ -136,11 +123,7 @@ func TestPracticeScriptInPrivateNamespace(t *testing.T) {
 	ctl, cf := practicePlan(t, h, "shm.remount", "shm.persist")
 	realHost := *h
 	realHost.Simulated = false
-	buf.Reset()
-	if err := ExportScriptWith(&buf, &realHost, ctl, cf, ExportOptions{Version: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(script, buf.Bytes(), 0o755); err != nil {
+	if err := os.WriteFile(script, exportPlan(t, &realHost, ctl, cf), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	r = runInPrivateNamespace(t, script, etc, "--apply")

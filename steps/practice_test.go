@@ -264,21 +264,35 @@ func practicePlan(t *testing.T, h *host.Host, ids ...string) ([]Fix, []checks.Fi
 	return keep, findings
 }
 
-// A script exported from a scenario is marked, dry-runs as a practice
-// script and refuses --apply before any action.
-func TestPracticeScriptRefuses(t *testing.T) {
+// shmOrphansPlan is the shm-orphans scenario's host (closed when the test
+// ends) with every step it plans and the findings behind them.
+func shmOrphansPlan(t *testing.T) (*host.Host, []Fix, []checks.Finding) {
+	t.Helper()
 	s, err := scenario.Build("shm-orphans")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	h := s.Host
-	plan, findings := practicePlan(t, h, "shm.cleanup", "shm.remount", "shm.persist", "systemd.removeipc", "limits.memlock")
+	t.Cleanup(func() { _ = s.Close() })
+	plan, findings := practicePlan(t, s.Host, "shm.cleanup", "shm.remount", "shm.persist", "systemd.removeipc", "limits.memlock")
+	return s.Host, plan, findings
+}
+
+// exportPlan is the script of plan as exported for h.
+func exportPlan(t *testing.T, h *host.Host, plan []Fix, findings []checks.Finding) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	if err := ExportScriptWith(&buf, h, plan, findings, ExportOptions{Version: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	script := buf.String()
+	return buf.Bytes()
+}
+
+// A script exported from a scenario is marked, dry-runs as a practice
+// script and refuses --apply before any action.
+func TestPracticeScriptRefuses(t *testing.T) {
+	h, plan, findings := shmOrphansPlan(t)
+	b := exportPlan(t, h, plan, findings)
+	script := string(b)
 	shellcheck(t, script)
 	checkScriptSafety(t, script)
 	if strings.Contains(script, "bash THIS_SCRIPT --apply") {
@@ -288,7 +302,7 @@ func TestPracticeScriptRefuses(t *testing.T) {
 		t.Fatalf("no practice marker:\n%s", script)
 	}
 	path := filepath.Join(t.TempDir(), "f.sh")
-	if err := os.WriteFile(path, buf.Bytes(), 0o755); err != nil {
+	if err := os.WriteFile(path, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	run := func(args ...string) (string, int) {
@@ -326,11 +340,8 @@ func TestPracticeScriptRefuses(t *testing.T) {
 	// A real machine's script carries no marker.
 	real := *h
 	real.Simulated = false
-	buf.Reset()
-	if err := ExportScriptWith(&buf, &real, plan, findings, ExportOptions{Version: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(buf.String(), "ncclwiz-practice-scenario") || !strings.Contains(buf.String(), "NCCLWIZ_PRACTICE=''\n") {
+	realScript := string(exportPlan(t, &real, plan, findings))
+	if strings.Contains(realScript, "ncclwiz-practice-scenario") || !strings.Contains(realScript, "NCCLWIZ_PRACTICE=''\n") {
 		t.Error("a real machine's script is marked as practice")
 	}
 }

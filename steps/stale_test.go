@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -112,16 +111,7 @@ func TestStaleApplyRealOrphan(t *testing.T) {
 	h := localHost(t.TempDir())
 	h.Clock = func() time.Time { return time.Now().Add(10 * time.Minute) }
 	ctx := context.Background()
-	targets, _, err := staleTargets(ctx, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mine []rank
-	for _, tg := range targets {
-		if tg.PID == pid {
-			mine = append(mine, tg) // never touch other processes of the machine
-		}
-	}
+	mine := targetsOf(ctx, t, h, pid)
 	if len(mine) != 1 || !strings.Contains(mine[0].Reason, "launcher gone") || !strings.Contains(mine[0].Reason, "no CPU used") {
 		t.Fatalf("orphan %d not judged a leftover: %+v", pid, mine)
 	}
@@ -145,36 +135,11 @@ func TestStaleFixRedactsCommandLine(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("ends a process re-parented to PID 1 (CI runs as root)")
 	}
-	cmd := exec.Command("setsid", "bash", "-c", `RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=ncclwiz-secrets bash -c 'sleep 600; :' train.py --pw pwSecret7731 --hf_token hfSecret7731 --aws_secret_access_key awsSecret7731 </dev/null >/dev/null 2>&1 & echo $!`)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("start rank: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The rank is a bash waiting for its sleep: end the whole process group
-	// (setsid made one), or the sleep outlives the test as a "rank".
-	pgid, err := syscall.Getpgid(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
-	waitLeftover(t, pid, "TORCHELASTIC_RUN_ID=ncclwiz-secrets")
+	pid := startOrphan(t, "TORCHELASTIC_RUN_ID=ncclwiz-secrets", `RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=ncclwiz-secrets bash -c 'sleep 600; :' train.py --pw pwSecret7731 --hf_token hfSecret7731 --aws_secret_access_key awsSecret7731`)
 	h := localHost(t.TempDir())
 	h.Clock = func() time.Time { return time.Now().Add(10 * time.Minute) }
 	ctx := context.Background()
-	targets, _, err := staleTargets(ctx, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mine []rank
-	for _, tg := range targets {
-		if tg.PID == pid {
-			mine = append(mine, tg) // never act on other processes of the machine
-		}
-	}
+	mine := targetsOf(ctx, t, h, pid)
 	if len(mine) != 1 {
 		t.Fatalf("rank %d not among proc.stale's targets", pid)
 	}

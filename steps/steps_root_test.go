@@ -184,12 +184,7 @@ func testCleanupOnRealTmpfs(t *testing.T, extras bool) {
 		}
 	}
 	// No quarantine file is left behind.
-	ents, _ := os.ReadDir(r.dir)
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "nccl-ncclwiz-rm-") {
-			t.Errorf("left behind: %s", e.Name())
-		}
-	}
+	noneMovedAside(t, r.dir)
 
 	// As root, --all-users adds the other user's orphan, listed apart and
 	// marked as needing root.
@@ -369,17 +364,32 @@ func TestRemountRealTmpfs(t *testing.T) {
 // host's clock ten minutes ahead, so that it is old enough.
 func startStaleRank(t *testing.T) int {
 	t.Helper()
-	cmd := exec.Command("setsid", "bash", "-c", "RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=ncclwiz-test exec -a pt_rank sleep 600 </dev/null >/dev/null 2>&1 & echo $!")
+	return startOrphan(t, "TORCHELASTIC_RUN_ID=", "RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=ncclwiz-test exec -a pt_rank sleep 600")
+}
+
+// startOrphan runs the shell command line in the background of a setsid
+// bash that exits at once, so that the command is re-parented to PID 1,
+// and returns its PID once it has exec'd with marker in its environment.
+// Its whole process group (setsid made one) is killed when the test ends:
+// a command that is a bash waiting for a child would leave the child
+// behind as a "rank".
+func startOrphan(t *testing.T, marker, command string) int {
+	t.Helper()
+	cmd := exec.Command("setsid", "bash", "-c", command+" </dev/null >/dev/null 2>&1 & echo $!")
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("start stale rank: %v", err)
+		t.Fatalf("start orphan: %v", err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	waitLeftover(t, pid, "TORCHELASTIC_RUN_ID=")
+	pgid, err := syscall.Getpgid(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+	waitLeftover(t, pid, marker)
 	return pid
 }
 
@@ -397,6 +407,23 @@ func waitLeftover(t *testing.T, pid int, marker string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Skip("the test process could not be re-parented to PID 1 here")
+}
+
+// targetsOf returns proc.stale's targets that are pid: never any other
+// process of the machine.
+func targetsOf(ctx context.Context, t *testing.T, h *host.Host, pid int) []rank {
+	t.Helper()
+	targets, _, err := staleTargets(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []rank
+	for _, tg := range targets {
+		if tg.PID == pid {
+			mine = append(mine, tg)
+		}
+	}
+	return mine
 }
 
 func alive(pid int) bool {
@@ -432,18 +459,9 @@ func TestExportedScriptOnRealTmpfs(t *testing.T) {
 		t.Fatal("cleanup not planned")
 	}
 	plan = append(plan, cl)
-	targets, _, err := staleTargets(ctx, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mine []rank
-	for _, tg := range targets {
-		if tg.PID == rankPID {
-			mine = append(mine, tg) // never touch other processes of the machine
-		}
-	}
+	mine := targetsOf(ctx, t, h, rankPID)
 	if len(mine) != 1 {
-		t.Fatalf("the stale rank %d was not found: %+v", rankPID, targets)
+		t.Fatalf("the stale rank %d was not found: %+v", rankPID, mine)
 	}
 	plan = append(plan, *staleFix(h, mine, nil))
 	rm, ok := ByID(PlanFor(ctx, h, nil, []string{"shm.remount"}), "shm.remount")

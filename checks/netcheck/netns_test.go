@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ncclwiz/ncclwiz/internal/gobin"
 )
 
 // This test builds the real ncclwiz binary and runs it inside a fresh
@@ -212,17 +213,7 @@ func TestNetnsInterfaceRecommendation(t *testing.T) {
 // buildNcclwiz compiles the command once per test binary.
 func buildNcclwiz(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "ncclwiz")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return gobin.Ncclwiz(t, false)
 }
 
 // waitLowerUp waits (bounded) for carrier on an interface of ns.

@@ -1,7 +1,6 @@
 package netcheck
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
 	ft "github.com/ncclwiz/ncclwiz/internal/fixturetest"
+	"github.com/ncclwiz/ncclwiz/internal/grouptest"
 )
 
 // localHost is the real machine with a chosen environment.
@@ -153,19 +153,7 @@ func TestPortHeldByChildProcess(t *testing.T) {
 		t.Skip("python3 not installed; it plays the leftover rank holding the port")
 	}
 	cmd := exec.Command(py, "-c", "import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen()\nprint(s.getsockname()[1],flush=True)\ntime.sleep(120)")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strings.TrimSpace(line)
+	port, _ := grouptest.Start(t, cmd)
 	// MASTER_PORT alone: a launch whose rank 0 binds here.
 	fs := runRdv(t, localHost("MASTER_PORT="+port), DialTimeout)
 	f := findTitle(fs, fmt.Sprintf("Port %s (MASTER_PORT) is already in use on this machine by PID %d (", port, cmd.Process.Pid))

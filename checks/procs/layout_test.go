@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/dockertest"
+	"github.com/ncclwiz/ncclwiz/internal/gobin"
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
 
@@ -42,19 +44,7 @@ type bins struct{ dir, helper, tini, ncclwiz string }
 func buildBins(t *testing.T) bins {
 	t.Helper()
 	dir := t.TempDir()
-	b := bins{dir: dir, helper: filepath.Join(dir, "rankhelper"), tini: filepath.Join(dir, "tini"), ncclwiz: filepath.Join(dir, "ncclwiz")}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ out, pkg string }{{b.helper, "./checks/procs/testdata/rankhelper"}, {b.ncclwiz, "."}} {
-		cmd := exec.Command("go", "build", "-o", c.out, c.pkg)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", c.pkg, err, out)
-		}
-	}
+	b := bins{dir: dir, helper: gobin.Build(t, "./checks/procs/testdata/rankhelper", true), tini: filepath.Join(dir, "tini"), ncclwiz: gobin.Ncclwiz(t, true)}
 	// A copy named tini: its comm is "tini", as the real one's.
 	data, err := os.ReadFile(b.helper)
 	if err != nil {
@@ -324,73 +314,31 @@ func TestLayoutsInPIDNamespaces(t *testing.T) {
 	})
 }
 
-// docker runs the docker CLI and returns its output.
-func docker(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	out, err := exec.Command("docker", args...).CombinedOutput()
-	return string(out), err
-}
-
 // TestLayoutsInDocker: a container whose PID 1 is the launcher, and one
 // whose PID 1 is a rank (a Kubernetes pod's layout), inspected with docker
 // exec. The image holds only the static helper and ncclwiz (docker import;
 // there is no registry).
 func TestLayoutsInDocker(t *testing.T) {
-	needRoot(t, "docker")
-	if out, err := docker(t, "info", "--format", "{{.ServerVersion}}"); err != nil {
-		t.Skipf("no Docker Engine: %v %s", err, out)
-	}
+	dockertest.Require(t)
 	b := buildBins(t)
-	root := t.TempDir()
-	for _, f := range []struct{ from, to string }{{b.helper, "launcher"}, {b.ncclwiz, "ncclwiz"}} {
-		data, err := os.ReadFile(f.from)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, f.to), data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, d := range []string{"tmp", "etc", "dev/shm"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	suffix := strconv.Itoa(os.Getpid())
-	image := "ncclwiz-test-procs:" + suffix
-	tar := exec.Command("tar", "-C", root, "-c", ".")
-	imp := exec.Command("docker", "import", "-", image)
-	pipe, err := tar.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	imp.Stdin = pipe
-	if err := tar.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := imp.CombinedOutput(); err != nil {
-		t.Fatalf("docker import: %v %s", err, out)
-	}
-	_ = tar.Wait()
-	t.Cleanup(func() { _, _ = docker(t, "rmi", "-f", image) })
+	root := dockertest.Rootfs(t, "tmp", "etc", "dev/shm")
+	dockertest.Copy(t, root, "launcher", b.helper)
+	dockertest.Copy(t, root, "ncclwiz", b.ncclwiz)
+	image := dockertest.Import(t, "procs", root)
 
 	run := func(t *testing.T, name string, args ...string) string {
 		t.Helper()
-		name = "ncclwiz-test-procs-" + name + "-" + suffix
-		if out, err := docker(t, append([]string{"run", "-d", "--name", name, "--network", "none"}, args...)...); err != nil {
-			t.Fatalf("docker run: %v %s", err, out)
-		}
-		t.Cleanup(func() { _, _ = docker(t, "rm", "-f", name) })
+		name = dockertest.Name(t, "procs", name)
+		dockertest.Start(t, name, append([]string{"--network", "none"}, args...)...)
 		return name
 	}
 	exe := func(t *testing.T, c string, args ...string) string {
 		t.Helper()
-		out, err := exec.Command("docker", append([]string{"exec", "-e", "NO_COLOR=1", c, "/ncclwiz"}, args...)...).Output()
-		var ee *exec.ExitError
-		if err != nil && !(errorsAs(err, &ee) && ee.ExitCode() == 1) {
-			t.Fatalf("docker exec %s %v: %v\n%s", c, args, err, out)
+		out, code := dockertest.Exec(t, append([]string{"-e", "NO_COLOR=1", c, "/ncclwiz"}, args...)...)
+		if code != 0 && code != 1 {
+			t.Fatalf("docker exec %s %v: exit %d\n%s", c, args, code, out)
 		}
-		return string(out)
+		return out
 	}
 	// waitRanks returns the proc.ranks evidence seen inside once n ranks run.
 	waitRanks := func(t *testing.T, c string, n int) map[int]map[string]any {
@@ -436,7 +384,7 @@ func TestLayoutsInDocker(t *testing.T) {
 			t.Errorf("PID 1 rank: %v", seen)
 		}
 		exe(t, c, "fix", "--apply", "proc.stale", "--yes")
-		if out, err := docker(t, "inspect", "-f", "{{.State.Running}}", c); err != nil || strings.TrimSpace(out) != "true" {
+		if out, err := dockertest.Docker("inspect", "-f", "{{.State.Running}}", c); err != nil || out != "true" {
 			t.Errorf("the container's rank was ended: %s %v", out, err)
 		}
 	})

@@ -34,7 +34,7 @@ func hiddenHolders() []hiddenHolder {
 	}
 	bind := func(mode string) func(t *testing.T, _, path string) *shmtest.Process {
 		return func(t *testing.T, _, path string) *shmtest.Process {
-			return startThroughBind(t, mode, path)
+			return shmtest.StartThroughBind(t, mode, path)
 		}
 	}
 	return []hiddenHolder{
@@ -45,28 +45,6 @@ func hiddenHolders() []hiddenHolder {
 		{"bind mount of the file, mapped", bind("map"), true, "map"},
 		{"in flight in a socket queue", c("scm-inflight"), false, ""},
 	}
-}
-
-// startThroughBind runs a holder in a private mount namespace where the
-// segment is bind-mounted onto a file with an unrelated name elsewhere,
-// and holds it through that name.
-func startThroughBind(t *testing.T, mode, path string) *shmtest.Process {
-	t.Helper()
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("unshare(1) from util-linux is needed")
-	}
-	other := filepath.Join(t.TempDir(), "weights.bin")
-	if err := os.WriteFile(other, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-		`mount --bind "$1" "$2" && exec "$3" -test.run='^$'`, "sh", path, other, self)
-	cmd.Env = append(os.Environ(), "NCCLWIZ_SHMTEST_MODE="+mode, "NCCLWIZ_SHMTEST_FILE="+other)
-	return shmtest.StartCmd(t, cmd)
 }
 
 // TestRealHiddenHolders: a segment held by a thread after the leader

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ncclwiz/ncclwiz/host"
 )
 
 // cgroup is a cgroup v2 directory made for one run under ncclwiz's own
@@ -119,29 +121,10 @@ func cgroup2Mount() (string, error) {
 		}
 		f := strings.Fields(pre)
 		if len(f) >= 5 && f[3] == "/" {
-			return unescapeMount(f[4]), nil
+			return host.UnescapeMount(f[4]), nil
 		}
 	}
 	return "", errors.New("cgroup2 is not mounted")
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // procs lists the PIDs in the cgroup (the launcher's whole tree; cgroups

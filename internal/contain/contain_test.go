@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ncclwiz/ncclwiz/internal/polltest"
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
 
@@ -85,17 +86,6 @@ func argvAlive(marker string) []string {
 		}
 	}
 	return out
-}
-
-func waitFor(limit time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return true
 }
 
 // End reports every live process of the run, the escaped grandchild
@@ -218,15 +208,15 @@ func TestKeeperCleansUpWhenParentIsKilled(t *testing.T) {
 			if err := cmd.Wait(); err == nil {
 				t.Error("the stand-in for ncclwiz should have died")
 			}
-			if !waitFor(15*time.Second, func() bool { return len(argvAlive(m)) == 0 }) {
+			if !polltest.Until(15*time.Second, func() bool { return len(argvAlive(m)) == 0 }) {
 				t.Errorf("processes of the run survived ncclwiz: %q", argvAlive(m))
 			}
-			if !waitFor(5*time.Second, func() bool { _, err := os.Lstat(tmp); return os.IsNotExist(err) }) {
+			if !polltest.Until(5*time.Second, func() bool { _, err := os.Lstat(tmp); return os.IsNotExist(err) }) {
 				t.Errorf("the keeper did not remove %s", tmp)
 			}
 			if own, err := ownCgroupDir(); err == nil {
 				cg := filepath.Join(own, m)
-				if !waitFor(5*time.Second, func() bool { _, err := os.Stat(cg); return os.IsNotExist(err) }) {
+				if !polltest.Until(5*time.Second, func() bool { _, err := os.Stat(cg); return os.IsNotExist(err) }) {
 					t.Errorf("the keeper did not remove the cgroup %s", cg)
 				}
 			}
@@ -251,7 +241,7 @@ func TestProcReads(t *testing.T) {
 	if !ok || !alive(s) || s.StartTicks == 0 || s.PPID != os.Getpid() || s.PGID != pid {
 		t.Fatalf("readStat(child) = %+v, %v", s, ok)
 	}
-	if !waitFor(5*time.Second, func() bool { return Cmdline(pid) == "sleep 60" }) {
+	if !polltest.Until(5*time.Second, func() bool { return Cmdline(pid) == "sleep 60" }) {
 		t.Errorf("Cmdline = %q", Cmdline(pid))
 	}
 	if !hasEnv(pid, marker) || hasEnv(pid, marker+"x") || hasEnv(pid, "NCCLWIZ_CONTAIN_READS") || hasEnv(os.Getpid(), marker) {
@@ -285,14 +275,6 @@ func TestProcReads(t *testing.T) {
 	}
 	if _, ok := readStat(-5); ok {
 		t.Error("no such process")
-	}
-}
-
-func TestUnescapeMount(t *testing.T) {
-	for in, want := range map[string]string{`/sys/fs/cgroup`: "/sys/fs/cgroup", `/mnt/a\040b`: "/mnt/a b", `/x\`: `/x\`} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("%q: %q, want %q", in, got, want)
-		}
 	}
 }
 

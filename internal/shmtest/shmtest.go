@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ncclwiz/ncclwiz/internal/grouptest"
 )
 
 const (
@@ -203,25 +205,31 @@ func StartCmd(t testing.TB, cmd *exec.Cmd) *Process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	// Closed after the group is killed (cleanups run last-in first-out).
+	t.Cleanup(func() { stdin.Close() })
+	return &Process{Cmd: cmd, stdin: stdin, out: grouptest.StartReady(t, cmd)}
+}
+
+// StartThroughBind runs a helper in mode ("open", "map") in a private
+// mount namespace where path is bind-mounted onto a file with an unrelated
+// name elsewhere, holding it only through that name.
+func StartThroughBind(t testing.TB, mode, path string) *Process {
+	t.Helper()
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare(1) from util-linux is needed")
+	}
+	other := filepath.Join(t.TempDir(), "weights.bin")
+	if err := os.WriteFile(other, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &Process{Cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
-	t.Cleanup(func() {
-		stdin.Close()
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	})
-	line, err := p.out.ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		t.Fatalf("holder %v: %q %v", cmd.Args, line, err)
-	}
-	return p
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+		`mount --bind "$1" "$2" && exec "$3" -test.run='^$'`, "sh", path, other, self)
+	cmd.Env = append(os.Environ(), envMode+"="+mode, envFile+"="+other)
+	return StartCmd(t, cmd)
 }
 
 // BuildHolder compiles testdata/holder.c (threads, leader exit, SCM_RIGHTS

@@ -5,12 +5,13 @@ package tmuxtest
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ncclwiz/ncclwiz/internal/gobin"
 )
 
 // Session is one tmux session running a command.
@@ -20,17 +21,16 @@ type Session struct {
 	sock string
 }
 
-// Build compiles the ncclwiz binary from the module root into a temp dir.
+// Build returns the ncclwiz binary (with NVML, as released), built once
+// per test binary by internal/gobin; moduleRoot must be this module's root
+// (the callers' "..").
 func Build(t testing.TB, moduleRoot string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ncclwiz")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = moduleRoot
-	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	abs, err := filepath.Abs(moduleRoot)
+	if err != nil || abs != gobin.ModuleRoot() {
+		t.Fatalf("tmuxtest.Build: %s is not the module root %s (%v)", moduleRoot, gobin.ModuleRoot(), err)
 	}
-	return bin
+	return gobin.Ncclwiz(t, false)
 }
 
 // Start runs command in dir in a new w x h session. env is set with `env`,

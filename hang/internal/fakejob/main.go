@@ -1,12 +1,21 @@
-// Command fakejob behaves like a small torchrun job for ncclwiz's tests in
-// containers (built static, CGO_ENABLED=0, and imported as an image):
+// Command fakejob behaves like a small torchrun job for ncclwiz's hang
+// tests, on the host and in containers (built static, CGO_ENABLED=0, and
+// imported as an image). It is the one fake job of those tests:
 //
 //	fakejob launcher PLAN   start one rank per comma-separated word of PLAN
-//	                        ("spin" or "pipe") with torchrun's variables
+//	                        with torchrun's variables; the same with the plan
+//	                        in FAKEJOB_PLAN and any other argv (started as
+//	                        "torchrun --nproc-per-node=3 train.py"; under
+//	                        another argv[0] it re-executes itself so)
+//	FAKEJOB_DO=WHAT         be one rank: "spin" (prints a step every 200ms),
+//	                        "pipe" (blocks reading a pipe nobody writes),
+//	                        "stop" (stops itself), "loader" (starts a sleeping
+//	                        data-loader child, which inherits RANK), "sleep"
 //
-// Each rank writes a flight-recorder dump in the JSON form PyTorch's
-// dump_json writes to /tmp/nccl_trace_rank_<rank>: the "pipe" rank, which
-// then blocks reading a pipe nobody writes, is one collective behind.
+// The launcher prints "ready" once its ranks run. FAKEJOB_LOGDIR gives each
+// rank a log file there; FAKEJOB_DUMPS, a path prefix, makes each rank write
+// a flight-recorder dump (PREFIX<rank>) in the JSON form PyTorch's dump_json
+// writes: the "pipe" rank is one collective behind.
 package main
 
 import (
@@ -14,22 +23,35 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
+func init() { runtime.LockOSThread() }
+
 func main() {
-	if len(os.Args) >= 3 && os.Args[1] == "launcher" {
-		launcher(strings.Split(os.Args[2], ","))
-		return
-	}
-	if os.Getenv("FAKEJOB_DO") != "" {
+	switch {
+	case os.Getenv("FAKEJOB_DO") != "":
 		rank()
-		return
+	case len(os.Args) >= 3 && os.Args[1] == "launcher":
+		launcher(strings.Split(os.Args[2], ","))
+	case os.Getenv("FAKEJOB_PLAN") != "":
+		if os.Args[0] != "torchrun" { // started by unshare: look like torchrun
+			self, err := os.Executable()
+			if err == nil {
+				err = syscall.Exec(self, []string{"torchrun", "--nproc-per-node=3", "train.py"}, os.Environ())
+			}
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		launcher(strings.Split(os.Getenv("FAKEJOB_PLAN"), ","))
+	default:
+		fmt.Fprintln(os.Stderr, "usage: fakejob launcher spin,pipe,...")
+		os.Exit(2)
 	}
-	fmt.Fprintln(os.Stderr, "usage: fakejob launcher spin,pipe,...")
-	os.Exit(2)
 }
 
 func launcher(plan []string) {
@@ -41,11 +63,17 @@ func launcher(plan []string) {
 	var cmds []*exec.Cmd
 	for i, what := range plan {
 		c := exec.Command(self)
+		c.Args = []string{"python3", "train.py", "--rank-behaviour", what}
 		c.Env = append(os.Environ(), "FAKEJOB_DO="+what, "RANK="+strconv.Itoa(i), "LOCAL_RANK="+strconv.Itoa(i),
 			"WORLD_SIZE="+strconv.Itoa(len(plan)), "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500",
 			"TORCHELASTIC_RUN_ID=fakejob", "GROUP_RANK=0")
+		if dir := os.Getenv("FAKEJOB_LOGDIR"); dir != "" {
+			if f, err := os.Create(fmt.Sprintf("%s/rank%d.log", dir, i)); err == nil {
+				c.Stdout, c.Stderr = f, f
+			}
+		}
 		if what == "pipe" {
-			if r, _, err := os.Pipe(); err == nil {
+			if r, _, err := os.Pipe(); err == nil { // the write end stays open and silent
 				c.Stdin = r
 			}
 		}
@@ -55,6 +83,7 @@ func launcher(plan []string) {
 		}
 		cmds = append(cmds, c)
 	}
+	fmt.Println("ready")
 	for _, c := range cmds {
 		_ = c.Wait()
 	}
@@ -64,26 +93,41 @@ func rank() {
 	r, _ := strconv.Atoi(os.Getenv("RANK"))
 	world, _ := strconv.Atoi(os.Getenv("WORLD_SIZE"))
 	what := os.Getenv("FAKEJOB_DO")
-	last := 5
-	if what == "pipe" {
-		last = 4
+	if prefix := os.Getenv("FAKEJOB_DUMPS"); prefix != "" && what != "sleep" {
+		last := 5
+		if what == "pipe" {
+			last = 4
+		}
+		writeDump(prefix, r, world, last)
 	}
-	writeDump(r, world, last)
 	switch what {
 	case "spin":
-		for x := 0; ; x++ {
-			if x%50_000_000 == 0 {
+		x, last := 0, time.Now()
+		for {
+			x++
+			if time.Since(last) > 200*time.Millisecond {
 				fmt.Println("step", x)
+				last = time.Now()
 			}
 		}
 	case "pipe":
+		// A plain read(2) on the main thread (locked in init), so that the
+		// process's own wchan is pipe_read, as a Python rank's is.
 		b := make([]byte, 1)
-		_, _ = os.Stdin.Read(b)
+		_, _ = syscall.Read(0, b)
+	case "loader":
+		self, _ := os.Executable()
+		c := exec.Command(self)
+		c.Env = append(os.Environ(), "FAKEJOB_DO=sleep")
+		_ = c.Start()
+		fmt.Println("ready")
+	case "stop":
+		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 	}
 	time.Sleep(time.Hour)
 }
 
-func writeDump(rank, world, last int) {
+func writeDump(prefix string, rank, world, last int) {
 	ranks := make([]string, world)
 	for i := range ranks {
 		ranks[i] = strconv.Itoa(i)
@@ -109,5 +153,5 @@ func writeDump(rank, world, last int) {
 		"entries":   entries,
 	}
 	b, _ := json.Marshal(d)
-	_ = os.WriteFile(fmt.Sprintf("/tmp/nccl_trace_rank_%d", rank), b, 0o644)
+	_ = os.WriteFile(prefix+strconv.Itoa(rank), b, 0o644)
 }
