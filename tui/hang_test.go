@@ -301,7 +301,7 @@ func TestHangJobListScrolls(t *testing.T) {
 		fits(t, m, fmt.Sprintf("job list at %d", i))
 		m = press(t, m, "down")
 	}
-	m = press(t, m, "enter")
+	press(t, m, "enter")
 	if got := w.calls(); len(got) != 1 || got[0] != 1029 {
 		t.Errorf("inspected %v, want 1029", got)
 	}
