@@ -25,7 +25,7 @@ func (s *scan) report() *Report {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %s longer than %d bytes were cut; the start of each was matched", in.Name, units.Count(in.TruncatedLines, "line"), s.maxLine()))
 		}
 		if in.Binary {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("%s looks like binary data, not a text log (%d NUL bytes); only its readable lines were matched", in.Name, in.NULBytes))
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s is not a text log (binary data, %d NUL bytes); its strings were not diagnosed", in.Name, in.NULBytes))
 		} else if in.NULBytes > 0 {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %d NUL bytes skipped (a file written by a crashed process often has NUL-filled holes)", in.Name, in.NULBytes))
 		}
@@ -37,6 +37,17 @@ func (s *scan) report() *Report {
 		r.FirstError = &fe.line
 	}
 
+	// Strings inside a binary (an executable, a core file, a tarball) name
+	// every failure ncclwiz knows: when no input is a text log there is
+	// nothing to diagnose, and the CLI says so (exit 2).
+	if !s.anyText() {
+		r.Diagnoses, r.Notes, r.FirstError = []Diagnosis{}, nil, nil
+		r.EarliestFailure, r.FirstSignature, r.TorchrunRootCause = nil, nil, nil
+		r.Digest, r.NCCLVersion = nil, ""
+		r.Summary = "The input is not a text log (binary data): nothing was diagnosed. Pass the job's console output."
+		cleanReport(r)
+		return r
+	}
 	diags := s.diagnoses(r)
 	if diags == nil {
 		diags = []Diagnosis{}
@@ -46,6 +57,20 @@ func (s *scan) report() *Report {
 	r.Summary = s.summary(r)
 	cleanReport(r)
 	return r
+}
+
+// anyText reports whether some input was read as a text log (or nothing
+// could be read at all, which the CLI reports on its own).
+func (s *scan) anyText() bool {
+	binary := false
+	for _, in := range s.inputs {
+		if in.Binary {
+			binary = true
+		} else if !in.Empty && in.Lines > 0 {
+			return true
+		}
+	}
+	return !binary
 }
 
 func (s *scan) maxLine() int {
