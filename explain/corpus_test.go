@@ -26,6 +26,7 @@ type corpusCase struct {
 	first   string // first non-NCCL error kind
 	binary  bool
 	check   func(t *testing.T, r *Report)
+	thread  string // the public report the log is modelled on (formats exact, values invented)
 }
 
 var corpus = map[string]corpusCase{
@@ -163,7 +164,13 @@ var corpus = map[string]corpusCase{
 				t.Errorf("first signature = %+v", r.FirstSignature)
 			}
 		}},
-	"unrecognised-warn.log":      {root: "nccl-unhandled-cuda-error", conf: Medium, rank: 1},
+	// Once unrecognised; issue 15 maps CUDA errors (700 here).
+	"unrecognised-warn.log": {root: "cuda-kernel-fault", conf: High, rank: 1, has: []string{"nccl-unhandled-cuda-error"},
+		check: func(t *testing.T, r *Report) {
+			if f := rootOf(r).Fields; f["cuda_code"] != "700" || f["cuda_name"] != "cudaErrorIllegalAddress" {
+				t.Errorf("fields = %v", f)
+			}
+		}},
 	"internal-error-wrapper.log": {root: "nccl-internal-error", conf: Medium, rank: 0, version: "2.20.5"},
 	"invalid-argument.log":       {root: "nccl-invalid-argument", conf: Medium, rank: 0},
 	"remote-error-only.log": {root: "", has: []string{"nccl-remote-error", "peer-closed"},
@@ -172,6 +179,16 @@ var corpus = map[string]corpusCase{
 				t.Errorf("summary = %q", r.Summary)
 			}
 		}},
+	// Issue 15, class 1: CUDA errors NCCL surfaces, directly or through
+	// PyTorch's "Last error:" payload.
+	"cuda-700-enqueue-vllm.log": {root: "cuda-kernel-fault", conf: High, rank: -2, has: []string{"nccl-unhandled-cuda-error"},
+		thread: "https://github.com/vllm-project/vllm/issues/19890", check: cudaFields("700", "cudaErrorIllegalAddress")},
+	"cuda-launch-failure-lasterror.log": {root: "cuda-kernel-fault", conf: High, rank: 3, has: []string{"nccl-unhandled-cuda-error"},
+		thread: "https://github.com/NVIDIA/nccl/issues/629 (wording of torch 2.5 NCCLUtils.hpp)", check: cudaFields("719", "cudaErrorLaunchFailure")},
+	"cuda-illegal-nccl-tests.log": {root: "cuda-kernel-fault", conf: High, rank: -2, has: []string{"nccl-unhandled-cuda-error"}, version: "2.7.8+cuda10.2",
+		thread: "https://github.com/NVIDIA/nccl/issues/629", check: cudaFields("700", "cudaErrorIllegalAddress")},
+	"ray-watchdog-illegal-access.log": {root: "cuda-kernel-fault", conf: High, rank: 1, has: []string{"nccl-async-teardown"},
+		thread: "https://github.com/vllm-project/vllm/issues/4108"},
 	// No NCCL failure.
 	"healthy-info.log": {root: "", version: "2.21.5+cuda12.4",
 		check: func(t *testing.T, r *Report) {
@@ -193,6 +210,15 @@ var corpus = map[string]corpusCase{
 			}
 		}},
 	"binary-junk.bin": {root: "", rank: -2, binary: true}, // strings in it are no diagnosis
+}
+
+// cudaFields checks the CUDA error the root names.
+func cudaFields(code, name string) func(t *testing.T, r *Report) {
+	return func(t *testing.T, r *Report) {
+		if f := rootOf(r).Fields; f["cuda_code"] != code || f["cuda_name"] != name {
+			t.Errorf("fields = %v, want cuda_code %s cuda_name %s", f, code, name)
+		}
+	}
 }
 
 func TestCorpus(t *testing.T) {

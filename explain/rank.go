@@ -410,6 +410,13 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 	if payload && !direct && a.def.Role == RoleCause {
 		d.Advice = append(d.Advice, "Found through PyTorch's \"Last error:\" line, which repeats NCCL's last warning.")
 	}
+	// A CUDA error named anywhere in the evidence says what failed, even
+	// when only a generic wrapper matched.
+	texts := []string{d.Fields["last_error"], d.Fields["cuda_error"], d.Fields["cuda_name"]}
+	for _, ev := range d.Evidence {
+		texts = append(texts, ev.Text)
+	}
+	addCudaError(&d, texts...)
 	return d
 }
 
