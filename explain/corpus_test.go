@@ -189,6 +189,15 @@ var corpus = map[string]corpusCase{
 		thread: "https://github.com/NVIDIA/nccl/issues/629", check: cudaFields("700", "cudaErrorIllegalAddress")},
 	"ray-watchdog-illegal-access.log": {root: "cuda-kernel-fault", conf: High, rank: 1, has: []string{"nccl-async-teardown"},
 		thread: "https://github.com/vllm-project/vllm/issues/4108"},
+	// Issue 15, class 4: a WARN not in the catalogue is placed in the NCCL
+	// subsystem its source file names, with that subsystem's guide.
+	"warn-p2p-peer-4090.log": {root: idUnrecognisedWarn, conf: Low, rank: -2, has: []string{"nccl-internal-error"},
+		thread: "https://github.com/OpenRLHF/OpenRLHF/issues/1064 (RTX 4090, P2P access not supported; WARN text from NCCL 2.21 src/transport/p2p.cc)",
+		check:  placed("p2p-acs-iommu", "transport/p2p.cc", "217")},
+	"warn-ib-async-event.log": {root: idUnrecognisedWarn, conf: Low, rank: -2, has: []string{"nccl-remote-error"},
+		thread: "NCCL 2.19 src/transport/net_ib.cc:101 wording; layout of https://github.com/NVIDIA/nccl/issues/952", check: placed("ib-roce", "transport/net_ib.cc", "")},
+	"warn-graph-xml-topo.log": {root: idUnrecognisedWarn, conf: Low, rank: -2,
+		thread: "NCCL 2.18 src/graph/xml.cc wording (NCCL_TOPO_FILE cut short)", check: placed("p2p-acs-iommu", "graph/xml.cc", "")},
 	// No NCCL failure.
 	"healthy-info.log": {root: "", version: "2.21.5+cuda12.4",
 		check: func(t *testing.T, r *Report) {
@@ -217,6 +226,17 @@ func cudaFields(code, name string) func(t *testing.T, r *Report) {
 	return func(t *testing.T, r *Report) {
 		if f := rootOf(r).Fields; f["cuda_code"] != code || f["cuda_name"] != name {
 			t.Errorf("fields = %v, want cuda_code %s cuda_name %s", f, code, name)
+		}
+	}
+}
+
+// placed checks an unrecognised warning's subsystem guide, source file and
+// CUDA error.
+func placed(guide, source, cudaCode string) func(t *testing.T, r *Report) {
+	return func(t *testing.T, r *Report) {
+		root := rootOf(r)
+		if root.Guide != guide || root.Fields["source"] != source || root.Fields["cuda_code"] != cudaCode || !strings.HasPrefix(root.Title, "NCCL warning from ") {
+			t.Errorf("root = %s %q guide %s fields %v", root.ID, root.Title, root.Guide, root.Fields)
 		}
 	}
 }

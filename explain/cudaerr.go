@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // cudaErr is one CUDA error NCCL can surface: NCCL's CUDACHECK prints
@@ -61,6 +62,14 @@ var reCudaErr = regexp.MustCompile(`(?:Cuda failure|CUDA failure \S+)(?: (\d+))?
 func lookupCudaError(text string) (cudaErr, bool) {
 	sm := reCudaErr.FindStringSubmatch(text)
 	if sm == nil {
+		// Other wordings print the string after the code ("failed to
+		// peer with device 1(=2000): 217 peer access is not supported
+		// ..."): a long, distinctive string is enough.
+		for _, c := range cudaErrors {
+			if len(c.Text) >= 20 && strings.Contains(text, c.Text) {
+				return c, true
+			}
+		}
 		return cudaErr{}, false
 	}
 	code, msg, name := sm[1]+sm[4], sm[2]+sm[3]+sm[5], sm[6]

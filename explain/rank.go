@@ -195,6 +195,17 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 		root = wait[0]
 	}
 	sort.Slice(others, func(i, j int) bool { return lessAgg(others[i].primary, others[j].primary) })
+	// A warning whose source file places it in an NCCL subsystem says more
+	// than the generic return code PyTorch wraps it in.
+	if root == nil && s.unknown != nil && s.unknown.fields["source"] != "" {
+		if sub, ok := subsystemByFile(s.unknown.fields["source"]); ok && !sub.API {
+			for _, m := range others {
+				if m.primary == s.unknown {
+					root = m
+				}
+			}
+		}
+	}
 	if root == nil {
 		for _, m := range others {
 			if m.primary.def.Role == RoleWrapper {
@@ -394,6 +405,10 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 	case a == s.unknown:
 		d.Confidence = Low
 		d.Explanation = "NCCL printed a warning that ncclwiz does not recognise. It is the best lead: search for its text in the NCCL issues, and rerun with NCCL_DEBUG=INFO for context."
+		if sub, ok := s.placeIn(&d); ok {
+			d.Title = "NCCL warning from " + sub.Name
+			d.Explanation = "NCCL's " + sub.Name + " (" + d.Fields["source"] + ") printed a warning that is not in ncclwiz's catalogue. It is the best lead: the guide covers that part of NCCL; search for the warning's text in the NCCL issues, and rerun with NCCL_DEBUG=INFO for context."
+		}
 	case a.def.Role == RoleCause:
 		d.Confidence = High
 	case a.def.Role == RoleContext:

@@ -448,6 +448,12 @@ func (s *scan) unrecognised(fs *fileState, ev Evidence, m lineMeta) {
 	}
 	a := s.unknown
 	a.count++
+	// The first WARN whose source file names a subsystem places them all.
+	if _, ok := a.fields["source"]; !ok {
+		if file, _, ok := subsystemOf(ev.Text); ok {
+			a.fields["source"] = file
+		}
+	}
 	if len(a.evidence) < maxUnrecognised {
 		a.evidence = append(a.evidence, ev)
 	}
