@@ -198,6 +198,23 @@ var corpus = map[string]corpusCase{
 		thread: "NCCL 2.19 src/transport/net_ib.cc:101 wording; layout of https://github.com/NVIDIA/nccl/issues/952", check: placed("ib-roce", "transport/net_ib.cc", "")},
 	"warn-graph-xml-topo.log": {root: idUnrecognisedWarn, conf: Low, rank: -2,
 		thread: "NCCL 2.18 src/graph/xml.cc wording (NCCL_TOPO_FILE cut short)", check: placed("p2p-acs-iommu", "graph/xml.cc", "")},
+	// Issue 15, class 5: no WARN, only NCCL's return-code trail; its first
+	// frame names the subsystem, the digest adds what it knows.
+	"trail-socket-torch1.log": {root: idReturnTrail, conf: Medium, rank: -2, has: []string{"nccl-unhandled-system-error"}, version: "2.7.8+cuda10.2",
+		thread: "frames of https://github.com/NVIDIA/nccl/issues/952; torch 1.7 ProcessGroupNCCL wording",
+		check: func(t *testing.T, r *Report) {
+			root := rootOf(r)
+			if root.Guide != "socket-connect" || root.Fields["source"] != "misc/socket.cc" || root.Fields["risky_interfaces"] != "docker0:172.17.0.1" || !root.Inferred {
+				t.Errorf("root = %+v", root)
+			}
+		}},
+	"trail-shm-info-only.log": {root: idReturnTrail, conf: Low, rank: -2, has: []string{"nccl-unhandled-system-error"},
+		thread: "trail frames of https://github.com/NVIDIA/nccl-tests/issues/166 with its WARN lines lost (INFO-only), torchrun --tee prefixes",
+		check: func(t *testing.T, r *Report) {
+			if root := rootOf(r); root.Guide != "container-shm" || root.Fields["nccl_result"] != "ncclSystemError" {
+				t.Errorf("root = %+v", root)
+			}
+		}},
 	// No NCCL failure.
 	"healthy-info.log": {root: "", version: "2.21.5+cuda12.4",
 		check: func(t *testing.T, r *Report) {

@@ -245,6 +245,7 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 	}
 
 	var out []Diagnosis
+	var trail *Diagnosis
 	add := func(m *merged) {
 		d := s.diagnosis(m)
 		if m == root {
@@ -255,6 +256,9 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 		} else if root != nil && (d.Role != RoleCause || waiters[d.ID]) {
 			d.ConsequenceOf = root.primary.def.ID
 		}
+		if trail != nil && (d.Role != RoleCause || waiters[d.ID]) {
+			d.ConsequenceOf = trail.ID
+		}
 		if m == wdMerged && wd != nil {
 			d.Watchdog = wd
 			d.Advice = append(d.Advice, wd.Advice...)
@@ -263,6 +267,17 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 	}
 	if root != nil {
 		add(root)
+	}
+	// No cause, or only PyTorch's generic wrapper: the first frame of
+	// NCCL's return-code trail names the subsystem that failed.
+	if root == nil || root.primary.def.Role == RoleWrapper {
+		trail = s.trailDiagnosis(r)
+	}
+	if trail != nil {
+		for i := range out {
+			out[i].RootCause, out[i].ConsequenceOf = false, trail.ID
+		}
+		out = append([]Diagnosis{*trail}, out...)
 	}
 	for _, m := range append(append([]*merged{}, direct...), wait...) {
 		if m != root {
