@@ -215,6 +215,29 @@ var corpus = map[string]corpusCase{
 				t.Errorf("root = %+v", root)
 			}
 		}},
+	// Issue 15, class 2: wrapped and cut pastes, matched as one message.
+	"wrapped-shm-docker-paste.log": {root: "shm-create-nospace", conf: High, rank: -2, also: []string{"shm-create-failed"}, has: []string{"nccl-unhandled-system-error"},
+		thread: "https://github.com/pytorch/pytorch/pull/40622 (NCCL 2.7.3 include/shm.h WARNs, word-wrapped as pasted)",
+		check: func(t *testing.T, r *Report) {
+			if f := rootOf(r).Fields; f["size"] != "9637888" {
+				t.Errorf("fields = %v", f)
+			}
+		}},
+	"wrapped-kubectl-socket.log": {root: "socket-connect-failed", conf: High, rank: 0, has: []string{"nccl-unhandled-system-error"},
+		thread: "https://github.com/NVIDIA/nccl/issues/952 layout, cut at 100 columns with the [rank0]: prefix repeated",
+		check: func(t *testing.T, r *Report) {
+			if f := rootOf(r).Fields; f["peer"] != "10.42.3.17<41235>" {
+				t.Errorf("fields = %v", f)
+			}
+		}},
+	// The WARN lost its head (file name); the trail still names NVLS.
+	"cut-prefix-nvls.log": {root: idReturnTrail, conf: Low, rank: -2, has: []string{idUnrecognisedWarn},
+		thread: "wording of NCCL src/include/cudawrap.h CUCHECK at v2.30.7-1 ('Cuda failure %d '%s''), prefixes cut as in a terminal copy; values invented",
+		check: func(t *testing.T, r *Report) {
+			if root := rootOf(r); root.Guide != "nvls" || root.Fields["cuda_name"] != "cudaErrorNotSupported" {
+				t.Errorf("root = %+v", root)
+			}
+		}},
 	// No NCCL failure.
 	"healthy-info.log": {root: "", version: "2.21.5+cuda12.4",
 		check: func(t *testing.T, r *Report) {

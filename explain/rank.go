@@ -270,7 +270,8 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 	}
 	// No cause, or only PyTorch's generic wrapper: the first frame of
 	// NCCL's return-code trail names the subsystem that failed.
-	if root == nil || root.primary.def.Role == RoleWrapper {
+	unplaced := root != nil && root.primary == s.unknown && s.unknown.fields["source"] == ""
+	if root == nil || root.primary.def.Role == RoleWrapper || unplaced {
 		trail = s.trailDiagnosis(r)
 	}
 	if trail != nil {

@@ -125,8 +125,8 @@ func (s *scan) trailDiagnosis(r *Report) *Diagnosis {
 		result = "code " + sm[3]
 	}
 	d := &Diagnosis{ID: idReturnTrail, Role: RoleCause, Confidence: Low, Inferred: true, RootCause: true,
-		Title:       "NCCL failed in " + sub.Name + " (" + result + ") without a warning",
-		Explanation: "The log has no NCCL warning, only NCCL's return-code trail; its first frame, " + sm[1] + ":" + sm[2] + ", is where the error started.",
+		Title:       "NCCL failed in " + sub.Name + " (" + result + ")",
+		Explanation: "No NCCL warning says where, but NCCL's return-code trail does: its first frame, " + sm[1] + ":" + sm[2] + ", is where the error started.",
 		Fields:      map[string]string{"source": strings.TrimPrefix(sm[1], "src/"), "nccl_result": result},
 		Evidence:    []Evidence{*s.trail}, Count: 1, Checks: []string{}, Fixes: []string{}}
 	if s.trail.Rank >= 0 {
@@ -136,6 +136,15 @@ func (s *scan) trailDiagnosis(r *Report) *Diagnosis {
 		d.Hosts = []string{s.trail.Host}
 	}
 	s.placeIn(d)
+	// A warning without a source file (its prefix cut) may still name
+	// the CUDA error behind the trail.
+	if s.unknown != nil {
+		var texts []string
+		for _, ev := range s.unknown.evidence {
+			texts = append(texts, ev.Text)
+		}
+		addCudaError(d, texts...)
+	}
 	if dg := r.Digest; dg != nil {
 		d.Advice = append(d.Advice, trailFacts(sub, dg)...)
 		// A socket failure on an interface other hosts cannot reach is
