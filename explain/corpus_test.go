@@ -238,6 +238,23 @@ var corpus = map[string]corpusCase{
 				t.Errorf("root = %+v", root)
 			}
 		}},
+	"wrapped-ib-completion-paste.log": {root: "ib-completion-error", conf: High, rank: -2,
+		thread: "https://github.com/NVIDIA/nccl/issues/1405 (error 12, vendor err 129), in the NCCL 2.19 net_ib.cc wording, word-wrapped after 'len' as pasted",
+		check: func(t *testing.T, r *Report) {
+			if ev := rootOf(r).Evidence[0]; ev.Line != 6 || !strings.HasSuffix(ev.Text, "len 0, vendor err 129 (Recv)") {
+				t.Errorf("evidence = %+v", ev)
+			}
+		}},
+	"trail-nccl-tests-net.log": {root: idReturnTrail, conf: Low, rank: -2, has: []string{"nccl-unhandled-system-error"}, version: "2.10.3+cuda11.4",
+		thread: "https://github.com/NVIDIA/nccl/issues/629 (first trail: include/net.h:28 -> 2 ... proxy.cc:452 -> 2 [Proxy Thread], nccl-tests)",
+		check: func(t *testing.T, r *Report) {
+			if root := rootOf(r); root.Guide != "multi-node-basics" || root.Fields["source"] != "include/net.h" {
+				t.Errorf("root = %+v", root)
+			}
+		}},
+	// torch 0.4 wording, no payload: only the wrapper, at low confidence.
+	"torch04-unhandled-cuda.log": {root: "nccl-unhandled-cuda-error", conf: Low, rank: -2,
+		thread: "https://github.com/pytorch/pytorch/issues/11756"},
 	// No NCCL failure.
 	"healthy-info.log": {root: "", version: "2.21.5+cuda12.4",
 		check: func(t *testing.T, r *Report) {

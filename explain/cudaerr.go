@@ -73,17 +73,26 @@ func lookupCudaError(text string) (cudaErr, bool) {
 		return cudaErr{}, false
 	}
 	code, msg, name := sm[1]+sm[4], sm[2]+sm[3]+sm[5], sm[6]
+	var byCode *cudaErr
 	if n, err := strconv.Atoi(code); err == nil {
-		for _, c := range cudaErrors {
+		for i, c := range cudaErrors {
 			if c.Code == n {
-				return c, true
+				byCode = &cudaErrors[i]
 			}
 		}
 	}
+	if byCode != nil && (msg == "" || byCode.Text == msg) {
+		return *byCode, true
+	}
+	// CUDA before 10.1 numbered errors differently ("cuda runtime error
+	// (4) : unspecified launch failure"): a known string wins over the code.
 	for _, c := range cudaErrors {
 		if (msg != "" && c.Text == msg) || (name != "" && c.Name == name) {
 			return c, true
 		}
+	}
+	if byCode != nil { // a driver's own wording of a known code
+		return *byCode, true
 	}
 	return cudaErr{}, false
 }

@@ -18,6 +18,8 @@ func TestLookupCudaError(t *testing.T) {
 		// The code wins over a text it does not know (driver strings differ).
 		{"NCCL WARN Cuda failure 801 'operation not supported on this platform'", 801, true},
 		{"NCCL WARN Cuda failure 'something new'", 0, false},
+		// CUDA 9 numbering: 4 was cudaErrorLaunchFailure, now 719.
+		{"RuntimeError: cuda runtime error (4) : unspecified launch failure at /pytorch/aten/src/THC/generic/THCStorage.cpp:36", 719, true},
 		{"no cuda here", 0, false},
 	}
 	for _, tt := range tests {

@@ -25,6 +25,9 @@ type subsystem struct {
 // files come before their directory.
 var subsystems = []subsystem{
 	{"transport/net_ib", "the InfiniBand/RoCE transport", "ib-roce", nil, false},
+	{"ib_plugin", "the InfiniBand plugin (nccl-rdma-sharp-plugins)", "ib-roce", nil, false},
+	{"p2p_plugin", "the RDMA plugin (nccl-rdma-sharp-plugins)", "ib-roce", nil, false},
+	{"nccl_ofi", "the AWS OFI network plugin", "multi-node-basics", nil, false},
 	{"misc/ibvwrap", "the InfiniBand verbs library", "ib-roce", nil, false},
 	{"transport/net_socket", "the TCP socket transport", "socket-connect", nil, false},
 	{"misc/socket", "NCCL's sockets", "socket-connect", nil, false},
@@ -55,7 +58,7 @@ var subsystems = []subsystem{
 // reSrcFile finds NCCL's source location: "graph/search.cc:1023" before
 // "NCCL WARN" (2.3+), after a bare "WARN " (1.x), or in an INFO
 // return-code frame ("NCCL INFO transport/net_ib.cc:1112 -> 2").
-var reSrcFile = regexp.MustCompile(`(?:^|[\s\]])((?:[A-Za-z_][\w.-]*/)*[A-Za-z_][\w-]*\.(?:cc|cu|cpp|h)):\d+\b`)
+var reSrcFile = regexp.MustCompile(`(?:^|[\s\]])((?:[A-Za-z_][\w.-]*/)*[A-Za-z_][\w-]*\.(?:cc|cu|cpp|c|h)):\d+\b`)
 
 // subsystemOf names the subsystem of the first NCCL source file in text.
 func subsystemOf(text string) (file string, sub subsystem, ok bool) {
