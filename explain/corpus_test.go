@@ -268,6 +268,10 @@ var corpus = map[string]corpusCase{
 	"python-exception.log": {root: "", first: "python-exception", not: []string{"torchrun-child-failed"}},
 	"cuda-oom-model.log":   {root: "", first: "cuda-oom"},
 	"oom-killed.log":       {root: "", first: "killed"},
+	// A rank SIGKILLed (host OOM); the survivor's socket trail is its
+	// knock-on, not an NCCL diagnosis.
+	"oomkill-peer-trail.log": {root: "", first: "killed", not: []string{idReturnTrail},
+		thread: "https://github.com/meta-llama/llama/issues/856 (torch 2.1 elastic wording, exitcode -9), with a survivor's trail"},
 	// Damaged input.
 	"nul-holes.log": {root: "shm-unlink-enoent", conf: High, rank: -2,
 		check: func(t *testing.T, r *Report) {

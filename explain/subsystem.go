@@ -116,7 +116,11 @@ func (s *scan) trailDiagnosis(r *Report) *Diagnosis {
 		return nil
 	}
 	sm := reTrailFrame.FindStringSubmatch(s.trail.Text)
-	if sm == nil || sm[3] == "0" || sm[3] == "7" { // ncclSuccess, ncclInProgress: no failure
+	// ncclSuccess and ncclInProgress are no failure; ncclRemoteError is
+	// another rank's failure seen from here. A non-NCCL error (a rank
+	// killed, a Python exception) is a better first lead than a trail
+	// that may only be its knock-on.
+	if sm == nil || sm[3] == "0" || sm[3] == "7" || sm[3] == "6" || r.FirstError != nil {
 		return nil
 	}
 	sub, ok := subsystemByFile(strings.TrimPrefix(sm[1], "src/"))
