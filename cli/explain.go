@@ -143,7 +143,7 @@ func badInput(r *explain.Report) string {
 	case n > 0 && len(empty) == n:
 		return "the input is empty (" + strings.Join(empty, ", ") + "): nothing to explain. Did the job write its output elsewhere (stderr: use 2>&1)?"
 	case n > 0 && len(binary)+len(empty) == n && len(binary) > 0:
-		return strings.Join(binary, ", ") + " does not look like a text log (binary data); pass the job's console output"
+		return strings.Join(binary, ", ") + " is not a text log (binary data); pass the job's console output"
 	case len(broken) > 0:
 		return "could not read " + strings.Join(broken, ", ")
 	}

@@ -76,6 +76,10 @@ func TestExplainExitCodes(t *testing.T) {
 	empty := filepath.Join(dir, "empty.log")
 	os.WriteFile(empty, nil, 0o644)
 	healthy := filepath.Join(corpusDir, "healthy-info.log")
+	self, err := os.Executable() // this test binary holds every signature's text
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		stdin  string
@@ -94,6 +98,9 @@ func TestExplainExitCodes(t *testing.T) {
 		{"piped stdin, no args", "gpu1:1:1 [0] misc/socket.cc:622 NCCL WARN socketTryAccept: Accept failed: Too many open files\n", nil, 0, "", "fd-exhaustion"},
 		{"stdin as -", "[W socket.cpp:401] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).\n", []string{"-"}, 0, "", "master-port-in-use"},
 		{"empty stdin", "", nil, 2, "empty", ""},
+		// Strings in a binary name every failure there is: not a diagnosis.
+		{"binary file", "", []string{filepath.Join(corpusDir, "binary-junk.bin")}, 2, "not a text log", "nothing was diagnosed"},
+		{"executable", "", []string{self}, 2, "not a text log", "nothing was diagnosed"},
 		{"several ranks", "", []string{filepath.Join(corpusDir, "watchdog-rank-crashed", "rank0.log"), filepath.Join(corpusDir, "watchdog-rank-crashed", "rank1.log")}, 0, "", "KeyError"},
 	}
 	for _, tt := range tests {

@@ -219,6 +219,8 @@ type fileState struct {
 	lastFrameN  int64
 	rootLeft    int
 	root        *TorchrunFailure
+	join        *heldLine // a line that may continue on the next (join.go)
+	joinBuf     []byte
 }
 
 var reFileRank = regexp.MustCompile(`(?i)(?:^|[^a-z])rank[_\-.]?(\d{1,5})(?:[^0-9]|$)`)
@@ -250,6 +252,7 @@ func (s *scan) input(ctx context.Context, idx int, in Input) error {
 	if err != nil {
 		return err
 	}
+	s.flushJoin(fs)
 	info.Bytes, info.Lines, info.TruncatedLines = st.Bytes, st.Lines, st.TruncatedLines
 	info.NULBytes, info.BadUTF8Lines = st.NULBytes, st.BadUTF8Lines
 	info.Empty = st.Bytes == 0

@@ -330,10 +330,17 @@ func TestBadInputs(t *testing.T) {
 	if !r.Inputs[0].Binary {
 		t.Errorf("binary not detected: %+v", r.Inputs[0])
 	}
-	// Binary junk around a real line: the line is still found.
-	r = analyze(t, e, string(bin)+"\nnode:1:1 [0] f.cc:1 NCCL WARN disk full at /z\n"+string(bin))
+	// A line inside binary data is a string of an executable or a core
+	// file, not a log: no diagnosis (issue 15). A text log beside it is
+	// still read (NUL holes in a text log: testdata/corpus/nul-holes.log).
+	line := "\nnode:1:1 [0] f.cc:1 NCCL WARN disk full at /z\n"
+	r = analyze(t, e, string(bin)+line+string(bin))
+	if !r.Inputs[0].Binary || len(r.Diagnoses) != 0 || !strings.Contains(r.Summary, "not a text log") {
+		t.Errorf("binary input: diagnoses = %v, summary %q", diagIDs(r), r.Summary)
+	}
+	r = analyze(t, e, string(bin)+line, "text"+line)
 	if root := rootOf(r); root == nil || root.ID != "disk-full" {
-		t.Errorf("diagnoses = %v", diagIDs(r))
+		t.Errorf("binary beside text: diagnoses = %v", diagIDs(r))
 	}
 	// An input that cannot be opened is an error.
 	_, err := e.Analyze(context.Background(), []Input{{Name: "x", Open: func() (io.ReadCloser, error) { return nil, io.ErrClosedPipe }}})

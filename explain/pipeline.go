@@ -261,14 +261,14 @@ func (s *scan) consume(fs *fileState, b *prepped, line int64) {
 		}
 	}
 	if b.giant {
-		s.visit(fs, data, line+1, true, nil, true)
+		s.visitLine(fs, data, line+1, true, nil, true)
 		return
 	}
 	cur, curLine := 0, line+1
 	ei := 0
 	for {
 		var start int
-		forced := fs.pendingLE != nil || fs.rootLeft > 0
+		forced := fs.pendingLE != nil || fs.rootLeft > 0 || fs.join != nil
 		switch {
 		case forced && cur < len(data):
 			start = cur
@@ -305,9 +305,43 @@ func (s *scan) consume(fs *fileState, b *prepped, line int64) {
 	}
 }
 
-// visit processes one line: the careful path cleans escapes and NULs,
-// splits at interior carriage returns and re-runs the prefilter.
+// visit processes one line, first joining it to a held line it
+// continues (join.go).
 func (s *scan) visit(fs *fileState, text []byte, n int64, trunc bool, cand []uint64, careful bool) {
+	if h := fs.join; h != nil {
+		fs.join = nil
+		if cont := continuation(h.text, text); cont != nil && len(h.text)+len(cont) < s.maxLine() {
+			fs.joinBuf = joinLines(fs.joinBuf, h.text, cont)
+			h.text, h.joins = append(h.text[:0], fs.joinBuf...), h.joins+1
+			h.trunc = h.trunc || trunc
+			if h.joins < maxJoins && mayBeCut(h.text) {
+				fs.join = h // wrapped over more lines
+				return
+			}
+			s.visitLine(fs, h.text, h.n, h.trunc, nil, true)
+			return
+		}
+		s.visitLine(fs, h.text, h.n, h.trunc, nil, true)
+	}
+	channel := cand != nil && slices64Equal(cand, s.e.channelOnly)
+	if !channel && !trunc && mayBeCut(text) && bytes.IndexByte(text, '\r') < 0 {
+		fs.join = &heldLine{text: append([]byte(nil), text...), n: n}
+		return
+	}
+	s.visitLine(fs, text, n, trunc, cand, careful)
+}
+
+// flushJoin processes a line still held at the end of an input.
+func (s *scan) flushJoin(fs *fileState) {
+	if h := fs.join; h != nil {
+		fs.join = nil
+		s.visitLine(fs, h.text, h.n, h.trunc, nil, true)
+	}
+}
+
+// visitLine processes one line: the careful path cleans escapes and NULs,
+// splits at interior carriage returns and re-runs the prefilter.
+func (s *scan) visitLine(fs *fileState, text []byte, n int64, trunc bool, cand []uint64, careful bool) {
 	if !careful && cand != nil {
 		copy(s.cand, cand)
 		s.line(fs, text, n, trunc, true)

@@ -162,8 +162,13 @@ func parseMeta(line []byte) lineMeta {
 		rest = rest[sm[1]:]
 	}
 	// NCCL prefix: "[stamp] host:pid:tid [dev] file:line NCCL WARN msg".
-	if i := bytes.Index(rest, []byte(" NCCL ")); i >= 0 {
-		if lv, msg, ok := ncclLevel(rest[i+6:]); ok {
+	// A pasted or cut line may have lost the head: "NCCL WARN msg".
+	i, off := bytes.Index(rest, []byte(" NCCL ")), 6
+	if i < 0 && bytes.HasPrefix(rest, []byte("NCCL ")) {
+		i, off = 0, 5
+	}
+	if i >= 0 {
+		if lv, msg, ok := ncclLevel(rest[i+off:]); ok {
 			m.Level = lv
 			parseNCCLHead(rest[:i], &m)
 			rest = msg

@@ -25,7 +25,7 @@ func (s *scan) report() *Report {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %s longer than %d bytes were cut; the start of each was matched", in.Name, units.Count(in.TruncatedLines, "line"), s.maxLine()))
 		}
 		if in.Binary {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("%s looks like binary data, not a text log (%d NUL bytes); only its readable lines were matched", in.Name, in.NULBytes))
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s is not a text log (binary data, %d NUL bytes); its strings were not diagnosed", in.Name, in.NULBytes))
 		} else if in.NULBytes > 0 {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %d NUL bytes skipped (a file written by a crashed process often has NUL-filled holes)", in.Name, in.NULBytes))
 		}
@@ -37,6 +37,17 @@ func (s *scan) report() *Report {
 		r.FirstError = &fe.line
 	}
 
+	// Strings inside a binary (an executable, a core file, a tarball) name
+	// every failure ncclwiz knows: when no input is a text log there is
+	// nothing to diagnose, and the CLI says so (exit 2).
+	if !s.anyText() {
+		r.Diagnoses, r.Notes, r.FirstError = []Diagnosis{}, nil, nil
+		r.EarliestFailure, r.FirstSignature, r.TorchrunRootCause = nil, nil, nil
+		r.Digest, r.NCCLVersion = nil, ""
+		r.Summary = "The input is not a text log (binary data): nothing was diagnosed. Pass the job's console output."
+		cleanReport(r)
+		return r
+	}
 	diags := s.diagnoses(r)
 	if diags == nil {
 		diags = []Diagnosis{}
@@ -46,6 +57,20 @@ func (s *scan) report() *Report {
 	r.Summary = s.summary(r)
 	cleanReport(r)
 	return r
+}
+
+// anyText reports whether some input was read as a text log (or nothing
+// could be read at all, which the CLI reports on its own).
+func (s *scan) anyText() bool {
+	binary := false
+	for _, in := range s.inputs {
+		if in.Binary {
+			binary = true
+		} else if !in.Empty && in.Lines > 0 {
+			return true
+		}
+	}
+	return !binary
 }
 
 func (s *scan) maxLine() int {
@@ -170,6 +195,17 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 		root = wait[0]
 	}
 	sort.Slice(others, func(i, j int) bool { return lessAgg(others[i].primary, others[j].primary) })
+	// A warning whose source file places it in an NCCL subsystem says more
+	// than the generic return code PyTorch wraps it in.
+	if root == nil && s.unknown != nil && s.unknown.fields["source"] != "" {
+		if sub, ok := subsystemByFile(s.unknown.fields["source"]); ok && !sub.API {
+			for _, m := range others {
+				if m.primary == s.unknown {
+					root = m
+				}
+			}
+		}
+	}
 	if root == nil {
 		for _, m := range others {
 			if m.primary.def.Role == RoleWrapper {
@@ -209,6 +245,7 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 	}
 
 	var out []Diagnosis
+	var trail *Diagnosis
 	add := func(m *merged) {
 		d := s.diagnosis(m)
 		if m == root {
@@ -219,6 +256,9 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 		} else if root != nil && (d.Role != RoleCause || waiters[d.ID]) {
 			d.ConsequenceOf = root.primary.def.ID
 		}
+		if trail != nil && (d.Role != RoleCause || waiters[d.ID]) {
+			d.ConsequenceOf = trail.ID
+		}
 		if m == wdMerged && wd != nil {
 			d.Watchdog = wd
 			d.Advice = append(d.Advice, wd.Advice...)
@@ -227,6 +267,18 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 	}
 	if root != nil {
 		add(root)
+	}
+	// No cause, or only PyTorch's generic wrapper: the first frame of
+	// NCCL's return-code trail names the subsystem that failed.
+	unplaced := root != nil && root.primary == s.unknown && s.unknown.fields["source"] == ""
+	if root == nil || root.primary.def.Role == RoleWrapper || unplaced {
+		trail = s.trailDiagnosis(r)
+	}
+	if trail != nil {
+		for i := range out {
+			out[i].RootCause, out[i].ConsequenceOf = false, trail.ID
+		}
+		out = append([]Diagnosis{*trail}, out...)
 	}
 	for _, m := range append(append([]*merged{}, direct...), wait...) {
 		if m != root {
@@ -369,6 +421,10 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 	case a == s.unknown:
 		d.Confidence = Low
 		d.Explanation = "NCCL printed a warning that ncclwiz does not recognise. It is the best lead: search for its text in the NCCL issues, and rerun with NCCL_DEBUG=INFO for context."
+		if sub, ok := s.placeIn(&d); ok {
+			d.Title = "NCCL warning from " + sub.Name
+			d.Explanation = "NCCL's " + sub.Name + " (" + d.Fields["source"] + ") printed a warning that is not in ncclwiz's catalogue. It is the best lead: the guide covers that part of NCCL; search for the warning's text in the NCCL issues, and rerun with NCCL_DEBUG=INFO for context."
+		}
 	case a.def.Role == RoleCause:
 		d.Confidence = High
 	case a.def.Role == RoleContext:
@@ -385,6 +441,13 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 	if payload && !direct && a.def.Role == RoleCause {
 		d.Advice = append(d.Advice, "Found through PyTorch's \"Last error:\" line, which repeats NCCL's last warning.")
 	}
+	// A CUDA error named anywhere in the evidence says what failed, even
+	// when only a generic wrapper matched.
+	texts := []string{d.Fields["last_error"], d.Fields["cuda_error"], d.Fields["cuda_name"]}
+	for _, ev := range d.Evidence {
+		texts = append(texts, ev.Text)
+	}
+	addCudaError(&d, texts...)
 	return d
 }
 

@@ -82,7 +82,8 @@ func WritePlain(w io.Writer, r *Report, o PlainOptions) error {
 	// Diagnoses.
 	allEmpty := len(r.Inputs) > 0
 	for _, in := range r.Inputs {
-		allEmpty = allEmpty && in.Empty
+		// A binary input is not a log in which nothing failed either.
+		allEmpty = allEmpty && (in.Empty || in.Binary)
 	}
 	if len(r.Diagnoses) == 0 && !allEmpty {
 		p("%s %s\n", st.ok.Render(mk("✓", "OK")), "No NCCL failure found.")

@@ -56,8 +56,10 @@ type scan struct {
 	// earliest failure by timestamp, and first by order.
 	earliest   *Evidence
 	earliestTS stamp
-	firstSig   *SignatureFirst
-	firstFail  int64 // seq of the first failure line
+	// trail is the first frame of NCCL's INFO return-code trail.
+	trail     *Evidence
+	firstSig  *SignatureFirst
+	firstFail int64 // seq of the first failure line
 }
 
 // errorHit is a non-NCCL error line.
@@ -208,7 +210,19 @@ func (s *scan) channel(fs *fileState, text []byte, n int64) {
 	cl, ok := parseChannel(text)
 	if !ok {
 		// Not a transport line: perhaps a backtrace ("shm.cc:169 -> 2").
+		had := s.digest.origin != ""
 		s.digest.backtrace(text)
+		if !had && s.digest.origin != "" {
+			m := parseMeta(text)
+			if m.Rank < 0 {
+				m.Rank = s.digest.rankOf(m)
+			}
+			if m.Rank < 0 && fs.fileRank >= 0 {
+				m.Rank = fs.fileRank
+			}
+			e := s.evidence(fs, text, n, false, m)
+			s.trail = &e
+		}
 		return
 	}
 	s.digest.channel(cl)
@@ -457,6 +471,12 @@ func (s *scan) unrecognised(fs *fileState, ev Evidence, m lineMeta) {
 	}
 	a := s.unknown
 	a.count++
+	// The first WARN whose source file names a subsystem places them all.
+	if _, ok := a.fields["source"]; !ok {
+		if file, _, ok := subsystemOf(ev.Text); ok {
+			a.fields["source"] = file
+		}
+	}
 	if len(a.evidence) < maxUnrecognised {
 		a.evidence = append(a.evidence, ev)
 	}

@@ -73,6 +73,7 @@ var titles = map[string]string{
 	"gpu-oom-init":                "Out of GPU memory while NCCL set up",
 	"fd-exhaustion":               "Too many open files",
 	"gpu-xid":                     "The GPU driver reported an Xid error",
+	"cuda-kernel-fault":           "A GPU kernel faulted; NCCL only reported it",
 	"deprecated-env-name":         "Deprecated PyTorch NCCL variable name",
 	idUnrecognisedWarn:            "NCCL warning not in ncclwiz's catalogue",
 }
@@ -89,7 +90,7 @@ var precedence = []string{
 	"nvls-alloc-failure", "p2p-disabled-nvlink", "gpu-oom-init", "ib-memlock", "roce-gid",
 	"ib-completion-error", "fd-exhaustion", "no-socket-interface", "master-port-in-use",
 	"bootstrap-mismatch", "socket-msg-truncated", "socket-connect-failed",
-	"nvml-gpu-not-visible", "cuda-init-failure",
+	"nvml-gpu-not-visible", "cuda-init-failure", "cuda-kernel-fault",
 	// What a waiting rank sees: outranked by any cause above.
 	"heartbeat-monitor", "watchdog-timeout", "store-rendezvous-timeout",
 	"p2p-hang-acs-iommu", "barrier-device-unknown",
