@@ -37,7 +37,7 @@ Exit codes: 0 no warnings or errors, 1 problems found, 2 usage or internal error
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCheck(cmd, a, f) },
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&f.json, "json", false, "print the versioned JSON report")
+	fl.BoolVar(&f.json, "json", false, "print the versioned JSON report (with --list-checks: the checks, docs/checks.schema.json)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show details and evidence for every finding")
 	fl.BoolVar(&f.list, "list-checks", false, "list the checks and exit")
 	fl.StringSliceVar(&f.only, "only", nil, "run only these checks (IDs or categories, comma-separated)")
@@ -50,6 +50,9 @@ func runCheck(cmd *cobra.Command, a *App, f checkFlags) error {
 	reg, err := all.Registry()
 	if err != nil {
 		return fmt.Errorf("build check registry: %w", err)
+	}
+	if f.list && f.json {
+		return writeJSON(a, checkListDoc(reg.All()))
 	}
 	if f.list {
 		tw := tabwriter.NewWriter(a.Stdout, 2, 4, 2, ' ', 0)

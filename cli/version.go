@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -32,9 +31,7 @@ func newVersionCmd(a *App) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if asJSON {
-				enc := json.NewEncoder(a.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(a.versionInfo())
+				return writeJSON(a, a.versionInfo())
 			}
 			_, err := fmt.Fprintln(a.Stdout, a.versionLine())
 			return err
