@@ -10,7 +10,7 @@ func TestQuote(t *testing.T) {
 		{"/dev/shm/nccl-a1", "/dev/shm/nccl-a1"},
 		{"NCCL_SOCKET_IFNAME=eth0", "NCCL_SOCKET_IFNAME=eth0"},
 		{"^docker0,lo", "'^docker0,lo'"}, // NCCL's exclusion prefix: a zsh glob operator bare
-		{"=eth0", "'=eth0'"}, // NCCL's exact-match prefix: zsh's =cmd expansion bare
+		{"=eth0", "'=eth0'"},             // NCCL's exact-match prefix: zsh's =cmd expansion bare
 		{"a:=ls", "'a:=ls'"},
 		{"a=b", "a=b"},
 		{"it's", `'it'\''s'`},
