@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/all"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/safefile"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/steps"
@@ -414,24 +414,8 @@ func exportFixes(a *App, h *host.Host, plan []steps.Fix, findings []checks.Findi
 	if err := steps.ExportScriptWith(&b, h, plan, findings, steps.ExportOptions{Version: a.VersionString()}); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	// Written next to the target and renamed: never a half-written script.
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ncclwiz-fix-*.sh")
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(b.String()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("export: %w", err)
-	}
-	if err := tmp.Chmod(0o755); err != nil {
-		tmp.Close()
-		return fmt.Errorf("export: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	// Never a half-written script, never written through a symlink.
+	if err := safefile.Write(path, []byte(b.String()), 0o755); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	if name := steps.PracticeName(h); name != "" {

@@ -197,3 +197,32 @@ func TestManPages(t *testing.T) {
 		t.Error("ncclwiz-fix.1 does not document --json")
 	}
 }
+
+// fix --export writes through internal/safefile: an executable script,
+// and never through a symlink planted at the name.
+func TestFixExportWritesSafely(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "fix.sh")
+	if _, errOut, code := runCLI(t, nil, "fix", "--export", p, "--scenario", "shm-orphans"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	fi, err := os.Stat(p)
+	if err != nil || fi.Mode().Perm()&0o100 == 0 {
+		t.Fatalf("exported script: %v %v", fi, err)
+	}
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.sh")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runCLI(t, nil, "fix", "--export", link, "--scenario", "shm-orphans")
+	if code == 0 || !strings.Contains(errOut, "symbolic link") {
+		t.Fatalf("export through a symlink: exit %d, %q", code, errOut)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Fatalf("the symlink's target was written: %q", b)
+	}
+}
