@@ -22,6 +22,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/safefile"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 )
 
 // Entry is one fstab line's fields, with octal escapes decoded.
@@ -80,12 +81,7 @@ func fields(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '\t' })
 }
 
-func clip(s string) string {
-	if len(s) > 60 {
-		return s[:57] + "..."
-	}
-	return s
-}
+func clip(s string) string { return textwrap.Clip(s, 60) }
 
 // optionSafe is what an option name or value written by SetOption may
 // hold: no blanks, commas, comment signs or control bytes.
