@@ -41,3 +41,20 @@ func TestReadmeChecksTableListsEveryCheck(t *testing.T) {
 		t.Errorf("README's check table lists %s, which is not a registered check", id)
 	}
 }
+
+// Counts read as English when they are 1: "1 input, 1 line", "1 process on
+// each of 2 nodes".
+func TestOneIsSingular(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "one.log")
+	if err := os.WriteFile(log, []byte("NCCL WARN Call to connect returned Connection refused\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, _ := runCLI(t, nil, "explain", log)
+	if !strings.Contains(out, "1 input, 1 line,") {
+		t.Errorf("explain header: %q %s", strings.SplitN(out, "\n", 2)[0], errOut)
+	}
+	_, errOut, code := runCLI(t, nil, "fallback", "--", "torchrun", "--nnodes", "2", "--nproc_per_node", "1", "train.py")
+	if code != 0 || !strings.Contains(errOut, "The job ran 1 process on each of 2 nodes") {
+		t.Errorf("fallback: exit %d: %s", code, errOut)
+	}
+}
