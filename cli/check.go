@@ -27,8 +27,9 @@ func newCheckCmd(a *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Check this machine and print a report (plain, or --json)",
-		Long: `Runs every quick check (add --deep for slow ones) and prints one line per check
-with a status mark and timing; -v adds details and evidence.
+		Long: `Runs every check (all are quick: they read the machine, nothing is launched)
+and prints one line per check with a status mark and timing; -v adds details
+and evidence. The deeper test — real collectives on the GPUs — is "ncclwiz test".
 
 JSON (--json): {"schema": 1, "host": {...}, "summary": {...}, "checks": [...],
 "findings": [{"check", "severity", "title", "detail", "evidence", "guide", "fixes"}]}.
@@ -37,19 +38,28 @@ Exit codes: 0 no warnings or errors, 1 problems found, 2 usage or internal error
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCheck(cmd, a, f) },
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&f.json, "json", false, "print the versioned JSON report")
+	fl.BoolVar(&f.json, "json", false, "print the versioned JSON report (with --list-checks: the checks, docs/checks.schema.json)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show details and evidence for every finding")
 	fl.BoolVar(&f.list, "list-checks", false, "list the checks and exit")
 	fl.StringSliceVar(&f.only, "only", nil, "run only these checks (IDs or categories, comma-separated)")
-	fl.BoolVar(&f.deep, "deep", false, "include slow (deep-tier) checks")
+	// --deep selected a tier of slow checks that never had a member; it is
+	// kept, hidden, only to tell scripts that still pass it (on stderr:
+	// cobra's deprecation notice would land in the --json on stdout).
+	fl.BoolVar(&f.deep, "deep", false, "")
+	_ = fl.MarkHidden("deep")
 	fl.StringVar(&a.Peer, "peer", "", "HOST:PORT of your rank-0 host (or any peer) for net.rendezvous to test: route, DNS, TCP connect")
 	return cmd
 }
+
+const deepGone = `ncclwiz: --deep is no longer needed: every check runs without it. For a deeper test of the machine, run "ncclwiz test" (collectives on the GPUs).`
 
 func runCheck(cmd *cobra.Command, a *App, f checkFlags) error {
 	reg, err := all.Registry()
 	if err != nil {
 		return fmt.Errorf("build check registry: %w", err)
+	}
+	if f.list && f.json {
+		return writeJSON(a, checkListDoc(reg.All()))
 	}
 	if f.list {
 		tw := tabwriter.NewWriter(a.Stdout, 2, 4, 2, ' ', 0)
@@ -67,18 +77,12 @@ func runCheck(cmd *cobra.Command, a *App, f checkFlags) error {
 		}
 		return tw.Flush()
 	}
+	if f.deep {
+		fmt.Fprintln(a.Stderr, deepGone)
+	}
 	selected, err := reg.Select(f.only)
 	if err != nil {
 		return err
-	}
-	if len(f.only) == 0 && !f.deep {
-		var quick []checks.Check
-		for _, c := range selected {
-			if c.Tier != checks.Deep {
-				quick = append(quick, c)
-			}
-		}
-		selected = quick
 	}
 	h, err := a.Host()
 	if err != nil {

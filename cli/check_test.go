@@ -117,7 +117,7 @@ func TestCheckJSONMatchesSchema(t *testing.T) {
 	}
 	for _, sc := range list {
 		t.Run(sc.Name, func(t *testing.T) {
-			out, _, code := runCLI(t, nil, "check", "--json", "--deep", "--scenario", sc.Name)
+			out, _, code := runCLI(t, nil, "check", "--json", "--scenario", sc.Name)
 			r := validateReport(t, sch, out, code)
 			if len(r.Checks) == 0 {
 				t.Error("no checks ran")
@@ -378,5 +378,22 @@ func checkNoEscapes(t *testing.T, out string) {
 	}
 	if i := strings.IndexByte(out, 0x1b); i >= 0 {
 		t.Errorf("%d ESC bytes in the output; the first at %q", strings.Count(out, "\x1b"), out[max(0, i-20):min(len(out), i+40)])
+	}
+}
+
+// --deep is gone: it still parses, says so on stderr, and leaves stdout
+// (the JSON) alone.
+func TestCheckDeepIsGone(t *testing.T) {
+	out, errOut, code := runCLI(t, nil, "check", "--deep", "--json", "--scenario", "healthy-h100", "--only", "shm")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "--deep is no longer needed") || !strings.Contains(errOut, "ncclwiz test") {
+		t.Fatalf("stderr does not explain --deep: %q", errOut)
+	}
+	validateReport(t, compileSchema(t), out, code)
+	help, _, _ := runCLI(t, nil, "check", "--help")
+	if strings.Contains(help, "--deep") {
+		t.Fatal("check --help still offers --deep")
 	}
 }

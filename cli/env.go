@@ -16,6 +16,7 @@ import (
 func newEnvCmd(a *App) *cobra.Command {
 	var shell string
 	var set []string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "env",
 		Short: "Print the NCCL/PyTorch environment the findings call for",
@@ -77,6 +78,9 @@ simulation, not this machine.`,
 				return err
 			}
 			vars, conflicts, invalid := steps.EnvPlan(findings, user)
+			if asJSON {
+				return writeJSON(a, envDoc(a, h.Simulated, vars, conflicts, invalid))
+			}
 			for _, c := range conflicts {
 				fmt.Fprintf(a.Stderr, "ncclwiz: left out %s: the findings disagree (%s); choose with --set %s=…\n", c.Name, textsafe.Clean(c.String()), c.Name)
 			}
@@ -96,6 +100,7 @@ simulation, not this machine.`,
 		},
 	}
 	cmd.Flags().StringVar(&shell, "shell", "", "format: "+strings.Join(envsnippet.Formats, ", ")+" (default: from $SHELL, else bash)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the variables, conflicts and dropped settings as JSON (docs/env.schema.json) instead of a snippet")
 	cmd.Flags().StringArrayVar(&set, "set", nil, "add NAME=value (a documented NCCL/PyTorch/CUDA variable; repeatable)")
 	return cmd
 }

@@ -85,6 +85,11 @@ Exit codes: 0 rewritten; 1 not rewritable (the reason is printed); 2 usage.`,
 			return nil
 		},
 	}
+	// A launcher option before "--" reaches cobra as an unknown flag of
+	// fallback; say how to pass it instead of only rejecting it.
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w\n  put -- before the command so its options are kept as written: ncclwiz fallback -- torchrun --nproc_per_node=8 train.py", err)}
+	})
 	cmd.Flags().StringVar(&gpu, "gpu", "", "GPU to run on (default: the first of CUDA_VISIBLE_DEVICES on the command line, else 0)")
 	return cmd
 }

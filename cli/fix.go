@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -18,6 +18,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/all"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/safefile"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/steps"
@@ -31,6 +32,7 @@ type fixFlags struct {
 	export   string
 	allUsers bool
 	kill     bool
+	json     bool
 }
 
 func newFixCmd(a *App) *cobra.Command {
@@ -77,6 +79,7 @@ its re-check still reports the problem; 2 usage error or no consent;
 	fl.BoolVar(&f.dryRun, "dry-run", false, "prove and show what would be done; change nothing")
 	fl.StringVar(&f.export, "export", "", "write the fixes as a bash script to `FILE` (- for stdout)")
 	fl.BoolVar(&f.allUsers, "all-users", false, "shm.cleanup: include other users' orphaned segments (root only)")
+	fl.BoolVar(&f.json, "json", false, "print the plan as JSON (docs/fix.schema.json) and apply nothing; with --apply, add --dry-run")
 	fl.BoolVar(&f.kill, "kill", false, "proc.stale: send SIGKILL to ranks that ignore SIGTERM, without asking")
 	return cmd
 }
@@ -108,6 +111,9 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 		}
 		ids = append(ids, id)
 	}
+	if f.json && (f.export != "" || f.yes || f.kill || (len(ids) > 0 && !f.dryRun)) {
+		return usageError{errors.New("--json prints the plan and applies nothing: use it alone, or with --apply ID --dry-run (not with --yes, --kill or --export)")}
+	}
 	if f.export != "" && f.dryRun {
 		return usageError{errors.New("--export writes a script that is itself a dry run by default; drop --dry-run")}
 	}
@@ -124,6 +130,12 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 	}
 	plan, notes := steps.PlanWith(ctx, h, findings, steps.PlanOptions{Want: ids, AllUsers: f.allUsers})
 	out := a.Stdout
+	if f.json {
+		if len(ids) > 0 {
+			plan = chosen(io.Discard, plan, notes, ids)
+		}
+		return writeJSON(a, fixPlanDoc(a, h.Simulated, plan, notPlanned(plan, notes, ids)))
+	}
 	full := plan
 	if len(ids) > 0 {
 		plan = chosen(out, plan, notes, ids)
@@ -273,12 +285,32 @@ func chosen(out io.Writer, plan []steps.Fix, notes map[string]string, ids []stri
 	for _, id := range missing {
 		why := notes[id]
 		if why == "" {
-			why = "nothing to do on this machine now"
+			why = noFixHere
 		}
 		fmt.Fprintf(out, "%s: %s.\n", id, textsafe.Clean(why))
 	}
 	return keep
 }
+
+// notPlanned is, for each of ids without a planned fix, why (as chosen
+// prints it).
+func notPlanned(plan []steps.Fix, notes map[string]string, ids []string) map[string]string {
+	out := map[string]string{}
+	for _, id := range ids {
+		if slices.ContainsFunc(plan, func(fx steps.Fix) bool { return fx.ID == id }) {
+			continue
+		}
+		why := notes[id]
+		if why == "" {
+			why = noFixHere
+		}
+		out[id] = why
+	}
+	return out
+}
+
+// noFixHere is why a named fix is not planned when the planner gave no reason.
+const noFixHere = "nothing to do on this machine now"
 
 func listFixes(out io.Writer, plan []steps.Fix) error {
 	if len(plan) == 0 {
@@ -382,24 +414,8 @@ func exportFixes(a *App, h *host.Host, plan []steps.Fix, findings []checks.Findi
 	if err := steps.ExportScriptWith(&b, h, plan, findings, steps.ExportOptions{Version: a.VersionString()}); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	// Written next to the target and renamed: never a half-written script.
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ncclwiz-fix-*.sh")
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(b.String()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("export: %w", err)
-	}
-	if err := tmp.Chmod(0o755); err != nil {
-		tmp.Close()
-		return fmt.Errorf("export: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	// Never a half-written script, never written through a symlink.
+	if err := safefile.Write(path, []byte(b.String()), 0o755); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	if name := steps.PracticeName(h); name != "" {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/ncclwiz/ncclwiz/internal/shmtest"
 	"github.com/ncclwiz/ncclwiz/internal/tmuxtest"

@@ -25,6 +25,8 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
+		// --version prints what the version command prints.
+		Version: a.versionLine(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if listScenarios {
 				return printScenarios(a)
@@ -35,6 +37,7 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 			return runCheck(cmd, a, checkFlags{})
 		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(a.Stdin)
 	root.SetOut(a.Stdout)
 	root.SetErr(a.Stderr)
@@ -60,7 +63,9 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 		newTestCmd(a),
 		newHangCmd(a),
 		newClusterCmd(a),
+		newManCmd(),
 	)
+	registerCompletions(root)
 	return root
 }
 

@@ -216,7 +216,7 @@ func TestPlainAndJSON(t *testing.T) {
 		t.Errorf("escape leaked into the plain report: %q", out)
 	}
 	for _, want := range []string{"gpu09: no answer within the timeout", "gpu02: NCCL_SOCKET_IFNAME = *", "→ ncclwiz guides socket-interface",
-		"1 not reachable, 1 facts differ"} {
+		"1 not reachable, 1 fact differs"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plain report lacks %q:\n%s", want, out)
 		}

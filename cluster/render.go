@@ -120,8 +120,8 @@ func WritePlain(out termio.Output, run Run, res Result, opts PlainOptions) error
 	}
 	var b strings.Builder
 	s := doc.Summary
-	b.WriteString(bold.Render(fmt.Sprintf("ncclwiz cluster check · %d nodes over %s · %d checked, %d not reachable, %d facts differ",
-		s.Nodes, doc.Engine, s.Checked, s.Unreachable, s.Disagreements)) + "\n")
+	b.WriteString(bold.Render(fmt.Sprintf("ncclwiz cluster check · %s over %s · %d checked, %d not reachable, %s",
+		units.Count(s.Nodes, "node"), doc.Engine, s.Checked, s.Unreachable, units.Count(s.Disagreements, "fact differs", "facts differ"))) + "\n")
 	for _, n := range doc.Notes {
 		b.WriteString(dim.Render("  "+n) + "\n")
 	}
@@ -236,7 +236,7 @@ func WritePlain(out termio.Output, run Run, res Result, opts PlainOptions) error
 			}
 		}
 		sort.Strings(ns)
-		fmt.Fprintf(&b, "\n%d nodes report problems of their own (run `ncclwiz check` there): %s\n", len(ns), abbreviate(ns, 12))
+		fmt.Fprintf(&b, "\n%s (run `ncclwiz check` there): %s\n", units.Count(len(ns), "node reports problems of its own", "nodes report problems of their own"), abbreviate(ns, 12))
 	}
 	if s.ExitCode != 0 {
 		// The other half of a multi-node diagnosis: the job's own logs.

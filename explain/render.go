@@ -73,7 +73,11 @@ func WritePlain(w io.Writer, r *Report, o PlainOptions) error {
 	for _, in := range r.Inputs {
 		lines, bytes = lines+in.Lines, bytes+in.Bytes
 	}
-	head := fmt.Sprintf("ncclwiz explain: %s, %s lines, %s", plural(len(r.Inputs), "input", "inputs"), groupDigits(lines), humanBytes(bytes))
+	lineWord := " lines"
+	if lines == 1 {
+		lineWord = " line"
+	}
+	head := fmt.Sprintf("ncclwiz explain: %s, %s, %s", plural(len(r.Inputs), "input", "inputs"), groupDigits(lines)+lineWord, humanBytes(bytes))
 	if r.NCCLVersion != "" {
 		head += dot + "NCCL " + r.NCCLVersion
 	}

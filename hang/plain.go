@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
@@ -21,7 +22,7 @@ func WritePlain(w io.Writer, r *Report, raw bool, width int) error {
 	var b strings.Builder
 	para := func(s string) { b.WriteString("  " + textwrap.String(s, width-4, "    ") + "\n") }
 	fmt.Fprintf(&b, "Job %d: %s\n", r.Job.ID, textsafe.Clean(r.Job.Command))
-	fmt.Fprintf(&b, "  running for %s, %d rank(s) on this machine", time.Duration(r.Job.AgeSeconds)*time.Second, r.Job.LocalRanks)
+	fmt.Fprintf(&b, "  running for %s, %s on this machine", time.Duration(r.Job.AgeSeconds)*time.Second, units.Count(r.Job.LocalRanks, "rank"))
 	if r.Job.WorldSize != "" {
 		fmt.Fprintf(&b, " of WORLD_SIZE %s", textsafe.Clean(r.Job.WorldSize))
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/shellquote"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
@@ -87,7 +88,7 @@ func planCleanup(ctx context.Context, h *host.Host, r *request) *Fix {
 	var own, others []string
 	for _, s := range cands {
 		total += s.Allocated
-		line := fmt.Sprintf("rm -- %s   # %s, %s", ShellQuote(s.Path), shm.Human(uint64(s.Allocated)), age(now, s.ModTime))
+		line := fmt.Sprintf("rm -- %s   # %s, %s", shellquote.Quote(s.Path), shm.Human(uint64(s.Allocated)), age(now, s.ModTime))
 		if s.OtherUser {
 			others = append(others, line+fmt.Sprintf(", uid %d", s.UID))
 		} else {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks/sysinfo"
 	"github.com/ncclwiz/ncclwiz/host"
-	"github.com/ncclwiz/ncclwiz/steps/fstab"
+	"github.com/ncclwiz/ncclwiz/internal/safefile"
 )
 
 // dropIn is a configuration file ncclwiz owns entirely.
@@ -100,7 +100,7 @@ func applyDropIn(ctx context.Context, h *host.Host, d dropIn, o ApplyOptions) (O
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return out, err
 	}
-	if err := fstab.WriteAtomic(p, []byte(d.content), 0o644, 0, 0); err != nil {
+	if err := safefile.WriteWith(p, []byte(d.content), safefile.Options{Perm: 0o644, ExactPerm: true, Chown: true}); err != nil {
 		return out, err
 	}
 	out.Changed = append(out.Changed, "wrote "+d.path)

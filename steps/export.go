@@ -10,6 +10,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/practice"
+	"github.com/ncclwiz/ncclwiz/internal/shellquote"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
@@ -71,7 +72,7 @@ func (s *script) literal(text string) {
 // say writes a line that prints msg (sanitised, quoted) when the script runs.
 func (s *script) say(msg string) {
 	ind := msg[:len(msg)-len(strings.TrimLeft(msg, " "))]
-	s.b.WriteString("say " + ShellQuote(ind+oneLine(msg)) + "\n")
+	s.b.WriteString("say " + shellquote.Quote(ind+oneLine(msg)) + "\n")
 }
 
 // PracticeName is the scenario a simulated host was built from ("" for a
@@ -178,9 +179,9 @@ func ExportScriptWith(w io.Writer, h *host.Host, fixes []Fix, findings []checks.
 	}
 	b.WriteString("\nset -euo pipefail\nexport LC_ALL=C\n")
 	if body.etc {
-		fmt.Fprintf(&b, "ETC=%s\n", ShellQuote(etc))
+		fmt.Fprintf(&b, "ETC=%s\n", shellquote.Quote(etc))
 	}
-	fmt.Fprintf(&b, "NCCLWIZ_PRACTICE=%s\n", ShellQuote(practice))
+	fmt.Fprintf(&b, "NCCLWIZ_PRACTICE=%s\n", shellquote.Quote(practice))
 	b.WriteString(scriptPrelude)
 	b.WriteString(practiceGuard)
 	for _, name := range helperOrder {
@@ -273,7 +274,7 @@ func exportFix(s *script, f Fix) {
 	for _, w := range f.Warnings {
 		s.comment("left alone: " + w)
 	}
-	s.printf("step %s %s\n", ShellQuote(f.ID), ShellQuote(oneLine(f.Title)))
+	s.printf("step %s %s\n", shellquote.Quote(f.ID), shellquote.Quote(oneLine(f.Title)))
 	switch {
 	case f.Impossible != "":
 		s.say("  not possible here: " + f.Impossible)
@@ -299,7 +300,7 @@ func scriptCleanup(s *script, cands []shm.Segment, skipped []string) {
 			continue
 		}
 		s.literal(c.Path)
-		s.printf("remove_unused %s %d   # %s\n", ShellQuote(c.Path), c.Ino, shm.Human(uint64(c.Allocated)))
+		s.printf("remove_unused %s %d   # %s\n", shellquote.Quote(c.Path), c.Ino, shm.Human(uint64(c.Allocated)))
 	}
 }
 
@@ -308,19 +309,19 @@ func scriptStale(s *script, targets []rank) {
 	for _, t := range targets {
 		desc := clipText(t.Command, 60)
 		s.literal(desc)
-		s.printf("stop_rank %d %d %s\n", t.PID, t.Start, ShellQuote(desc))
+		s.printf("stop_rank %d %d %s\n", t.PID, t.Start, shellquote.Quote(desc))
 	}
 }
 
 func scriptRemount(s *script, dir string, size uint64) {
 	s.use("remount_shm")
-	s.printf("remount_shm %s %s %d\n", ShellQuote(dir), sizeOption(size), size)
+	s.printf("remount_shm %s %s %d\n", shellquote.Quote(dir), sizeOption(size), size)
 }
 
 func scriptPersist(s *script, mountpoint, size, opts string) {
 	s.use("fstab_set")
 	s.etc = true
-	s.printf("fstab_set \"$ETC/fstab\" %s %s %s\n", ShellQuote(mountpoint), ShellQuote(size), ShellQuote(opts))
+	s.printf("fstab_set \"$ETC/fstab\" %s %s %s\n", shellquote.Quote(mountpoint), shellquote.Quote(size), shellquote.Quote(opts))
 }
 
 func scriptDropIn(s *script, d dropIn) {
@@ -329,7 +330,7 @@ func scriptDropIn(s *script, d dropIn) {
 	s.nvars++
 	v := fmt.Sprintf("content_%d", s.nvars)
 	s.printf("IFS= read -r -d '' %s <<'NCCLWIZ_EOF' || true\n%sNCCLWIZ_EOF\n", v, d.content)
-	p := "\"$ETC\"" + ShellQuote(strings.TrimPrefix(d.path, "/etc"))
+	p := "\"$ETC\"" + shellquote.Quote(strings.TrimPrefix(d.path, "/etc"))
 	if len(d.restart) > 0 {
 		s.printf("if put_file %s \"$%s\"; then act %s; fi\n", p, v, strings.Join(d.restart, " "))
 		return

@@ -11,6 +11,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/checks/sysinfo"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/shellquote"
 	"github.com/ncclwiz/ncclwiz/steps/fstab"
 )
 
@@ -80,7 +81,7 @@ func planRemount(ctx context.Context, h *host.Host, r *request) *Fix {
 		return r.note("shm.remount", t.problem)
 	}
 	m, size := t.mount, t.size
-	line := fmt.Sprintf("mount -o remount,size=%s %s", sizeOption(size), ShellQuote(m.Path))
+	line := fmt.Sprintf("mount -o remount,size=%s %s", sizeOption(size), shellquote.Quote(m.Path))
 	f := &Fix{
 		ID:    "shm.remount",
 		Title: fmt.Sprintf("Grow %s from %s to %s (remount)", m.Path, shm.Human(m.Total), shm.Human(size)),

@@ -12,6 +12,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
@@ -222,9 +223,5 @@ func pluralEs(n int) string {
 
 // clipText sanitises and shortens text from the machine for one line.
 func clipText(s string, n int) string {
-	s = textsafe.Clean(s)
-	if len(s) > n {
-		s = s[:n-3] + "..."
-	}
-	return s
+	return textwrap.Clip(textsafe.Clean(s), n)
 }

@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/scenario"
@@ -166,5 +169,15 @@ func TestStaleFixRedactsCommandLine(t *testing.T) {
 				t.Errorf("%s leaks %s", name, s)
 			}
 		}
+	}
+}
+
+// proc.stale's preview and progress lines shorten a long CJK command line
+// between characters, by terminal cells.
+func TestClipTextCJK(t *testing.T) {
+	cmd := "python /数据/训练.py" + strings.Repeat(" --名称=实验", 20)
+	got := clipText(cmd, 60)
+	if !utf8.ValidString(got) || !strings.HasSuffix(got, "...") || ansi.StringWidth(got) > 60 || !strings.HasPrefix(cmd, strings.TrimSuffix(got, "...")) {
+		t.Fatalf("clipText = %q (%d cells)", got, ansi.StringWidth(got))
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/shellquote"
 	"github.com/ncclwiz/ncclwiz/internal/shmtest"
 	"github.com/ncclwiz/ncclwiz/steps/fstab"
 )
@@ -121,8 +122,8 @@ func testCleanupOnRealTmpfs(t *testing.T, extras bool) {
 	}
 	preview := strings.Join(fx.Preview(), "\n")
 	for _, p := range r.orphans {
-		if !strings.Contains(preview, ShellQuote(p)) {
-			t.Errorf("preview lacks %s:\n%s", ShellQuote(p), preview)
+		if !strings.Contains(preview, shellquote.Quote(p)) {
+			t.Errorf("preview lacks %s:\n%s", shellquote.Quote(p), preview)
 		}
 	}
 	for _, p := range r.kept() {
@@ -495,7 +496,7 @@ func TestExportedScriptOnRealTmpfs(t *testing.T) {
 	}
 	bin := t.TempDir()
 	sysLog := filepath.Join(t.TempDir(), "systemctl.log")
-	stub := "#!/bin/sh\necho \"$*\" >> " + ShellQuote(sysLog) + "\n"
+	stub := "#!/bin/sh\necho \"$*\" >> " + shellquote.Quote(sysLog) + "\n"
 	if err := os.WriteFile(filepath.Join(bin, "systemctl"), []byte(stub), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 	"regexp"
 	"strconv"
 	"strings"
@@ -261,7 +262,7 @@ func buildSystem(snap *Snapshot, visible []int, visErr string, ranks int) system
 		return system{Why: visErr}
 	}
 	if ranks > len(visible) {
-		return system{Why: fmt.Sprintf("%d ranks but %d visible GPUs", ranks, len(visible))}
+		return system{Why: fmt.Sprintf("%d ranks but %s", ranks, units.Count(len(visible), "visible GPU"))}
 	}
 	s := system{Known: true}
 	pos := visible[:ranks]

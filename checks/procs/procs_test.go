@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
@@ -314,5 +317,34 @@ func TestIsLauncher(t *testing.T) {
 		if got := IsLauncher(proctab.Process{Cmdline: strings.Fields(cmd)}); got != want {
 			t.Errorf("IsLauncher(%q) = %v", cmd, got)
 		}
+	}
+}
+
+// A leftover rank whose command line is long and Chinese (a script in a
+// directory named in Chinese, Chinese run names): the evidence shortens it
+// between characters, by terminal cells, never inside a UTF-8 sequence.
+func TestLongCJKCommandLineIsNotCutMidRune(t *testing.T) {
+	args := "python -u /数据/实验/训练脚本.py"
+	for i := 0; i < 20; i++ {
+		args += fmt.Sprintf(" --名称=第%d次实验", i)
+	}
+	r := rank(401, 400, 3, old, elastic)
+	r.cmd = args
+	h := tree(t, fp{pid: 400, comm: "tini", nspid: []int{400, 1}, age: time.Hour}, r)
+	fs, err := run(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 1 {
+		t.Fatalf("findings = %+v", fs)
+	}
+	list := fs[0].Evidence["stale_ranks"].([]map[string]any)
+	cmd := list[0]["command"].(string)
+	if !utf8.ValidString(cmd) || strings.ContainsRune(cmd, utf8.RuneError) {
+		t.Fatalf("command cut inside a rune: %q", cmd)
+	}
+	body, cut := strings.CutSuffix(cmd, "...")
+	if !cut || !strings.HasPrefix(args, body) || ansi.StringWidth(cmd) > 160 || ansi.StringWidth(cmd) < 155 {
+		t.Fatalf("command %q (%d cells) is not the start of %q within 160 cells", cmd, ansi.StringWidth(cmd), args)
 	}
 }

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 	"github.com/shirou/gopsutil/v4/process"
 )
@@ -127,11 +128,7 @@ func (p Process) Command() string {
 	if s == "" {
 		s = "[" + p.Comm + "]"
 	}
-	s = textsafe.Clean(s)
-	if len(s) > 160 {
-		s = s[:157] + "..."
-	}
-	return s
+	return textwrap.Clip(textsafe.Clean(s), 160)
 }
 
 // Options say what to read beyond the fixed fields.

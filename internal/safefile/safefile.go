@@ -41,10 +41,30 @@ func Check(path string) error {
 }
 
 // Write puts data at path with the given permissions (mode 0600 is kept
-// as is; others are narrowed by the process umask). The file is created
-// with O_EXCL under a random name in the same directory, synced and renamed
-// over path; on any failure the temporary file is removed.
-func Write(path string, data []byte, perm fs.FileMode) (err error) {
+// as is; others are narrowed by the process umask). See WriteWith.
+func Write(path string, data []byte, perm fs.FileMode) error {
+	return WriteWith(path, data, Options{Perm: perm})
+}
+
+// Options says what file WriteWith makes.
+type Options struct {
+	Perm fs.FileMode
+	// ExactPerm keeps Perm as given instead of narrowing it by the umask:
+	// a system file (/etc/fstab) is replaced with the mode it had.
+	ExactPerm bool
+	// Chown gives the new file UID and GID when running as root, so that a
+	// system file keeps its owner.
+	Chown    bool
+	UID, GID int
+}
+
+// WriteWith replaces path with data, atomically and durably: the file is
+// created with O_EXCL under a random name in the same directory, synced,
+// renamed over path, and the directory synced so that the rename survives
+// a crash. Readers see the old file or the new one, never a mix; on any
+// failure the temporary file is removed. A symlink or non-regular file at
+// path is refused (Check).
+func WriteWith(path string, data []byte, o Options) (err error) {
 	if err := Check(path); err != nil {
 		return err
 	}
@@ -62,8 +82,17 @@ func Write(path string, data []byte, perm fs.FileMode) (err error) {
 	if _, err := tmp.Write(data); err != nil {
 		return err
 	}
-	if err := tmp.Chmod(perm &^ umask()); err != nil {
+	perm := o.Perm
+	if !o.ExactPerm {
+		perm &^= umask()
+	}
+	if err := tmp.Chmod(perm); err != nil {
 		return err
+	}
+	if o.Chown && os.Geteuid() == 0 {
+		if err := tmp.Chown(o.UID, o.GID); err != nil {
+			return err
+		}
 	}
 	if err := tmp.Sync(); err != nil {
 		return err
@@ -73,7 +102,17 @@ func Write(path string, data []byte, perm fs.FileMode) (err error) {
 	}
 	// A symlink planted after Check is replaced by the rename (rename
 	// does not follow links), never written through.
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	// The rename is durable once the directory is; a directory that
+	// cannot be synced (some network file systems) leaves it as durable as
+	// the file system makes it.
+	if d, derr := os.Open(filepath.Dir(path)); derr == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
 }
 
 // fail names the path the user gave, not the temporary file.

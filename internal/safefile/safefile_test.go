@@ -76,3 +76,26 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Replacing a system file (/etc/fstab, a systemd drop-in) keeps the mode
+// it had whatever the umask, and as root its owner.
+func TestWriteWithExactPermAndOwner(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	p := filepath.Join(t.TempDir(), "fstab")
+	must(t, WriteWith(p, []byte("x"), Options{Perm: 0o644, ExactPerm: true}))
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v with ExactPerm under umask 077, want 0644", fi.Mode().Perm())
+	}
+	if os.Geteuid() != 0 {
+		t.Log("not root: the chown case is not run")
+		return
+	}
+	must(t, WriteWith(p, []byte("y"), Options{Perm: 0o640, ExactPerm: true, Chown: true, UID: 4242, GID: 4343}))
+	fi, err := os.Stat(p)
+	must(t, err)
+	st := fi.Sys().(*syscall.Stat_t)
+	if st.Uid != 4242 || st.Gid != 4343 || fi.Mode().Perm() != 0o640 {
+		t.Errorf("owner %d:%d mode %v, want 4242:4343 0640", st.Uid, st.Gid, fi.Mode().Perm())
+	}
+}

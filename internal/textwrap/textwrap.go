@@ -46,3 +46,10 @@ func Lines(s string, width int) []string {
 func String(s string, width int, indent string) string {
 	return strings.Join(Lines(s, width), "\n"+indent)
 }
+
+// Clip shortens s to at most width terminal cells, ending in "..." when
+// cut. It never splits a rune or a grapheme (a CJK command line is cut
+// between characters, each two cells wide); s must already be sanitised.
+func Clip(s string, width int) string {
+	return ansi.Truncate(s, width, "...")
+}

@@ -3,6 +3,9 @@ package textwrap
 import (
 	"reflect"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
 )
 
 func TestLines(t *testing.T) {
@@ -33,5 +36,26 @@ func TestLines(t *testing.T) {
 func TestString(t *testing.T) {
 	if got := String("aaaa bbbb cccc dddd eeee", 20, "  "); got != "aaaa bbbb cccc dddd\n  eeee" {
 		t.Errorf("String = %q", got)
+	}
+}
+
+func TestClip(t *testing.T) {
+	cases := []struct {
+		in    string
+		width int
+		want  string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"python train.py --epochs 10", 15, "python train..."},
+		{"训练脚本训练脚本", 10, "训练脚..."},   // 2 cells each: 3 runes + "..." = 9 cells; a 4th would make 11
+		{"a训练脚本训练脚本", 10, "a训练脚..."}, // 1+6+3 = 10
+		{"", 5, ""},
+	}
+	for _, c := range cases {
+		got := Clip(c.in, c.width)
+		if got != c.want || !utf8.ValidString(got) || ansi.StringWidth(got) > c.width {
+			t.Errorf("Clip(%q, %d) = %q (%d cells), want %q", c.in, c.width, got, ansi.StringWidth(got), c.want)
+		}
 	}
 }

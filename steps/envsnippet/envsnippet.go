@@ -18,6 +18,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/envvars"
 	"github.com/ncclwiz/ncclwiz/internal/practice"
+	"github.com/ncclwiz/ncclwiz/internal/shellquote"
 	"github.com/ncclwiz/ncclwiz/textsafe"
 )
 
@@ -195,17 +196,6 @@ func Sorted(vs []Var) []Var {
 	return out
 }
 
-// ShellQuote quotes for POSIX sh, bash and zsh.
-func ShellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '_' || r == '-' || r == '.' || r == '/' || r == ':' || r == ',' || r == '=' || r == '^' || r == '+' || r == '@' ||
-			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // fishQuote quotes for fish, where \ and ' are the escapes inside '…'.
 func fishQuote(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
@@ -332,7 +322,7 @@ func render(format string, vs []Var) (string, error) {
 		b.WriteString(head + "# Source this file (or paste the lines) in the shell or job script that launches training.\n")
 		for _, v := range vs {
 			why("# ", v)
-			line(v, fmt.Sprintf("export %s=%s", v.Name, ShellQuote(v.Value)))
+			line(v, fmt.Sprintf("export %s=%s", v.Name, shellquote.Quote(v.Value)))
 		}
 	case "fish":
 		b.WriteString(head + "# Source this file in the fish session that launches training.\n")
@@ -383,12 +373,12 @@ func render(format string, vs []Var) (string, error) {
 		if len(body) > 0 {
 			b.WriteString("# These values contain commas, spaces or quotes, which --export cannot carry; export them in the script body:\n")
 			for _, v := range body {
-				b.WriteString(fmt.Sprintf("export %s=%s\n", v.Name, ShellQuote(v.Value)))
+				b.WriteString(fmt.Sprintf("export %s=%s\n", v.Name, shellquote.Quote(v.Value)))
 			}
 		}
 		for _, v := range vs {
 			if v.LastResort {
-				b.WriteString(fmt.Sprintf("# export %s=%s\n", v.Name, ShellQuote(v.Value)))
+				b.WriteString(fmt.Sprintf("# export %s=%s\n", v.Name, shellquote.Quote(v.Value)))
 			}
 		}
 	case "docker":
@@ -399,7 +389,7 @@ func render(format string, vs []Var) (string, error) {
 		var opts []string
 		for _, v := range vs {
 			if !v.LastResort {
-				opts = append(opts, "-e "+ShellQuote(v.Name+"="+v.Value))
+				opts = append(opts, "-e "+shellquote.Quote(v.Name+"="+v.Value))
 			}
 		}
 		if len(opts) > 0 {
@@ -407,7 +397,7 @@ func render(format string, vs []Var) (string, error) {
 		}
 		for _, v := range vs {
 			if v.LastResort {
-				b.WriteString("# -e " + ShellQuote(v.Name+"="+v.Value) + "\n")
+				b.WriteString("# -e " + shellquote.Quote(v.Name+"="+v.Value) + "\n")
 			}
 		}
 	case "k8s":

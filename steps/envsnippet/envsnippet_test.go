@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/ncclwiz/ncclwiz/envvars"
 )
@@ -43,7 +43,7 @@ func TestRenderAllFormats(t *testing.T) {
 		}
 	}
 	got, _ := Render("bash", sample)
-	for _, want := range []string{"export NCCL_IB_HCA=^=mlx5_1\n", "export NCCL_SOCKET_IFNAME==eth0\n", "# export NCCL_SHM_DISABLE=1\n", "# last resort, uncomment only if"} {
+	for _, want := range []string{"export NCCL_IB_HCA='^=mlx5_1'\n", "export NCCL_SOCKET_IFNAME='=eth0'\n", "# export NCCL_SHM_DISABLE=1\n", "# last resort, uncomment only if"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("bash lacks %q:\n%s", want, got)
 		}
@@ -248,5 +248,29 @@ func TestRemovalsOnly(t *testing.T) {
 		if _, err := Render("bash", []Var{bad}); err == nil {
 			t.Errorf("accepted %+v", bad)
 		}
+	}
+}
+
+// The zsh snippet, sourced by zsh with EXTENDED_GLOB (common in users'
+// setups), sets exactly the values: NCCL's "^" exclusion and "=" exact-match
+// prefixes are zsh operators when bare.
+func TestZshSnippetSetsTheValues(t *testing.T) {
+	zsh, err := exec.LookPath("zsh")
+	if err != nil {
+		t.Skip("zsh not installed (apt-get install zsh)")
+	}
+	vs := []Var{
+		{Name: "NCCL_IB_HCA", Value: "^=mlx5_1", Reason: "r"},
+		{Name: "NCCL_SOCKET_IFNAME", Value: "=eth0", Reason: "r"},
+		{Name: "GLOO_SOCKET_IFNAME", Value: "^docker,lo", Reason: "r"},
+	}
+	out, err := Render("zsh", vs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := exec.Command("env", "-i", zsh, "-f", "-o", "extendedglob", "-c",
+		out+"\nprint -r -- \"$NCCL_IB_HCA|$NCCL_SOCKET_IFNAME|$GLOO_SOCKET_IFNAME\"").CombinedOutput()
+	if want := "^=mlx5_1|=eth0|^docker,lo"; err != nil || strings.TrimSpace(string(got)) != want {
+		t.Fatalf("zsh read %q (%v), want %q; snippet:\n%s", got, err, want, out)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,6 +21,8 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/safefile"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 )
 
 // Entry is one fstab line's fields, with octal escapes decoded.
@@ -80,12 +81,7 @@ func fields(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '\t' })
 }
 
-func clip(s string) string {
-	if len(s) > 60 {
-		return s[:57] + "..."
-	}
-	return s
-}
+func clip(s string) string { return textwrap.Clip(s, 60) }
 
 // optionSafe is what an option name or value written by SetOption may
 // hold: no blanks, commas, comment signs or control bytes.
@@ -226,7 +222,7 @@ func Edit(p, mountpoint, key, value string, newOpts []string, now time.Time) (Ch
 			return Change{}, fmt.Errorf("backup of %s: %w", p, err)
 		}
 	}
-	if err := WriteAtomic(p, updated, mode, uid, gid); err != nil {
+	if err := safefile.WriteWith(p, updated, safefile.Options{Perm: mode, ExactPerm: true, Chown: uid >= 0, UID: uid, GID: gid}); err != nil {
 		return Change{}, err
 	}
 	return ch, nil
@@ -247,48 +243,4 @@ func writeNew(p string, b []byte, mode os.FileMode) error {
 		return err
 	}
 	return f.Close()
-}
-
-// WriteAtomic replaces p with b: a temporary file in the same directory,
-// mode (and owner when uid >= 0) set, fsync, rename over p, fsync of the
-// directory. Readers see the old file or the new one, never a mix.
-func WriteAtomic(p string, b []byte, mode os.FileMode, uid, gid int) error {
-	dir := filepath.Dir(p)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(p)+".ncclwiz-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(b); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	if uid >= 0 && os.Geteuid() == 0 {
-		if err := tmp.Chown(uid, gid); err != nil {
-			return fmt.Errorf("write %s: %w", p, err)
-		}
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		return fmt.Errorf("replace %s: %w", p, err)
-	}
-	done = true
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // the rename is durable once the directory is
-		d.Close()
-	}
-	return nil
 }

@@ -218,22 +218,3 @@ func FuzzSetOption(f *testing.F) {
 		}
 	})
 }
-
-// TestWriteAtomicRemovesTempWhenRenameFails: when the final rename fails
-// (here the name is a directory: EISDIR) the temporary file is removed,
-// and so on every failure path before it.
-func TestWriteAtomicRemovesTempWhenRenameFails(t *testing.T) {
-	dir := t.TempDir()
-	target := filepath.Join(dir, "fstab")
-	if err := os.Mkdir(target, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	err := WriteAtomic(target, []byte(base), 0o644, -1, -1)
-	if err == nil || !strings.Contains(err.Error(), "replace "+target) {
-		t.Fatalf("WriteAtomic over a directory: %v", err)
-	}
-	left, _ := filepath.Glob(filepath.Join(dir, ".fstab.ncclwiz-*"))
-	if len(left) > 0 {
-		t.Errorf("temporary files left behind: %v", left)
-	}
-}

@@ -6,7 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"github.com/ncclwiz/ncclwiz/internal/units"
+	"go.yaml.in/yaml/v3"
 )
 
 // gasInfo is a gradient-accumulation setting found on the command line or
@@ -124,7 +125,7 @@ func batchNotes(r Result, gas gasInfo, scan scriptScan) []string {
 	if factor > 1 {
 		fs = strconv.Itoa(factor)
 		if nodes > 1 {
-			notes = append(notes, fmt.Sprintf("The job ran %d processes on each of %d nodes (%d in all); now 1.", r.Processes, nodes, factor))
+			notes = append(notes, fmt.Sprintf("The job ran %s on each of %d nodes (%d in all); now 1.", units.Count(r.Processes, "process", "processes"), nodes, factor))
 		} else {
 			notes = append(notes, fmt.Sprintf("The job ran %d processes; now 1.", factor))
 		}
