@@ -257,10 +257,10 @@ var corpus = map[string]corpusCase{
 		thread: "https://github.com/pytorch/pytorch/issues/11756"},
 	"srun-misaligned-lasterror.log": {root: "cuda-kernel-fault", conf: High, rank: 3, has: []string{"nccl-unhandled-cuda-error"},
 		thread: "NCCL 2.23 CUCHECK wording, torch 2.5 NCCLUtils.hpp wrapper, srun --label and [rankN]: prefixes; layout of https://github.com/vllm-project/vllm/issues/19890",
-		check: cudaFields("716", "cudaErrorMisalignedAddress")},
+		check:  cudaFields("716", "cudaErrorMisalignedAddress")},
 	"ansi-shmutils-map.log": {root: idUnrecognisedWarn, conf: Low, rank: -2, has: []string{"nccl-unhandled-system-error"},
 		thread: "NCCL 2.21 src/misc/shmutils.cc:83 'Could not map' wording, ANSI-coloured CRLF output as in the deepspeed-ansi-crlf case",
-		check: placed("container-shm", "misc/shmutils.cc", "")},
+		check:  placed("container-shm", "misc/shmutils.cc", "")},
 	// No NCCL failure.
 	"healthy-info.log": {root: "", version: "2.21.5+cuda12.4",
 		check: func(t *testing.T, r *Report) {
