@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ncclwiz/ncclwiz/internal/gobin"
 )
@@ -138,10 +139,23 @@ func Unique(t testing.TB) string {
 // when the test ends (also when it was created but failed to start).
 func Start(t testing.TB, name string, args ...string) {
 	t.Helper()
-	t.Cleanup(func() { _, _ = Docker("rm", "-f", name) })
+	t.Cleanup(func() { remove(name) })
 	argv := append([]string{"run", "-d", "--name", name}, args...)
 	if out, err := Docker(argv...); err != nil {
 		t.Fatalf("docker %v: %v %s", argv, err, out)
+	}
+}
+
+// remove removes a container and waits until it is gone: `docker rm -f` of
+// a container that joined another's IPC namespace can fail while that one
+// is being torn down, and left such containers behind (Exited 255).
+func remove(name string) {
+	for range 20 {
+		_, _ = Docker("rm", "-f", name)
+		if _, err := Docker("inspect", "--format", "{{.Id}}", name); err != nil {
+			return // no such container
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 }
 
@@ -150,7 +164,7 @@ func Start(t testing.TB, name string, args ...string) {
 // the test ends even if --rm did not get to.
 func Run(t testing.TB, name string, args ...string) (string, int) {
 	t.Helper()
-	t.Cleanup(func() { _, _ = Docker("rm", "-f", name) })
+	t.Cleanup(func() { remove(name) })
 	out, err := Docker(append([]string{"run", "--rm", "--name", name}, args...)...)
 	return out, exitCode(t, err, out)
 }
