@@ -308,6 +308,9 @@ func TestPracticeScriptRefuses(t *testing.T) {
 	run := func(args ...string) (string, int) {
 		cmd := exec.Command("bash", append([]string{path}, args...)...)
 		cmd.Dir = t.TempDir()
+		// The edited script stops at its first act, after fstab_set made its
+		// temporary copy: keep that in the test's own directory.
+		cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 		out, err := cmd.CombinedOutput()
 		code := 0
 		if ee, ok := err.(*exec.ExitError); ok {
