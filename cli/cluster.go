@@ -22,7 +22,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/cluster/nodes"
 	"github.com/ncclwiz/ncclwiz/cluster/remote"
 	"github.com/ncclwiz/ncclwiz/internal/safefile"
-	"github.com/ncclwiz/ncclwiz/termio"
+	"github.com/ncclwiz/ncclwiz/internal/termio"
 )
 
 type clusterFlags struct {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/steps"
 	"github.com/ncclwiz/ncclwiz/steps/envsnippet"
-	"github.com/ncclwiz/ncclwiz/termio"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/termio"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 func newEnvCmd(a *App) *cobra.Command {

@@ -17,7 +17,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/guides"
 	"github.com/ncclwiz/ncclwiz/guides/render"
 	"github.com/ncclwiz/ncclwiz/guideui"
-	"github.com/ncclwiz/ncclwiz/termio"
+	"github.com/ncclwiz/ncclwiz/internal/termio"
 )
 
 type guidesFlags struct {

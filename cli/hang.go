@@ -16,7 +16,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/hang"
 	"github.com/ncclwiz/ncclwiz/host"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 type hangFlags struct {

@@ -4,7 +4,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/steps"
 	"github.com/ncclwiz/ncclwiz/steps/envsnippet"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 // The --json documents of fix, env, check --list-checks and version. Each

@@ -20,9 +20,9 @@ import (
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/safefile"
 	"github.com/ncclwiz/ncclwiz/internal/units"
-	"github.com/ncclwiz/ncclwiz/redact"
+	"github.com/ncclwiz/ncclwiz/internal/redact"
 	"github.com/ncclwiz/ncclwiz/report"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 type reportFlags struct {

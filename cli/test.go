@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 	"github.com/ncclwiz/ncclwiz/validate"
 )
 

@@ -30,8 +30,8 @@ import (
 	hostpkg "github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/steps"
-	"github.com/ncclwiz/ncclwiz/termio"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/termio"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 	"github.com/ncclwiz/ncclwiz/tui"
 	"github.com/ncclwiz/ncclwiz/validate"
 )

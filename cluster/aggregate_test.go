@@ -12,7 +12,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/report"
-	"github.com/ncclwiz/ncclwiz/termio"
+	"github.com/ncclwiz/ncclwiz/internal/termio"
 )
 
 // nodeSpec is what a generated node report says.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/report"
-	"github.com/ncclwiz/ncclwiz/termio"
+	"github.com/ncclwiz/ncclwiz/internal/termio"
 )
 
 // FuzzAggregateReports: a --from-json file can hold anything that parses

@@ -11,8 +11,8 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/ncclwiz/ncclwiz/internal/units"
-	"github.com/ncclwiz/ncclwiz/termio"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/termio"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 // SchemaVersion is the "schema" of `ncclwiz cluster check --json`

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/ncclwiz/ncclwiz/internal/units"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 // report turns the scan into the ranked diagnosis.

@@ -12,7 +12,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/hang/ras"
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 // Schema is the version of the JSON report (docs/hang.schema.json).

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/host"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 // KernelEvent is a kernel-log line that matters to a hang.

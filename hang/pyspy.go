@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/host"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 // Stack is the Python stack py-spy printed for one rank, or why there is none.

@@ -17,8 +17,8 @@ import (
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/internal/units"
-	"github.com/ncclwiz/ncclwiz/termio"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/termio"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 // SchemaVersion is the "schema" field of the JSON report. Bump it only on

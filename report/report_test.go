@@ -11,7 +11,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
-	"github.com/ncclwiz/ncclwiz/termio"
+	"github.com/ncclwiz/ncclwiz/internal/termio"
 )
 
 type holder struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/internal/practice"
 	"github.com/ncclwiz/ncclwiz/internal/shellquote"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 // ExportOptions tune ExportScriptWith.

@@ -13,7 +13,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 // staleGrace is how long proc.stale waits after SIGTERM before it asks

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 type hangPhase int

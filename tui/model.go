@@ -14,7 +14,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/guideui"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 // common is shared by every child model.

@@ -14,7 +14,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/envvars"
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/units"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 // Checks returns env.nccl.

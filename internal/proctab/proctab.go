@@ -38,7 +38,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 	"github.com/shirou/gopsutil/v4/process"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/envvars"
 	"github.com/ncclwiz/ncclwiz/internal/practice"
 	"github.com/ncclwiz/ncclwiz/internal/shellquote"
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 // Var is one setting with the reason it is suggested.

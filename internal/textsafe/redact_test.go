@@ -130,12 +130,12 @@ func FuzzRedactText(f *testing.F) {
 	})
 }
 
-// TestRedactKeepsExplainCorpus: none of the 48 real-shaped job logs that
+// TestRedactKeepsExplainCorpus: none of the real-shaped job logs that
 // explain's tests use has a secret, so redaction must not change a line
 // of them (explain's evidence stays useful).
 func TestRedactKeepsExplainCorpus(t *testing.T) {
 	var files []string
-	err := filepath.WalkDir("../explain/testdata/corpus", func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir("../../explain/testdata/corpus", func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() && strings.HasSuffix(p, ".log") {
 			files = append(files, p)
 		}

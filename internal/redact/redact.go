@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ncclwiz/ncclwiz/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 // Redactor holds the pseudonyms handed out so far. It is not safe for
