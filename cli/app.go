@@ -10,8 +10,8 @@ import (
 	"os"
 
 	"github.com/ncclwiz/ncclwiz/host"
-	"github.com/ncclwiz/ncclwiz/scenario"
 	"github.com/ncclwiz/ncclwiz/internal/termio"
+	"github.com/ncclwiz/ncclwiz/scenario"
 )
 
 // App carries the process's streams, environment and global flags.

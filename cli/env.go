@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ncclwiz/ncclwiz/steps"
-	"github.com/ncclwiz/ncclwiz/steps/envsnippet"
 	"github.com/ncclwiz/ncclwiz/internal/termio"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
+	"github.com/ncclwiz/ncclwiz/steps"
+	"github.com/ncclwiz/ncclwiz/steps/envsnippet"
 )
 
 func newEnvCmd(a *App) *cobra.Command {

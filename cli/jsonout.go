@@ -2,9 +2,9 @@ package cli
 
 import (
 	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 	"github.com/ncclwiz/ncclwiz/steps"
 	"github.com/ncclwiz/ncclwiz/steps/envsnippet"
-	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 // The --json documents of fix, env, check --list-checks and version. Each

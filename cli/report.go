@@ -18,11 +18,11 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/all"
 	"github.com/ncclwiz/ncclwiz/host"
-	"github.com/ncclwiz/ncclwiz/internal/safefile"
-	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/internal/redact"
-	"github.com/ncclwiz/ncclwiz/report"
+	"github.com/ncclwiz/ncclwiz/internal/safefile"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/units"
+	"github.com/ncclwiz/ncclwiz/report"
 )
 
 type reportFlags struct {

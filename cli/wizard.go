@@ -28,10 +28,10 @@ import (
 	"github.com/ncclwiz/ncclwiz/guideui"
 	"github.com/ncclwiz/ncclwiz/hang"
 	hostpkg "github.com/ncclwiz/ncclwiz/host"
-	"github.com/ncclwiz/ncclwiz/internal/units"
-	"github.com/ncclwiz/ncclwiz/steps"
 	"github.com/ncclwiz/ncclwiz/internal/termio"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/units"
+	"github.com/ncclwiz/ncclwiz/steps"
 	"github.com/ncclwiz/ncclwiz/tui"
 	"github.com/ncclwiz/ncclwiz/validate"
 )

@@ -11,8 +11,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/ncclwiz/ncclwiz/checks"
-	"github.com/ncclwiz/ncclwiz/report"
 	"github.com/ncclwiz/ncclwiz/internal/termio"
+	"github.com/ncclwiz/ncclwiz/report"
 )
 
 // nodeSpec is what a generated node report says.

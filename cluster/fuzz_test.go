@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncclwiz/ncclwiz/report"
 	"github.com/ncclwiz/ncclwiz/internal/termio"
+	"github.com/ncclwiz/ncclwiz/report"
 )
 
 // FuzzAggregateReports: a --from-json file can hold anything that parses

@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // report turns the scan into the ranked diagnosis.

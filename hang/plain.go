@@ -7,9 +7,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/internal/units"
-	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 // WritePlain prints the report for people: the job, one line per rank,

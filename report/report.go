@@ -15,10 +15,10 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
-	"github.com/ncclwiz/ncclwiz/internal/textwrap"
-	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/internal/termio"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // SchemaVersion is the "schema" field of the JSON report. Bump it only on

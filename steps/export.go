@@ -11,8 +11,8 @@ import (
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/practice"
 	"github.com/ncclwiz/ncclwiz/internal/shellquote"
-	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 )
 
 // ExportOptions tune ExportScriptWith.

@@ -37,8 +37,8 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/host"
-	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/shirou/gopsutil/v4/process"
 )
 
