@@ -50,6 +50,10 @@ type Diagnosis struct {
 	RootCause bool `json:"root_cause"`
 	// Role: cause, wrapper, consequence, context (or warning).
 	Role string `json:"role"`
+	// NotNCCL marks a cause outside NCCL (a Python exception, a host OOM
+	// kill, a device-side assert…) named as the root: NCCL's lines are then
+	// its knock-on.
+	NotNCCL bool `json:"not_nccl,omitempty"`
 	// Inferred is true when no line states this: it is deduced from
 	// several (confidence is then low).
 	Inferred bool `json:"inferred,omitempty"`
