@@ -290,11 +290,15 @@ func placed(guide, source, cudaCode string) func(t *testing.T, r *Report) {
 }
 
 // TestCorpus runs the detailed expectations of the corpus map; every
-// entry there must match its label's root exactly.
-func TestCorpus(t *testing.T) {
+// entry there must match its label's root exactly. (More maps, one per
+// area of the corpus, call runCorpusCases from their own tests.)
+func TestCorpus(t *testing.T) { runCorpusCases(t, corpus) }
+
+func runCorpusCases(t *testing.T, cases map[string]corpusCase) {
+	t.Helper()
 	e := testExplainer(t)
 	dir := filepath.Join("testdata", "corpus")
-	for name, c := range corpus {
+	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			l := readLabel(t, name)
 			r := analyzeCorpus(t, e, filepath.Join(dir, name))
