@@ -80,6 +80,14 @@ var (
 	reRay = regexp.MustCompile(`^\(([\w.\-]+) pid=(\d+)(?:, ip=([\w.:\-]+))?\) ?`)
 	// mpirun --tag-output: "[1,0]<stdout>:"; torchrun: "[rank3]:", --tee role prefix "[default0]:".
 	reBracket = regexp.MustCompile(`^\[(?:rank(\d+)|(\d+),(\d+)|([A-Za-z_][\w\-]*?)(\d+))\](?:<(?:stdout|stderr|stddiag)>)?: ?`)
+	// NCCL 2.0-2.2 (closed source) printed the level without "NCCL":
+	// "host:pid:tid [0] INFO NET : Using interface ib0:10.0.0.1<0>"
+	// (https://github.com/horovod/horovod/issues/134). WARN is taken in the
+	// same place, with or without the file:line of later releases.
+	reOldNCCL = regexp.MustCompile(`^([^\s:]+:\d+:\d+ \[\d+\] )((?:[\w.\-]+/)*[\w.\-]+\.(?:cu|cc|h):\d+ )?(INFO|WARN) `)
+	// NCCL 1.x: printf("WARN %s:%d ", __FILE__, __LINE__) (v1.3.4-1
+	// src/core.h); its INFO had no location and is too plain to claim.
+	reNCCL1 = regexp.MustCompile(`^WARN ((?:[\w.\-]+/)*[\w.\-]+\.(?:cu|cc|h|cpp):\d+) `)
 	// srun --label "3: " and pdsh/deepspeed "host: ".
 	reLabel = regexp.MustCompile(`^(\d{1,6}|[A-Za-z0-9][A-Za-z0-9.\-]*[0-9.\-][A-Za-z0-9.\-]*): `)
 )
@@ -173,6 +181,14 @@ func parseMeta(line []byte) lineMeta {
 			parseNCCLHead(rest[:i], &m)
 			rest = msg
 		}
+	} else if sm := reOldNCCL.FindSubmatchIndex(rest); sm != nil {
+		// Releases before "NCCL" joined the level word.
+		m.Level = string(rest[sm[6]:sm[7]])
+		parseNCCLHead(rest[:sm[6]], &m)
+		rest = rest[sm[1]:]
+	} else if sm := reNCCL1.FindSubmatchIndex(rest); sm != nil {
+		m.Level = "WARN"
+		rest = rest[sm[1]:]
 	}
 	if sm := reMsgRank.FindSubmatchIndex(rest); sm != nil && sm[0] < 120 && m.Rank < 0 {
 		m.Rank = atoi(rest[sm[2]:sm[3]])

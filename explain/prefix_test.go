@@ -29,7 +29,16 @@ func TestParseMeta(t *testing.T) {
 			rank: 0, local: -1, msg: "hello", launcher: "[rank0]: ", ts: "2024-05-01 12:00:00.250", dev: -1},
 		{line: "[PG ID 0 PG GUID 0(default_pg) Rank 1] ProcessGroupNCCL's watchdog got stuck",
 			rank: 1, local: -1, msg: "[PG ID 0 PG GUID 0(default_pg) Rank 1] ProcessGroupNCCL's watchdog got stuck", dev: -1},
+		// NCCL 2.0-2.2 levels without "NCCL" (horovod/horovod#134 layout) and NCCL 1.x WARN (v1.3.4-1 src/core.h).
+		{line: "[1,0]<stdout>:dgx3:4308:4454 [0] INFO NET : Using interface ib0:10.0.30.14<0>",
+			rank: 0, local: -1, pid: 4308, host: "dgx3", level: "INFO", msg: "NET : Using interface ib0:10.0.30.14<0>", launcher: "[1,0]<stdout>:", dev: 0},
+		{line: "dgx3:4308:4454 [1] misc/ibvwrap.cu:61 WARN Failed to open libibverbs.so[.1]",
+			rank: -1, local: -1, pid: 4308, host: "dgx3", level: "WARN", msg: "Failed to open libibverbs.so[.1]", dev: 1},
+		{line: "WARN src/core.cu:47 ftruncate failed to allocate 1048576 bytes",
+			rank: -1, local: -1, level: "WARN", msg: "ftruncate failed to allocate 1048576 bytes", dev: -1},
 		// Not prefixes: an exception name, a log level, a bare word.
+		{line: "INFO starting epoch 3", rank: -1, local: -1, msg: "INFO starting epoch 3", dev: -1},
+		{line: "WARN disk almost full", rank: -1, local: -1, msg: "WARN disk almost full", dev: -1},
 		{line: "RuntimeError: NCCL error", rank: -1, local: -1, msg: "RuntimeError: NCCL error", dev: -1},
 		{line: "ERROR: something", rank: -1, local: -1, msg: "ERROR: something", dev: -1},
 		{line: "torch.distributed.DistBackendError: NCCL error", rank: -1, local: -1, msg: "torch.distributed.DistBackendError: NCCL error", dev: -1},

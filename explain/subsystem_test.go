@@ -15,6 +15,12 @@ func TestSubsystemOf(t *testing.T) {
 		{"h:1:2 [0] bootstrap.cc:77 NCCL WARN Message truncated", "bootstrap.cc", "socket-interface"},
 		{"h:1:2 [0] src/transport/nvls.cc:254 NCCL WARN Cuda failure 1", "transport/nvls.cc", "nvls"},
 		{"[rank0]:h:1:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect", "misc/socket.cc", "socket-connect"},
+		// Files of older and newer trees (NCCL 2.4 .cu names, 2.30 os/).
+		{"h:1:2 [0] misc/ibvwrap.cu:280 NCCL WARN Call to ibv_create_qp failed", "misc/ibvwrap.cu", "ib-roce"},
+		{"h:1:2 [0] include/socket.h:318 NCCL WARN Net : Socket creation failed", "include/socket.h", "socket-connect"},
+		{"h:1:2 [0] misc/topo.cc:41 NCCL WARN Could not find real path", "misc/topo.cc", "p2p-acs-iommu"},
+		{"[2026-03-02 10:11:12] h:1:2 [0] os/linux.cc:806 (ncclOsShmOpen) NCCL WARN Error: Could not map", "os/linux.cc", "container-shm"},
+		{"h:1:2 [0] os/linux_ipcsocket.cc:233 NCCL WARN UDS: Sending data over socket", "os/linux_ipcsocket.cc", "consequence-errors"},
 	}
 	for _, tt := range tests {
 		file, sub, ok := subsystemOf(tt.line)
