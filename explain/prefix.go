@@ -82,8 +82,9 @@ var (
 	reBracket = regexp.MustCompile(`^\[(?:rank(\d+)|(\d+),(\d+)|([A-Za-z_][\w\-]*?)(\d+))\](?:<(?:stdout|stderr|stddiag)>)?: ?`)
 	// NCCL 2.0-2.2 (closed source) printed the level without "NCCL":
 	// "host:pid:tid [0] INFO NET : Using interface ib0:10.0.0.1<0>"
-	// (https://github.com/horovod/horovod/issues/134). WARN is taken in the
-	// same place, with or without the file:line of later releases.
+	// (https://github.com/horovod/horovod/issues/134) and
+	// "host:pid:tid [0] misc/ibvwrap.cu:269 WARN Call to ibv_create_qp failed"
+	// (https://github.com/jade-hpc-gpu/jade-hpc-gpu.github.io/issues/43).
 	reOldNCCL = regexp.MustCompile(`^([^\s:]+:\d+:\d+ \[\d+\] )((?:[\w.\-]+/)*[\w.\-]+\.(?:cu|cc|h):\d+ )?(INFO|WARN) `)
 	// NCCL 1.x: printf("WARN %s:%d ", __FILE__, __LINE__) (v1.3.4-1
 	// src/core.h); its INFO had no location and is too plain to claim.

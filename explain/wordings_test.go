@@ -57,6 +57,8 @@ var wordings = []wording{
 	{"shm-create-failed", "2.4-2.7", "v2.7.8-1 src/include/shm.h:48 (trailing \\n)",
 		warn(5, "include/shm.h:48", "Error while creating shared memory segment nccl-shm-recv-5d41a2c0e7b3f911-0-1-0 (size 4460544)"),
 		map[string]string{"path": "nccl-shm-recv-5d41a2c0e7b3f911-0-1-0", "size": "4460544"}},
+	{"shm-create-failed", "2.4-2.11", "v2.11.4-1 src/include/shm.h:42 (CUDACHECKGOTO(cudaHostRegister)); https://github.com/horovod/horovod/issues/893",
+		warn(4, "include/shm.h:42", "Cuda failure 'invalid argument'"), map[string]string{"cuda_error": "invalid argument"}},
 	{"shm-create-failed", "2.16-2.21", "v2.21.5-1 src/misc/shmutils.cc (size %ld)",
 		warn(18, "misc/shmutils.cc:110", "Error while creating shared memory segment /dev/shm/nccl-vB7a2Q (size 9637888)"),
 		map[string]string{"path": "/dev/shm/nccl-vB7a2Q", "size": "9637888"}},
