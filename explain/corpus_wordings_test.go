@@ -68,6 +68,15 @@ var corpusWordings = map[string]corpusCase{
 				t.Errorf("fields = %v", f)
 			}
 		}},
+	"nccl22-connect-timeout-nccl-tests.log": {conf: High, rank: -2, has: []string{"peer-closed", "nccl-unhandled-system-error"}, version: "2.2.13+cuda9.0",
+		check: func(t *testing.T, r *Report) {
+			if f := rootOf(r).Fields; f["error"] != "Connection timed out" {
+				t.Errorf("fields = %v", f)
+			}
+			if ev := rootOf(r).Evidence[0]; ev.Host != "gpu-c12" || ev.PID != 18553 {
+				t.Errorf("evidence = %+v", ev)
+			}
+		}},
 	"healthy-nccl26-libibverbs-warn.log": {rank: -2, not: []string{idUnrecognisedWarn}, version: "2.6.4+cuda10.1"},
 }
 

@@ -88,6 +88,13 @@ var wordings = []wording{
 		"gpu-n30:4030:4130 [0] NCCL INFO cuMem host allocations do not appear to be working; falling back to a /dev/shm/ based implementation", nil},
 
 	// Sockets.
+	{"socket-connect-failed", "2.2", "https://github.com/NVIDIA/nccl-tests/issues/15 (NCCL 2.2.13: no NCCL before WARN; SYSCHECK wording)",
+		"gpu-c12:18553:18611 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out",
+		map[string]string{"error": "Connection timed out"}},
+	{"socket-connect-failed", "2.3", "v2.3.7-1 src/include/core.h:306 (SYSCHECKVALEXP)",
+		warn(3, "include/socket.h:369", "Call to connect failed : No route to host"), map[string]string{"error": "No route to host"}},
+	{"socket-connect-failed", "2.3", "v2.3.7-1 src/include/core.h:298 (SYSCHECKNTIMES after the retries)",
+		warn(3, "include/socket.h:369", "Call to connect timeout : Connection refused"), map[string]string{"error": "Connection refused"}},
 	{"socket-connect-failed", "2.4-2.9", "v2.9.9-1 src/include/socket.h:406",
 		warn(6, "include/socket.h:406", "Connect to 10.20.0.7<50119> failed : Connection refused"),
 		map[string]string{"peer": "10.20.0.7<50119>", "error": "Connection refused"}},
@@ -121,7 +128,9 @@ var wordings = []wording{
 	{"socket-connect-failed", "2.29-2.30", "v2.30.7-1 src/os/linux.cc:328",
 		warnFunc("os/linux.cc:328", "ncclOsSocketPollConnect", "ncclOsSocketPollConnect to 10.1.4.12<46379> failed with error Connection timed out"),
 		map[string]string{"peer": "10.1.4.12<46379>", "error": "Connection timed out"}},
-	{"peer-closed", "2.4-2.9", "v2.9.9-1 src/include/socket.h:419 (no peer address)",
+	{"peer-closed", "2.2", "https://github.com/NVIDIA/nccl-tests/issues/15 (NCCL 2.2.13, no NCCL before WARN, no 'Net : ')",
+		"gpu-c12:18553:18612 [0] include/socket.h:371 WARN Connection closed by remote peer", nil},
+	{"peer-closed", "2.3-2.9", "v2.3.7-1 src/include/socket.h:380; v2.9.9-1 src/include/socket.h:419 (no peer address)",
 		warn(8, "include/socket.h:419", "Net : Connection closed by remote peer"), nil},
 	{"peer-closed", "2.4-2.9", "v2.9.9-1 src/include/socket.h:424",
 		warn(8, "include/socket.h:424", "Call to recv failed : Connection reset by peer"), map[string]string{"error": "Connection reset by peer"}},
@@ -237,6 +246,8 @@ var wordings = []wording{
 	{"ib-memlock", "2.13-2.30", "v2.30.7-1 src/misc/ibvwrap.cc:42 (IBV_PTR_CHECK_ERRNO)",
 		warn(22, "misc/ibvwrap.cc:42", "Call to ibv_reg_mr failed with error Cannot allocate memory"),
 		map[string]string{"call": "ibv_reg_mr", "error": "Cannot allocate memory"}},
+	{"ib-memlock", "2.1", "https://github.com/jade-hpc-gpu/jade-hpc-gpu.github.io/issues/43 (no NCCL before WARN)",
+		"dgx-e01:14560:14560 [0] misc/ibvwrap.cu:269 WARN Call to ibv_create_qp failed", map[string]string{"call": "ibv_create_qp"}},
 	{"ib-memlock", "2.4-2.13", "horovod/horovod#1651 (misc/ibvwrap.cu of 2.4)",
 		warn(4, "misc/ibvwrap.cu:280", "Call to ibv_create_qp failed"), map[string]string{"call": "ibv_create_qp"}},
 
