@@ -81,7 +81,12 @@ func subsystemOf(text string) (file string, sub subsystem, ok bool) {
 	if sm == nil {
 		return "", subsystem{}, false
 	}
-	file = strings.TrimPrefix(sm[1], "src/")
+	file = sm[1]
+	// Builds that compile NCCL inside another tree (TensorFlow's bazel
+	// "external/nccl_archive/src/...") print the longer path.
+	if i := strings.Index(file, "src/"); i >= 0 && (i == 0 || file[i-1] == '/') {
+		file = file[i+len("src/"):]
+	}
 	sub, ok = subsystemByFile(file)
 	return file, sub, ok
 }

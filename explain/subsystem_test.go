@@ -17,6 +17,7 @@ func TestSubsystemOf(t *testing.T) {
 		{"[rank0]:h:1:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect", "misc/socket.cc", "socket-connect"},
 		// Files of older and newer trees (NCCL 2.4 .cu names, 2.30 os/).
 		{"h:1:2 [0] misc/ibvwrap.cu:280 NCCL WARN Call to ibv_create_qp failed", "misc/ibvwrap.cu", "ib-roce"},
+		{"hvd1:2918:3333 [0] external/nccl_archive/src/transport/net_socket.cc:200 NCCL WARN NET/Socket : x", "transport/net_socket.cc", "socket-connect"},
 		{"h:1:2 [0] include/socket.h:318 NCCL WARN Net : Socket creation failed", "include/socket.h", "socket-connect"},
 		{"h:1:2 [0] misc/topo.cc:41 NCCL WARN Could not find real path", "misc/topo.cc", "p2p-acs-iommu"},
 		{"[2026-03-02 10:11:12] h:1:2 [0] os/linux.cc:806 (ncclOsShmOpen) NCCL WARN Error: Could not map", "os/linux.cc", "container-shm"},
