@@ -7,20 +7,26 @@ import "regexp"
 var (
 	reCudaOOM   = regexp.MustCompile(`CUDA out of memory|OutOfMemoryError`)
 	reException = regexp.MustCompile(`^\s*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?::(?:\s(.*))?)?\s*$`)
-	reKilled    = regexp.MustCompile(`exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|^\s*Killed\s*$|Out of memory: Killed process|invoked oom-killer`)
+	reKilled    = regexp.MustCompile(`exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|^\s*Killed\s*$|Out of memory: Killed process|invoked oom-killer|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>`)
 	reSegv      = regexp.MustCompile(`Segmentation fault|exitcode\s*:\s*-11\b|Signal 11 \(SIGSEGV\)`)
 	reFrame     = regexp.MustCompile(`^\s*File "([^"]+)", line (\d+), in (\S+)`)
+	// A CUDA kernel's assert (PyTorch's CUDA_KERNEL_ASSERT, printed by the
+	// device): "Indexing.cu:1236: indexSelectSmallIndex: block: [0,0,0],
+	// thread: [96,0,0] Assertion `srcIndex < srcSelectDimSize` failed."
+	reKernelAssert = regexp.MustCompile(`block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion ` + "`" + `(.*)` + "`" + ` failed`)
 )
 
 // errorLiterals trigger the checks above (lower case; the prefilter folds
 // case).
-var errorLiterals = []string{"error", "exception", "interrupt", "out of memory", "killed", "sigkill", "exitcode", "segmentation fault", "sigsegv", "oom-killer"}
+var errorLiterals = []string{"error", "exception", "interrupt", "out of memory", "killed", "sigkill", "exitcode", "segmentation fault", "sigsegv", "oom-killer", "assertion"}
 
 // classifyError names the kind of a non-NCCL error line, or "".
 func classifyError(msg []byte) (kind string) {
 	switch {
 	case reCudaOOM.Match(msg):
 		return "cuda-oom"
+	case reKernelAssert.Match(msg):
+		return "cuda-assert"
 	case reException.Match(msg):
 		// Log levels ("ERROR: …") are not class names: the regexp needs a
 		// name ending in Error/Exception/Interrupt, case-sensitive.
@@ -38,6 +44,8 @@ func errorSummary(kind string, msg []byte) string {
 	switch kind {
 	case "cuda-oom":
 		return "CUDA out of memory"
+	case "cuda-assert":
+		return "a device-side assert in a CUDA kernel"
 	case "killed":
 		return "killed by SIGKILL (often the kernel OOM killer)"
 	case "segfault":

@@ -297,6 +297,15 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 			add(m)
 		}
 	}
+	// A cause outside NCCL (a Python exception, a host OOM kill…) that the
+	// NCCL lines only follow from is the root; they become its knock-on.
+	if hits := s.nonNCCLCause(); hits != nil && nonNCCLWins(hits[0], direct) {
+		d := s.causeDiagnosis(hits)
+		for i := range out {
+			out[i].RootCause, out[i].ConsequenceOf = false, d.ID
+		}
+		out = append([]Diagnosis{d}, out...)
+	}
 	return out
 }
 
@@ -574,6 +583,18 @@ func (s *scan) summary(r *Report) string {
 		}
 	}
 	switch {
+	case root != nil && root.NotNCCL:
+		fmt.Fprintf(&b, "Root cause, not NCCL: %s [%s], %s confidence", root.Title, root.ID, root.Confidence)
+		if len(root.Evidence) > 0 {
+			ev := root.Evidence[0]
+			fmt.Fprintf(&b, ", at %s:%d", ev.File, ev.Line)
+		}
+		b.WriteString(".")
+		if n := len(r.Diagnoses) - 1; n > 0 {
+			fmt.Fprintf(&b, " The %s NCCL and PyTorch distributed %s only its knock-on: fix this first; NCCL settings will not help.", units.Count(n, "other finding"), map[bool]string{true: "is", false: "are"}[n == 1])
+		} else {
+			b.WriteString(" No NCCL failure of its own was found.")
+		}
 	case root != nil:
 		fmt.Fprintf(&b, "Root cause: %s [%s], %s confidence", root.Title, root.ID, root.Confidence)
 		if len(root.Evidence) > 0 {

@@ -1,0 +1,379 @@
+package explain
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
+)
+
+// Causes outside NCCL. A job whose rank raised a Python exception, was
+// killed by the host's OOM killer or hit a device-side assert leaves NCCL
+// lines behind on the other ranks (watchdog timeouts, teardown, "remote
+// process exited", torchrun's ChildFailedError): those are the knock-on,
+// and the report names the cause that is not NCCL's as its root.
+
+// Ids of the causes that are not NCCL. They are stable like signature ids.
+const (
+	idPythonException = "python-exception"
+	idHostOOMKill     = "host-oom-kill"
+	idDeviceAssert    = "cuda-device-assert"
+	idDataLoaderDied  = "dataloader-worker-died"
+	idImportError     = "import-error"
+	idDiskFull        = "disk-full"
+	idCudaOOM         = "cuda-oom"
+	idSegfault        = "segfault"
+	// guideNotNCCL explains every one of them.
+	guideNotNCCL = "not-nccl-cause"
+)
+
+// knockOnExceptions are raised because something else failed: PyTorch's
+// distributed errors (an NCCL or store failure re-raised), launcher
+// wrappers around a worker's own exception, and a launcher's signal.
+var knockOnExceptions = map[string]bool{
+	"DistBackendError": true, "DistError": true, "DistStoreError": true, "DistNetworkError": true,
+	"ChildFailedError": true, "SignalException": true, "ProcessRaisedException": true,
+	"CalledProcessError": true, "KeyboardInterrupt": true, "BrokenPipeError": true,
+	"ConnectionResetError": true, "ConnectionRefusedError": true, "ConnectionAbortedError": true,
+	"TimeoutError": true, "RendezvousError": true, "RendezvousTimeoutError": true,
+	"RendezvousClosedError": true, "RendezvousConnectionError": true, "RendezvousStateError": true,
+	"RendezvousGracefulExitError": true, "RayTaskError": true, "RayActorError": true,
+}
+
+// reKnockOnMsg finds an exception message that speaks of NCCL, the
+// process group, the store or a peer connection: a re-raise of a
+// distributed failure, not a cause of its own. CUDA errors other than a
+// device-side assert are left to the CUDA signatures (a kernel fault NCCL
+// reports is diagnosed there).
+var reKnockOnMsg = regexp.MustCompile(`(?i)nccl|c10d|ProcessGroup|watchdog|gloo|TCPStore|store->|collective|Connection (?:reset|closed|refused)|Broken pipe|Socket Timeout|timed out|CUDA error: (?:an illegal|unspecified launch|misaligned|an illegal instruction|uncorrectable|unknown error|initialization error)`)
+
+var (
+	reDataLoader  = regexp.MustCompile(`DataLoader worker \(pid(?:\(s\))? [\d, ]+\) (is killed by signal: ([^.]+)\.?|exited unexpectedly(?: with exit code (-?\d+))?)`)
+	reDiskFull    = regexp.MustCompile(`No space left on device|\[Errno 28\]|PytorchStreamWriter failed writing file|file write failed|inline_container\.cc:\d+\] \. unexpected pos`)
+	reShmPath     = regexp.MustCompile(`</torch_\d+_\d+(?:_\d+)?>|/dev/shm/`)
+	reImport      = regexp.MustCompile(`undefined symbol: (\S+)|cannot open shared object file|Failed to import|No module named '([^']+)'`)
+	reSharedObj   = regexp.MustCompile(`([\w.\-+]+\.so(?:\.[\d.]+)?)\b`)
+	reHostOOM     = regexp.MustCompile(`Out of memory: Killed process (\d+) \(([^)]*)\)|invoked oom-killer|oom-kill:|Memory cgroup out of memory`)
+	reSpawnSignal = regexp.MustCompile(`terminated with signal (SIG\w+)`)
+)
+
+// causeHit is one line that names a cause outside NCCL.
+type causeHit struct {
+	id     string
+	hit    *errorHit
+	exc    string // exception class (last component), for Python exceptions
+	msg    string // exception message
+	strong bool   // the line itself proves the cause (dmesg OOM line, a traceback)
+}
+
+// classifyCause says which cause outside NCCL an error line names, or ""
+// when the line is a knock-on of another failure (an NCCL error re-raised,
+// a launcher's wrapper).
+func classifyCause(e *errorHit) (causeHit, bool) {
+	text := e.line.Text
+	ch := causeHit{hit: e}
+	switch e.line.Kind {
+	case "cuda-oom":
+		ch.id, ch.strong = idCudaOOM, true
+		if sm := reException.FindStringSubmatch(string(parseMeta([]byte(text)).Msg)); sm != nil {
+			ch.exc, ch.msg = lastName(sm[1]), strings.TrimSpace(sm[2])
+		}
+		return ch, true
+	case "cuda-assert":
+		ch.id, ch.strong = idDeviceAssert, true
+		return ch, true
+	case "killed":
+		ch.id, ch.strong = idHostOOMKill, reHostOOM.MatchString(text)
+		return ch, true
+	case "segfault":
+		ch.id = idSegfault
+		return ch, true
+	case "python-exception":
+	default:
+		return ch, false
+	}
+	m := parseMeta([]byte(text))
+	sm := reException.FindStringSubmatch(string(m.Msg))
+	if sm == nil {
+		return ch, false
+	}
+	cls := lastName(sm[1])
+	ch.exc, ch.msg = cls, strings.TrimSpace(sm[2])
+	ch.strong = e.line.Frame != ""
+	switch {
+	case strings.Contains(ch.msg, "device-side assert triggered"):
+		ch.id, ch.strong = idDeviceAssert, true
+	case reDataLoader.MatchString(ch.msg):
+		ch.id, ch.strong = idDataLoaderDied, true
+	case cls == "ProcessExitedException":
+		// torch.multiprocessing.spawn: "process 1 terminated with signal
+		// SIGKILL"; an exit code is only the wrapper of the child's error.
+		if s := reSpawnSignal.FindStringSubmatch(ch.msg); s != nil && s[1] == "SIGKILL" {
+			ch.id = idHostOOMKill
+			return ch, true
+		}
+		return ch, false
+	case knockOnExceptions[cls] || reKnockOnMsg.MatchString(ch.msg):
+		return ch, false
+	case cls == "ImportError" || cls == "ModuleNotFoundError" || reImport.MatchString(ch.msg):
+		ch.id, ch.strong = idImportError, true
+	case reDiskFull.MatchString(ch.msg):
+		ch.id, ch.strong = idDiskFull, true
+	default:
+		ch.id = idPythonException
+	}
+	return ch, true
+}
+
+// nonNCCLCause picks the earliest cause outside NCCL: by timestamp when
+// every candidate has one, else the first in input order. A generic Python
+// exception printed after the first NCCL failure of its own log is taken
+// for a consequence (a rank that raised while tearing down).
+func (s *scan) nonNCCLCause() []causeHit {
+	var hits []causeHit
+	var firstFailFile string
+	if s.firstSig != nil {
+		firstFailFile = s.firstSig.File
+	}
+	for i := range s.errs {
+		e := &s.errs[i]
+		ch, ok := classifyCause(e)
+		if !ok {
+			continue
+		}
+		if ch.id == idPythonException && s.firstFail >= 0 {
+			after := false
+			switch {
+			case e.ts.OK && s.earliest != nil && s.earliestTS.OK:
+				after = s.earliestTS.Before(e.ts)
+			case e.line.File == firstFailFile:
+				after = e.seq > s.firstFail
+			}
+			if after {
+				continue
+			}
+		}
+		hits = append(hits, ch)
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	allTS := true
+	for _, h := range hits {
+		allTS = allTS && h.hit.ts.OK
+	}
+	best := 0
+	for i, h := range hits {
+		if allTS && h.hit.ts.Before(hits[best].hit.ts) {
+			best = i
+		}
+	}
+	// The chosen cause first, then the other lines of the same cause.
+	out := []causeHit{hits[best]}
+	for i, h := range hits {
+		if i != best && h.id == hits[best].id {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// nonNCCLWins decides whether a cause outside NCCL is the root: when no
+// NCCL cause stands on its own (only timeouts, teardown, wrappers and
+// consequences remain), or when the timestamps show it came first.
+func nonNCCLWins(c causeHit, direct []*merged) bool {
+	if len(direct) == 0 {
+		return true
+	}
+	if !c.hit.ts.OK {
+		return false
+	}
+	for _, m := range direct {
+		if !m.primary.earliestTS.OK || !c.hit.ts.Before(m.primary.earliestTS) {
+			return false
+		}
+	}
+	return true
+}
+
+// causeDiagnosis renders the cause outside NCCL as the root diagnosis.
+func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
+	c := hits[0]
+	ev := c.hit.line.Evidence
+	rank := ev.Rank
+	if rank < 0 && s.root != nil && s.root.Rank >= 0 && rootMatches(c, s.root) {
+		rank = s.root.Rank
+	}
+	d := Diagnosis{ID: c.id, Role: RoleCause, RootCause: true, NotNCCL: true, Guide: guideNotNCCL,
+		Confidence: High, Fields: map[string]string{}, Checks: []string{}, Fixes: []string{}}
+	if _, ok := s.e.lib.Get(guideNotNCCL, s.e.opts.Lang); !ok {
+		d.Guide = ""
+	}
+	ranks, hosts := map[int]bool{}, map[string]bool{}
+	strong := false
+	for _, h := range hits {
+		d.Count++
+		strong = strong || h.strong
+		if len(d.Evidence) < s.e.opts.MaxEvidence {
+			d.Evidence = append(d.Evidence, h.hit.line.Evidence)
+		}
+		if r := h.hit.line.Rank; r >= 0 {
+			ranks[r] = true
+		}
+		// Python logging's "name: [LEVEL]" looks like a pdsh host prefix.
+		if h := h.hit.line.Host; h != "" && !strings.HasPrefix(h, "torch.") {
+			hosts[h] = true
+		}
+	}
+	if rank >= 0 {
+		ranks[rank] = true
+	}
+	d.Ranks = sortedKeys(ranks)
+	for h := range hosts {
+		d.Hosts = append(d.Hosts, h)
+	}
+	sort.Strings(d.Hosts)
+	if !strong {
+		d.Confidence = Medium
+	}
+	if c.exc != "" {
+		d.Fields["exception"] = c.exc
+		if c.msg != "" {
+			d.Fields["message"] = c.msg
+		}
+	}
+	frame := frameWhere(c.hit.line.Frame)
+	if frame != "" {
+		d.Fields["frame"] = frame
+	}
+	on := ""
+	if rank >= 0 {
+		on = fmt.Sprintf(" on rank %d", rank)
+	} else if ev.Host != "" {
+		on = " on " + ev.Host
+	}
+	what := c.exc
+	if frame != "" {
+		what += " in " + frame
+	}
+	const notNCCL = "Not an NCCL problem: "
+	switch c.id {
+	case idPythonException:
+		d.Title = fmt.Sprintf("A Python exception%s (%s)", on, what)
+		d.Explanation = notNCCL + "a rank raised " + c.exc + " in the training code and exited; the other ranks then waited for it in their next collective, so their NCCL timeouts and teardown lines are the knock-on."
+		d.Advice = append(d.Advice, "Fix the exception: read its traceback (the frame above it is where it was raised). NCCL settings will not help.")
+	case idHostOOMKill:
+		if strong {
+			d.Title = fmt.Sprintf("The kernel's OOM killer killed a rank%s (the host ran out of memory)", on)
+		} else {
+			d.Title = fmt.Sprintf("A rank was killed by SIGKILL%s (exit code -9), most often the host's OOM killer", on)
+		}
+		if sm := reHostOOM.FindStringSubmatch(ev.Text); sm != nil && sm[1] != "" {
+			d.Fields["pid"], d.Fields["process"] = sm[1], sm[2]
+		}
+		d.Explanation = notNCCL + "SIGKILL cannot be caught, so the rank vanished without a Python traceback; its peers lost their connections or timed out. The kernel's OOM killer is the usual sender when host RAM runs out (large datasets in memory, many DataLoader workers, CPU offload)."
+		d.Advice = append(d.Advice, "Confirm in the kernel log: dmesg -T | grep -i -E 'out of memory|oom-kill' (or journalctl -k); a cluster scheduler may also kill a job over its memory limit.",
+			"Reduce host memory per rank: fewer DataLoader workers, memory-mapped datasets, less CPU offload, or fewer ranks per node.")
+	case idDeviceAssert:
+		if sm := reKernelAssert.FindStringSubmatch(ev.Text); sm != nil {
+			d.Fields["assertion"] = sm[1]
+			d.Title = fmt.Sprintf("A CUDA device-side assert%s (`%s`)", on, textwrap.Clip(sm[1], 60))
+		} else {
+			d.Title = fmt.Sprintf("A CUDA device-side assert%s (a kernel of the model checked its input and failed)", on)
+		}
+		d.Explanation = notNCCL + "a CUDA kernel of the model asserted on bad input (an index out of range, a label outside the classes); the CUDA context is lost, so the next CUDA call of that rank — often in NCCL's watchdog — fails with the same error."
+		d.Advice = append(d.Advice, "Rerun with CUDA_LAUNCH_BLOCKING=1 so the traceback points at the kernel that asserted; check indices and labels against the tensor sizes (e.g. labels < num_classes, token ids < vocab size).")
+	case idDataLoaderDied:
+		if sm := reDataLoader.FindStringSubmatch(c.msg); sm != nil {
+			d.Fields["worker"] = strings.TrimSuffix(sm[1], ".")
+			if sm[2] != "" {
+				d.Fields["signal"] = sm[2]
+			}
+		}
+		d.Title = fmt.Sprintf("A DataLoader worker died%s (%s)", on, orDefault(d.Fields["worker"], "exited unexpectedly"))
+		d.Explanation = notNCCL + "a DataLoader worker process of this rank died, so the rank raised and stopped feeding its collectives. \"Killed\" means SIGKILL, usually the host's OOM killer; \"Bus error\" a /dev/shm too small for the batches."
+		d.Advice = append(d.Advice, "Lower num_workers (or prefetch_factor) and check host memory (dmesg for the OOM killer); in a container give /dev/shm room (--shm-size or --ipc=host).")
+	case idImportError:
+		d.Title = fmt.Sprintf("An import failed%s (%s)", on, importWhat(c))
+		if sm := reImport.FindStringSubmatch(c.msg); sm != nil && sm[1] != "" {
+			d.Fields["symbol"] = sm[1]
+		}
+		if so := reSharedObj.FindStringSubmatch(c.msg); so != nil {
+			d.Fields["library"] = path.Base(so[1])
+		}
+		d.Explanation = notNCCL + "a Python module or a compiled extension could not be loaded. \"undefined symbol\" in an extension (flash-attn, apex, a custom op) means it was built against another PyTorch or CUDA version than the one installed."
+		d.Advice = append(d.Advice, "Reinstall the extension built for this exact PyTorch and CUDA version (python -c 'import torch; print(torch.__version__, torch.version.cuda)'), or rebuild it from source in this environment.")
+	case idDiskFull:
+		if reShmPath.MatchString(c.msg) {
+			d.Fields["device"] = "/dev/shm"
+			d.Title = fmt.Sprintf("Shared memory (/dev/shm) is full%s", on)
+			d.Explanation = notNCCL + "a DataLoader worker could not write its batch to /dev/shm; the rank raised and the others waited."
+			d.Advice = append(d.Advice, "Give the container a larger /dev/shm (docker --shm-size=16g or --ipc=host; Kubernetes: an emptyDir with medium: Memory), or lower num_workers.")
+		} else {
+			d.Title = fmt.Sprintf("The disk filled up while writing%s (%s)", on, textwrap.Clip(c.exc+": "+c.msg, 70))
+			d.Explanation = notNCCL + "writing a file (usually a checkpoint) failed because the file system is full; the writing rank raised, and the others waited for it in their next barrier or collective until NCCL's timeout."
+			d.Advice = append(d.Advice, "Free space or write checkpoints elsewhere (df -h on the checkpoint directory); keep fewer checkpoints (e.g. save_total_limit).")
+		}
+	case idCudaOOM:
+		d.Title = fmt.Sprintf("CUDA ran out of memory in the model%s", on)
+		d.Explanation = notNCCL + "the model's own allocations did not fit in GPU memory; the rank raised torch.OutOfMemoryError and its peers then waited for it."
+		d.Advice = append(d.Advice, "Lower the batch size or sequence length, enable activation checkpointing, or shard more (FSDP/ZeRO).")
+	case idSegfault:
+		d.Title = fmt.Sprintf("A process crashed with a segmentation fault%s", on)
+		d.Explanation = "A rank crashed with SIGSEGV; its peers then lost it. The log does not show NCCL causing it: a compiled extension, a library version mismatch or a DataLoader worker are common sources."
+		d.Advice = append(d.Advice, "Get a native stack: rerun with python -X faulthandler, or run the rank under gdb; the faulting library names the culprit.")
+	}
+	if d.Title == "" {
+		d.Title = c.id
+	}
+	return d
+}
+
+// rootMatches tells whether torchrun's first observed failure is the same
+// event as c (same kind of exit), so its rank can stand for c's.
+func rootMatches(c causeHit, t *TorchrunFailure) bool {
+	switch c.id {
+	case idHostOOMKill:
+		return t.ExitCode == "-9"
+	case idSegfault:
+		return t.ExitCode == "-11"
+	}
+	return t.ExitCode == "1"
+}
+
+// lastName is the last component of a dotted class name.
+func lastName(cls string) string {
+	if i := strings.LastIndexByte(cls, '.'); i >= 0 {
+		return cls[i+1:]
+	}
+	return cls
+}
+
+// frameWhere turns a traceback frame ('File "/a/b/data.py", line 58, in
+// f') into "data.py:58".
+func frameWhere(frame string) string {
+	sm := reFrame.FindStringSubmatch(frame)
+	if sm == nil {
+		return ""
+	}
+	return path.Base(sm[1]) + ":" + sm[2]
+}
+
+// importWhat names what failed to import, briefly.
+func importWhat(c causeHit) string {
+	if sm := reImport.FindStringSubmatch(c.msg); sm != nil {
+		switch {
+		case sm[1] != "":
+			if so := reSharedObj.FindStringSubmatch(c.msg); so != nil {
+				return c.exc + ": undefined symbol in " + path.Base(so[1])
+			}
+			return c.exc + ": undefined symbol"
+		case sm[2] != "":
+			return c.exc + ": no module named " + sm[2]
+		}
+	}
+	return textwrap.Clip(c.exc+": "+c.msg, 70)
+}
