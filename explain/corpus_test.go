@@ -191,14 +191,14 @@ var corpus = map[string]corpusCase{
 		}},
 	// Issue 15, class 1: CUDA errors NCCL surfaces, directly or through
 	// PyTorch's "Last error:" payload.
-	"cuda-700-enqueue-vllm.log": {conf: High, rank: -2, has: []string{"nccl-unhandled-cuda-error"}, check: cudaFields("700", "cudaErrorIllegalAddress")},
+	"cuda-700-enqueue-vllm.log":         {conf: High, rank: -2, has: []string{"nccl-unhandled-cuda-error"}, check: cudaFields("700", "cudaErrorIllegalAddress")},
 	"cuda-launch-failure-lasterror.log": {conf: High, rank: 3, has: []string{"nccl-unhandled-cuda-error"}, check: cudaFields("719", "cudaErrorLaunchFailure")},
-	"cuda-illegal-nccl-tests.log": {conf: High, rank: -2, has: []string{"nccl-unhandled-cuda-error"}, version: "2.7.8+cuda10.2", check: cudaFields("700", "cudaErrorIllegalAddress")},
-	"ray-watchdog-illegal-access.log": {conf: High, rank: 1, has: []string{"nccl-async-teardown"}},
+	"cuda-illegal-nccl-tests.log":       {conf: High, rank: -2, has: []string{"nccl-unhandled-cuda-error"}, version: "2.7.8+cuda10.2", check: cudaFields("700", "cudaErrorIllegalAddress")},
+	"ray-watchdog-illegal-access.log":   {conf: High, rank: 1, has: []string{"nccl-async-teardown"}},
 	// Issue 15, class 4: a WARN not in the catalogue is placed in the NCCL
 	// subsystem its source file names, with that subsystem's guide.
 	"warn-p2p-peer-4090.log": {conf: Low, rank: -2, has: []string{"nccl-internal-error"},
-		check:  placed("p2p-acs-iommu", "transport/p2p.cc", "217")},
+		check: placed("p2p-acs-iommu", "transport/p2p.cc", "217")},
 	"warn-ib-async-event.log": {conf: Low, rank: -2, has: []string{"nccl-remote-error"}, check: placed("ib-roce", "transport/net_ib.cc", "")},
 	"warn-graph-xml-topo.log": {conf: Low, rank: -2, check: placed("p2p-acs-iommu", "graph/xml.cc", "")},
 	// Issue 15, class 5: no WARN, only NCCL's return-code trail; its first
@@ -251,9 +251,9 @@ var corpus = map[string]corpusCase{
 	// torch 0.4 wording, no payload: only the wrapper, at low confidence.
 	"torch04-unhandled-cuda.log": {conf: Low, rank: -2},
 	"srun-misaligned-lasterror.log": {conf: High, rank: 3, has: []string{"nccl-unhandled-cuda-error"},
-		check:  cudaFields("716", "cudaErrorMisalignedAddress")},
+		check: cudaFields("716", "cudaErrorMisalignedAddress")},
 	"ansi-shmutils-map.log": {conf: Low, rank: -2, has: []string{"nccl-unhandled-system-error"},
-		check:  placed("container-shm", "misc/shmutils.cc", "")},
+		check: placed("container-shm", "misc/shmutils.cc", "")},
 	// No NCCL failure.
 	"healthy-info.log": {version: "2.21.5+cuda12.4",
 		check: func(t *testing.T, r *Report) {
@@ -263,7 +263,7 @@ var corpus = map[string]corpusCase{
 				t.Errorf("digest = %+v", d)
 			}
 		}},
-	"deprecated-env.log":   {notes: []string{"deprecated-env-name"}},
+	"deprecated-env.log": {notes: []string{"deprecated-env-name"}},
 	// Issue 15, class 8: causes that are not NCCL are the root, marked so.
 	"python-exception.log": {conf: High, rank: 1, first: "python-exception", not: []string{"torchrun-child-failed"}},
 	"cuda-oom-model.log":   {conf: High, rank: 0, first: "cuda-oom"},
