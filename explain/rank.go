@@ -457,6 +457,9 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 		texts = append(texts, ev.Text)
 	}
 	addCudaError(&d, texts...)
+	if d.ID == "store-rendezvous-timeout" {
+		storeDetails(&d)
+	}
 	return d
 }
 

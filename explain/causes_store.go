@@ -1,0 +1,31 @@
+package explain
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// storeDetails says which side of the rendezvous failed (the TCPStore
+// server waiting for ranks, or a rank that never reached it) and what the
+// counts in the message tell.
+func storeDetails(d *Diagnosis) {
+	f := d.Fields
+	if f["host"] != "" && f["joined"] == "" && f["barrier_rank"] == "" {
+		d.Title = fmt.Sprintf("A rank could not reach the rendezvous store at %s:%s", f["host"], f["port"])
+		d.Advice = append(d.Advice, "The store runs on MASTER_ADDR:MASTER_PORT (or --rdzv-endpoint): check from this node that the address routes and the port is open (ncclwiz check --only net.rendezvous), and that the node hosting the store started.")
+	}
+	joined, err1 := strconv.Atoi(f["joined"])
+	expected, err2 := strconv.Atoi(f["expected"])
+	if err1 == nil && err2 == nil && joined < expected {
+		d.Advice = append(d.Advice, fmt.Sprintf("Only %d of %d clients reached the store: the missing ranks never started or could not connect; their launcher logs say why.", joined, expected))
+	}
+	world, err1 := strconv.Atoi(f["world_size"])
+	workers, err2 := strconv.Atoi(f["worker_count"])
+	switch {
+	case err1 != nil || err2 != nil:
+	case workers > world:
+		d.Advice = append(d.Advice, fmt.Sprintf("%d workers joined a store for world_size=%d: processes of another job (or of an earlier run) use the same MASTER_ADDR:MASTER_PORT. Give each job its own port.", workers, world))
+	case workers < world:
+		d.Advice = append(d.Advice, fmt.Sprintf("Only %d of %d ranks reached the barrier: the others never started, crashed before init_process_group, or could not connect.", workers, world))
+	}
+}
