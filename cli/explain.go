@@ -45,7 +45,7 @@ or "-" / a pipe for stdin:
   ncclwiz explain logs/rank*.log.gz
 
 JSON (--json): {"schema": 1, "diagnoses": [{"id", "title", "confidence",
-"root_cause", "evidence": [{"file", "line", "text"}], "fields", "guide",
+"root_cause", "not_nccl", "evidence": [{"file", "line", "text"}], "fields", "guide",
 "checks", "fixes"}], "nccl_version", "summary"}, plus notes, first_error,
 digest and inputs.
 A named pipe (FIFO) or a device is read once, up to --max-stream bytes

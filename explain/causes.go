@@ -56,8 +56,13 @@ var (
 	reShmPath     = regexp.MustCompile(`</torch_\d+_\d+(?:_\d+)?>|/dev/shm/`)
 	reImport      = regexp.MustCompile(`undefined symbol: (\S+)|cannot open shared object file|Failed to import|No module named '([^']+)'`)
 	reSharedObj   = regexp.MustCompile(`([\w.\-+]+\.so(?:\.[\d.]+)?)\b`)
-	reHostOOM     = regexp.MustCompile(`Out of memory: Killed process (\d+) \(([^)]*)\)|invoked oom-killer|oom-kill:|Memory cgroup out of memory`)
+	reHostOOM     = regexp.MustCompile(`Out of memory: Killed process (\d+) \(([^)]*)\)|invoked oom-killer|oom-kill:|Memory cgroup out of memory|oom[-_]kill event|tasks? [\d\-,]+: Out Of Memory`)
 	reSpawnSignal = regexp.MustCompile(`terminated with signal (SIG\w+)`)
+	// The DataLoader re-raises a worker's exception in the main process
+	// ("Caught KeyError in DataLoader worker process 3."); the worker's
+	// own traceback follows with the real exception.
+	reWorkerReraise = regexp.MustCompile(`^Caught \w+ in DataLoader worker process \d+`)
+	reSlurmTask     = regexp.MustCompile(`: task (\d+): Out Of Memory`)
 )
 
 // causeHit is one line that names a cause outside NCCL.
@@ -78,7 +83,7 @@ func classifyCause(e *errorHit) (causeHit, bool) {
 	switch e.line.Kind {
 	case "cuda-oom":
 		ch.id, ch.strong = idCudaOOM, true
-		if sm := reException.FindStringSubmatch(string(parseMeta([]byte(text)).Msg)); sm != nil {
+		if sm := reException.FindStringSubmatch(string(stripLogLevel(parseMeta([]byte(text)).Msg))); sm != nil {
 			ch.exc, ch.msg = lastName(sm[1]), strings.TrimSpace(sm[2])
 		}
 		return ch, true
@@ -95,8 +100,7 @@ func classifyCause(e *errorHit) (causeHit, bool) {
 	default:
 		return ch, false
 	}
-	m := parseMeta([]byte(text))
-	sm := reException.FindStringSubmatch(string(m.Msg))
+	sm := reException.FindStringSubmatch(string(stripLogLevel(parseMeta([]byte(text)).Msg)))
 	if sm == nil {
 		return ch, false
 	}
@@ -108,15 +112,20 @@ func classifyCause(e *errorHit) (causeHit, bool) {
 		ch.id, ch.strong = idDeviceAssert, true
 	case reDataLoader.MatchString(ch.msg):
 		ch.id, ch.strong = idDataLoaderDied, true
-	case cls == "ProcessExitedException":
+	case cls == "ProcessExitedException" || reSpawnSignal.MatchString(ch.msg):
 		// torch.multiprocessing.spawn: "process 1 terminated with signal
-		// SIGKILL"; an exit code is only the wrapper of the child's error.
-		if s := reSpawnSignal.FindStringSubmatch(ch.msg); s != nil && s[1] == "SIGKILL" {
-			ch.id = idHostOOMKill
+		// SIGKILL" (older torch raises a bare Exception); an exit code is
+		// only the wrapper of the child's own error.
+		switch s := reSpawnSignal.FindStringSubmatch(ch.msg); {
+		case s != nil && s[1] == "SIGKILL":
+			ch.id, ch.strong = idHostOOMKill, false
+			return ch, true
+		case s != nil && s[1] == "SIGSEGV":
+			ch.id, ch.strong = idSegfault, false
 			return ch, true
 		}
 		return ch, false
-	case knockOnExceptions[cls] || reKnockOnMsg.MatchString(ch.msg):
+	case knockOnExceptions[cls] || reKnockOnMsg.MatchString(ch.msg) || reWorkerReraise.MatchString(ch.msg):
 		return ch, false
 	case cls == "ImportError" || cls == "ModuleNotFoundError" || reImport.MatchString(ch.msg):
 		ch.id, ch.strong = idImportError, true
@@ -169,6 +178,18 @@ func (s *scan) nonNCCLCause() []causeHit {
 	for i, h := range hits {
 		if allTS && h.hit.ts.Before(hits[best].hit.ts) {
 			best = i
+		}
+	}
+	// A generic exception chained to a specific one a few lines on (a
+	// wrapper raised "from" it, or the other way round) stands for it.
+	if b := hits[best]; b.id == idPythonException {
+		for i, h := range hits {
+			l := h.hit.line
+			if h.id != idPythonException && l.File == b.hit.line.File && l.Rank == b.hit.line.Rank &&
+				l.Line > b.hit.line.Line && l.Line-b.hit.line.Line <= 25 {
+				best = i
+				break
+			}
 		}
 	}
 	// The chosen cause first, then the other lines of the same cause.
@@ -228,6 +249,15 @@ func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
 			hosts[h] = true
 		}
 	}
+	if rank < 0 {
+		// srun: "srun: error: node: task 1: Out Of Memory".
+		for _, h := range hits {
+			if sm := reSlurmTask.FindStringSubmatch(h.hit.line.Text); sm != nil {
+				rank = atoi([]byte(sm[1]))
+				break
+			}
+		}
+	}
 	if rank >= 0 {
 		ranks[rank] = true
 	}
@@ -242,7 +272,7 @@ func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
 	if c.exc != "" {
 		d.Fields["exception"] = c.exc
 		if c.msg != "" {
-			d.Fields["message"] = c.msg
+			d.Fields["message"] = textwrap.Clip(c.msg, 160)
 		}
 	}
 	frame := frameWhere(c.hit.line.Frame)
@@ -266,13 +296,22 @@ func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
 		d.Explanation = notNCCL + "a rank raised " + c.exc + " in the training code and exited; the other ranks then waited for it in their next collective, so their NCCL timeouts and teardown lines are the knock-on."
 		d.Advice = append(d.Advice, "Fix the exception: read its traceback (the frame above it is where it was raised). NCCL settings will not help.")
 	case idHostOOMKill:
-		if strong {
-			d.Title = fmt.Sprintf("The kernel's OOM killer killed a rank%s (the host ran out of memory)", on)
-		} else {
-			d.Title = fmt.Sprintf("A rank was killed by SIGKILL%s (exit code -9), most often the host's OOM killer", on)
+		who := "a rank"
+		if rank >= 0 {
+			who = fmt.Sprintf("rank %d", rank)
+		} else if ev.Host != "" {
+			who = "a rank on " + ev.Host
 		}
-		if sm := reHostOOM.FindStringSubmatch(ev.Text); sm != nil && sm[1] != "" {
-			d.Fields["pid"], d.Fields["process"] = sm[1], sm[2]
+		if strong {
+			d.Title = fmt.Sprintf("The out-of-memory killer killed %s (the host ran out of memory)", who)
+		} else {
+			d.Title = fmt.Sprintf("SIGKILL ended %s (exit code -9), most often the host's out-of-memory killer", who)
+		}
+		for _, h := range hits {
+			if sm := reHostOOM.FindStringSubmatch(h.hit.line.Text); sm != nil && sm[1] != "" {
+				d.Fields["pid"], d.Fields["process"] = sm[1], sm[2]
+				break
+			}
 		}
 		d.Explanation = notNCCL + "SIGKILL cannot be caught, so the rank vanished without a Python traceback; its peers lost their connections or timed out. The kernel's OOM killer is the usual sender when host RAM runs out (large datasets in memory, many DataLoader workers, CPU offload)."
 		d.Advice = append(d.Advice, "Confirm in the kernel log: dmesg -T | grep -i -E 'out of memory|oom-kill' (or journalctl -k); a cluster scheduler may also kill a job over its memory limit.",
@@ -288,7 +327,7 @@ func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
 		d.Advice = append(d.Advice, "Rerun with CUDA_LAUNCH_BLOCKING=1 so the traceback points at the kernel that asserted; check indices and labels against the tensor sizes (e.g. labels < num_classes, token ids < vocab size).")
 	case idDataLoaderDied:
 		if sm := reDataLoader.FindStringSubmatch(c.msg); sm != nil {
-			d.Fields["worker"] = strings.TrimSuffix(sm[1], ".")
+			d.Fields["worker"] = strings.TrimPrefix(strings.TrimSuffix(sm[1], "."), "is ")
 			if sm[2] != "" {
 				d.Fields["signal"] = sm[2]
 			}
@@ -376,4 +415,26 @@ func importWhat(c causeHit) string {
 		}
 	}
 	return textwrap.Clip(c.exc+": "+c.msg, 70)
+}
+
+// assertFromCUDA finds CUDA error 710 (cudaErrorAssert) in an NCCL
+// diagnosis: NCCL only met the sticky error of a kernel of the model that
+// asserted, so the cause is the assert even when its own lines are not in
+// the log.
+func (s *scan) assertFromCUDA(out []Diagnosis) []causeHit {
+	for _, d := range out {
+		if d.Fields["cuda_code"] != "710" || len(d.Evidence) == 0 {
+			continue
+		}
+		ev := d.Evidence[0]
+		for _, e := range d.Evidence {
+			if strings.Contains(e.Text, "device-side assert") {
+				ev = e
+				break
+			}
+		}
+		h := &errorHit{line: ErrorLine{Kind: "cuda-assert", Evidence: ev}, seq: -1}
+		return []causeHit{{id: idDeviceAssert, hit: h, strong: true}}
+	}
+	return nil
 }

@@ -7,14 +7,29 @@ import "regexp"
 var (
 	reCudaOOM   = regexp.MustCompile(`CUDA out of memory|OutOfMemoryError`)
 	reException = regexp.MustCompile(`^\s*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?::(?:\s(.*))?)?\s*$`)
-	reKilled    = regexp.MustCompile(`exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|^\s*Killed\s*$|Out of memory: Killed process|invoked oom-killer|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>`)
-	reSegv      = regexp.MustCompile(`Segmentation fault|exitcode\s*:\s*-11\b|Signal 11 \(SIGSEGV\)`)
-	reFrame     = regexp.MustCompile(`^\s*File "([^"]+)", line (\d+), in (\S+)`)
+	// torchrun, DeepSpeed's launcher, Slurm and the kernel name a SIGKILL.
+	reKilled = regexp.MustCompile(`exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|^\s*Killed\s*$|Out of memory: Killed process|invoked oom-killer|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>|exits with return code = -9\b|oom[-_]kill event|tasks? [\d\-,]+: Out Of Memory`)
+	reSegv   = regexp.MustCompile(`Segmentation fault|exitcode\s*:\s*-11\b|Signal 11 \(SIGSEGV\)|exits with return code = -11\b`)
+	reFrame  = regexp.MustCompile(`^\s*File "([^"]+)", line (\d+), in (\S+)`)
 	// A CUDA kernel's assert (PyTorch's CUDA_KERNEL_ASSERT, printed by the
 	// device): "Indexing.cu:1236: indexSelectSmallIndex: block: [0,0,0],
 	// thread: [96,0,0] Assertion `srcIndex < srcSelectDimSize` failed."
 	reKernelAssert = regexp.MustCompile(`block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion ` + "`" + `(.*)` + "`" + ` failed`)
 )
+
+// reLogLevel is the prefix of vLLM's and similar Python loggers ("ERROR
+// 07-08 11:03:52 worker_base.py:145] ", "INFO 01-28 20:09:24
+// [parallel_state.py:951] "): a traceback logged through them keeps its
+// lines after it.
+var reLogLevel = regexp.MustCompile(`^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)? \[?[\w.\-]+:\d+\]? ?`)
+
+// stripLogLevel removes a logger prefix (reLogLevel) from msg.
+func stripLogLevel(msg []byte) []byte {
+	if loc := reLogLevel.FindIndex(msg); loc != nil {
+		return msg[loc[1]:]
+	}
+	return msg
+}
 
 // errorLiterals trigger the checks above (lower case; the prefilter folds
 // case).
@@ -22,6 +37,7 @@ var errorLiterals = []string{"error", "exception", "interrupt", "out of memory",
 
 // classifyError names the kind of a non-NCCL error line, or "".
 func classifyError(msg []byte) (kind string) {
+	msg = stripLogLevel(msg)
 	switch {
 	case reCudaOOM.Match(msg):
 		return "cuda-oom"

@@ -299,7 +299,11 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 	}
 	// A cause outside NCCL (a Python exception, a host OOM kill…) that the
 	// NCCL lines only follow from is the root; they become its knock-on.
-	if hits := s.nonNCCLCause(); hits != nil && nonNCCLWins(hits[0], direct) {
+	hits := s.nonNCCLCause()
+	if hits == nil && len(direct) == 0 {
+		hits = s.assertFromCUDA(out)
+	}
+	if hits != nil && nonNCCLWins(hits[0], direct) {
 		d := s.causeDiagnosis(hits)
 		for i := range out {
 			out[i].RootCause, out[i].ConsequenceOf = false, d.ID
@@ -594,7 +598,7 @@ func (s *scan) summary(r *Report) string {
 		}
 		b.WriteString(".")
 		if n := len(r.Diagnoses) - 1; n > 0 {
-			fmt.Fprintf(&b, " The %s NCCL and PyTorch distributed %s only its knock-on: fix this first; NCCL settings will not help.", units.Count(n, "other finding"), map[bool]string{true: "is", false: "are"}[n == 1])
+			fmt.Fprintf(&b, " The NCCL and distributed lines (%s) are its knock-on: fix this first; NCCL settings will not help.", units.Count(n, "other finding"))
 		} else {
 			b.WriteString(" No NCCL failure of its own was found.")
 		}

@@ -132,8 +132,8 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 		fs.rootLeft = 12
 	}
 	if setHas(s.cand, s.e.tagFrame) {
-		if reFrame.Match(m.Msg) {
-			fs.lastFrame, fs.lastFrameN = strings.TrimSpace(string(truncText(m.Msg))), n
+		if msg := stripLogLevel(m.Msg); reFrame.Match(msg) {
+			fs.lastFrame, fs.lastFrameN = strings.TrimSpace(string(truncText(msg))), n
 		}
 	}
 
