@@ -63,6 +63,7 @@ var (
 	// own traceback follows with the real exception.
 	reWorkerReraise = regexp.MustCompile(`^Caught \w+ in DataLoader worker process \d+`)
 	reSlurmTask     = regexp.MustCompile(`: task (\d+): Out Of Memory`)
+	reDataLoaderBus = regexp.MustCompile(`DataLoader worker \(pid|bus error encountered in worker`)
 )
 
 // causeHit is one line that names a cause outside NCCL.
@@ -150,7 +151,7 @@ func (s *scan) nonNCCLCause() []causeHit {
 	for i := range s.errs {
 		e := &s.errs[i]
 		ch, ok := classifyCause(e)
-		if !ok {
+		if !ok || s.killedByLauncher(ch) {
 			continue
 		}
 		if ch.id == idPythonException && s.firstFail >= 0 {
@@ -332,7 +333,12 @@ func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
 				d.Fields["signal"] = sm[2]
 			}
 		}
-		d.Title = fmt.Sprintf("A DataLoader worker died%s (%s)", on, orDefault(d.Fields["worker"], "exited unexpectedly"))
+		what := orDefault(d.Fields["worker"], "exited unexpectedly")
+		if strings.Contains(strings.ToLower(c.msg), "bus error") {
+			d.Fields["signal"] = "Bus error"
+			what = "Bus error: its batches did not fit in /dev/shm"
+		}
+		d.Title = fmt.Sprintf("A DataLoader worker died%s (%s)", on, what)
 		d.Explanation = notNCCL + "a DataLoader worker process of this rank died, so the rank raised and stopped feeding its collectives. \"Killed\" means SIGKILL, usually the host's OOM killer; \"Bus error\" a /dev/shm too small for the batches."
 		d.Advice = append(d.Advice, "Lower num_workers (or prefetch_factor) and check host memory (dmesg for the OOM killer); in a container give /dev/shm room (--shm-size or --ipc=host).")
 	case idImportError:
@@ -437,4 +443,59 @@ func (s *scan) assertFromCUDA(out []Diagnosis) []causeHit {
 		return []causeHit{{id: idDeviceAssert, hit: h, strong: true}}
 	}
 	return nil
+}
+
+// splitDataLoaderBus takes shm-sigbus out of the direct causes when every
+// line of it is a DataLoader worker's ("DataLoader worker (pid N) is
+// killed by signal: Bus error", "Unexpected bus error encountered in
+// worker"): the worker's batches did not fit in /dev/shm, which is no
+// NCCL failure. The group joins the others (it becomes a knock-on) and
+// its first line is returned as the cause.
+func splitDataLoaderBus(direct, others []*merged) ([]*merged, []*merged, *causeHit) {
+	var hit *causeHit
+	kept := direct[:0]
+	for _, m := range direct {
+		if hit == nil && m.primary.def.ID == "shm-sigbus" && allDataLoader(m) {
+			others = append(others, m)
+			ev := m.primary.first
+			h := &errorHit{line: ErrorLine{Kind: "python-exception", Evidence: ev}, seq: m.primary.firstSeq, ts: m.primary.earliestTS}
+			ch := causeHit{id: idDataLoaderDied, hit: h, strong: true, msg: string(stripLogLevel(parseMeta([]byte(ev.Text)).Msg))}
+			if sm := reException.FindStringSubmatch(ch.msg); sm != nil {
+				ch.exc, ch.msg = lastName(sm[1]), strings.TrimSpace(sm[2])
+			}
+			hit = &ch
+			continue
+		}
+		kept = append(kept, m)
+	}
+	return kept, others, hit
+}
+
+func allDataLoader(m *merged) bool {
+	for _, a := range m.all {
+		for _, ev := range a.evidence {
+			if !reDataLoaderBus.MatchString(ev.Text) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// reSummaryExit is an exit line of torchrun's failure summary.
+var reSummaryExit = regexp.MustCompile(`^\s*(?:exitcode\s*:\s*-\d+|traceback\s*:\s*Signal \d+ \(SIG\w+\) received by PID)`)
+
+// killedByLauncher tells a SIGKILL or SIGSEGV line of torchrun's
+// "Failures:" summary for a rank torchrun itself ended after the first
+// failure: when the "Root Cause" names another exit code, such a line is
+// the launcher's teardown, not the cause.
+func (s *scan) killedByLauncher(ch causeHit) bool {
+	if s.root == nil || s.root.ExitCode == "" || (ch.id != idHostOOMKill && ch.id != idSegfault) {
+		return false
+	}
+	if !reSummaryExit.MatchString(string(parseMeta([]byte(ch.hit.line.Text)).Msg)) {
+		return false
+	}
+	want := map[string]string{idHostOOMKill: "-9", idSegfault: "-11"}[ch.id]
+	return s.root.ExitCode != want
 }

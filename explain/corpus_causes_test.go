@@ -82,6 +82,10 @@ var causesCorpus = map[string]corpusCase{
 		check: all(notNCCL("exception", "IndexError", "frame", "dataset.py:212"), followsRoot)},
 	"pdsh-deepspeed-killed.log": {conf: Medium, rank: -2, first: "killed", has: []string{"peer-closed"},
 		check: all(notNCCL(), titleHas("worker-1", "SIGKILL"), followsRoot)},
+	// A worker's bus error (shm-sigbus matches it) is the DataLoader's,
+	// not NCCL's shared memory.
+	"dataloader-bus-error-shm.log": {conf: High, rank: -2, has: []string{"shm-sigbus", "watchdog-timeout"},
+		check: all(notNCCL("signal", "Bus error"), titleHas("/dev/shm"), followsRoot)},
 	"mp-spawn-sigkill.log": {conf: Medium, rank: -2, first: "python-exception", check: notNCCL()},
 	"wrapped-paste-assertion.log": {conf: High, rank: 9, first: "python-exception",
 		check: all(notNCCL("exception", "AssertionError", "frame", "masking.py:61"), followsRoot, func(t *testing.T, r *Report) {
@@ -112,6 +116,9 @@ var causesCorpus = map[string]corpusCase{
 	// exception printed while a hung job tears down is not its cause.
 	"shm-nospace-reraise-traceback.log": {conf: High, rank: -2, also: []string{"shm-create-failed"}, has: []string{"nccl-unhandled-system-error"},
 		check: nccLRoot},
+	// torchrun SIGKILLed rank 2 while tearing down after rank 1's abort.
+	"torchrun-abort-failures-sigkill.log": {conf: High, rank: 1, also: []string{"watchdog-seq-status"}, has: []string{"nccl-async-teardown", "torchrun-child-failed"}, first: "killed",
+		not: []string{idHostOOMKill}, check: nccLRoot},
 	"watchdog-hang-teardown-exception.log": {conf: High, rank: 0, first: "python-exception", has: []string{"nccl-async-teardown"},
 		check: nccLRoot},
 }

@@ -184,6 +184,9 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 			direct = append(direct, m)
 		}
 	}
+	// A DataLoader worker's bus error (its batches did not fit in
+	// /dev/shm) is not NCCL's: it is kept aside for a cause outside NCCL.
+	direct, others, busDL := splitDataLoaderBus(direct, others)
 	orderCauses(direct)
 	orderCauses(wait)
 
@@ -300,6 +303,9 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 	// A cause outside NCCL (a Python exception, a host OOM kill…) that the
 	// NCCL lines only follow from is the root; they become its knock-on.
 	hits := s.nonNCCLCause()
+	if busDL != nil && (hits == nil || hits[0].id == idPythonException || hits[0].id == idDataLoaderDied) {
+		hits = append([]causeHit{*busDL}, hits...)
+	}
 	if hits == nil && len(direct) == 0 {
 		hits = s.assertFromCUDA(out)
 	}
