@@ -58,6 +58,7 @@ var (
 	reSharedObj   = regexp.MustCompile(`([\w.\-+]+\.so(?:\.[\d.]+)?)\b`)
 	reHostOOM     = regexp.MustCompile(`Out of memory: Killed process (\d+) \(([^)]*)\)|invoked oom-killer|oom-kill:|Memory cgroup out of memory|oom[-_]kill event|tasks? [\d\-,]+: Out Of Memory`)
 	reSpawnSignal = regexp.MustCompile(`terminated with signal (SIG\w+)`)
+	reDiedSignal  = regexp.MustCompile(`died with <Signals\.(SIG\w+): \d+>`)
 	// The DataLoader re-raises a worker's exception in the main process
 	// ("Caught KeyError in DataLoader worker process 3."); the worker's
 	// own traceback follows with the real exception.
@@ -113,6 +114,18 @@ func classifyCause(e *errorHit) (causeHit, bool) {
 		ch.id, ch.strong = idDeviceAssert, true
 	case reDataLoader.MatchString(ch.msg):
 		ch.id, ch.strong = idDataLoaderDied, true
+	case reDiedSignal.MatchString(ch.msg):
+		// torch.distributed.launch: "CalledProcessError: Command '[…]' died
+		// with <Signals.SIGKILL: 9>."
+		switch reDiedSignal.FindStringSubmatch(ch.msg)[1] {
+		case "SIGKILL":
+			ch.id, ch.strong = idHostOOMKill, false
+			return ch, true
+		case "SIGSEGV":
+			ch.id, ch.strong = idSegfault, false
+			return ch, true
+		}
+		return ch, false
 	case cls == "ProcessExitedException" || reSpawnSignal.MatchString(ch.msg):
 		// torch.multiprocessing.spawn: "process 1 terminated with signal
 		// SIGKILL" (older torch raises a bare Exception); an exit code is
@@ -144,27 +157,14 @@ func classifyCause(e *errorHit) (causeHit, bool) {
 // for a consequence (a rank that raised while tearing down).
 func (s *scan) nonNCCLCause() []causeHit {
 	var hits []causeHit
-	var firstFailFile string
-	if s.firstSig != nil {
-		firstFailFile = s.firstSig.File
-	}
 	for i := range s.errs {
 		e := &s.errs[i]
 		ch, ok := classifyCause(e)
 		if !ok || s.killedByLauncher(ch) {
 			continue
 		}
-		if ch.id == idPythonException && s.firstFail >= 0 {
-			after := false
-			switch {
-			case e.ts.OK && s.earliest != nil && s.earliestTS.OK:
-				after = s.earliestTS.Before(e.ts)
-			case e.line.File == firstFailFile:
-				after = e.seq > s.firstFail
-			}
-			if after {
-				continue
-			}
+		if ch.id == idPythonException && s.raisedAfterFailure(e) {
+			continue
 		}
 		hits = append(hits, ch)
 	}
@@ -201,6 +201,25 @@ func (s *scan) nonNCCLCause() []causeHit {
 		}
 	}
 	return out
+}
+
+// raisedAfterFailure tells whether a Python exception came after an
+// NCCL or distributed failure of its own rank (by timestamp when both
+// have one, else later in the same input): then it is a knock-on.
+func (s *scan) raisedAfterFailure(e *errorHit) bool {
+	if e.ts.OK && s.earliest != nil && s.earliestTS.OK {
+		return s.earliestTS.Before(e.ts)
+	}
+	if r := e.line.Rank; r >= 0 {
+		at, ok := s.failAt[[2]int{e.file, r}]
+		return ok && at < e.seq
+	}
+	for k, at := range s.failAt {
+		if k[0] == e.file && at < e.seq {
+			return true
+		}
+	}
+	return false
 }
 
 // nonNCCLWins decides whether a cause outside NCCL is the root: when no

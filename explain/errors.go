@@ -8,7 +8,7 @@ var (
 	reCudaOOM   = regexp.MustCompile(`CUDA out of memory|OutOfMemoryError`)
 	reException = regexp.MustCompile(`^\s*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?::(?:\s(.*))?)?\s*$`)
 	// torchrun, DeepSpeed's launcher, Slurm and the kernel name a SIGKILL.
-	reKilled = regexp.MustCompile(`exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|^\s*Killed\s*$|Out of memory: Killed process|invoked oom-killer|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>|exits with return code = -9\b|oom[-_]kill event|tasks? [\d\-,]+: Out Of Memory`)
+	reKilled = regexp.MustCompile(`exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|^\s*Killed\s*$|Out of memory: Killed process|invoked oom-killer|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>|exits with return code = -9\b|oom[-_]kill event|tasks? [\d\-,]+: Out Of Memory|line \d+: +\d+ Killed +\S`)
 	reSegv   = regexp.MustCompile(`Segmentation fault|exitcode\s*:\s*-11\b|Signal 11 \(SIGSEGV\)|exits with return code = -11\b`)
 	reFrame  = regexp.MustCompile(`^\s*File "([^"]+)", line (\d+), in (\S+)`)
 	// A CUDA kernel's assert (PyTorch's CUDA_KERNEL_ASSERT, printed by the
