@@ -166,6 +166,13 @@ func (s *scan) nonNCCLCause() []causeHit {
 		if ch.id == idPythonException && s.raisedAfterFailure(e) {
 			continue
 		}
+		// A kill stamped after a collective already timed out is the
+		// teardown of a hung job (a scheduler or the user), not its cause.
+		if (ch.id == idHostOOMKill || ch.id == idSegfault) && e.ts.OK {
+			if w := s.firstTimeoutTS(); w.OK && w.Before(e.ts) {
+				continue
+			}
+		}
 		hits = append(hits, ch)
 	}
 	if len(hits) == 0 {
@@ -220,6 +227,17 @@ func (s *scan) raisedAfterFailure(e *errorHit) bool {
 		}
 	}
 	return false
+}
+
+// firstTimeoutTS is the earliest timestamp of a waiting rank's timeout.
+func (s *scan) firstTimeoutTS() stamp {
+	var first stamp
+	for id, a := range s.aggs {
+		if waiters[id] && a.earliestTS.OK && (!first.OK || a.earliestTS.Before(first)) {
+			first = a.earliestTS
+		}
+	}
+	return first
 }
 
 // nonNCCLWins decides whether a cause outside NCCL is the root: when no

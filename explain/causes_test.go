@@ -81,6 +81,7 @@ func TestNonNCCLOrdering(t *testing.T) {
 		{"other rank's file", []string{wd, "[rank1]: ValueError: bad batch"}, idPythonException},
 		{"NCCL cause wins without timestamps", []string{ib + "\n[rank1]: KeyError: 'x'"}, "ib-completion-error"},
 		{"timestamped kill before the NCCL cause", []string{"[2025-03-12 14:02:00,001] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) local_rank: 1 (pid: 9) of binary: python\n" + ib}, idHostOOMKill},
+		{"a hung job killed after its timeout", []string{"[2025-03-12 14:02:00] " + wd[9:] + "\n[2025-03-12 14:30:00,001] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) local_rank: 1 (pid: 9) of binary: python"}, "watchdog-timeout"},
 		{"timestamped kill after the NCCL cause", []string{ib + "\n[2025-03-12 14:04:00,001] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) local_rank: 1 (pid: 9) of binary: python"}, "ib-completion-error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
