@@ -14,6 +14,10 @@ func storeDetails(d *Diagnosis) {
 		d.Title = fmt.Sprintf("A rank could not reach the rendezvous store at %s:%s", f["host"], f["port"])
 		d.Advice = append(d.Advice, "The store runs on MASTER_ADDR:MASTER_PORT (or --rdzv-endpoint): check from this node that the address routes and the port is open (ncclwiz check --only net.rendezvous), and that the node hosting the store started.")
 	}
+	if f["wait_ms"] != "" {
+		d.Title = "A rank waited for a store key that another rank never wrote (store wait timeout)"
+		d.Advice = append(d.Advice, "The rank that should have written the key ("+f["keys"]+") never got there: look for its own error or hang first; it failed or is stuck before this point.")
+	}
 	joined, err1 := strconv.Atoi(f["joined"])
 	expected, err2 := strconv.Atoi(f["expected"])
 	if err1 == nil && err2 == nil && joined < expected {
@@ -24,6 +28,7 @@ func storeDetails(d *Diagnosis) {
 	switch {
 	case err1 != nil || err2 != nil:
 	case workers > world:
+		d.Title = fmt.Sprintf("Rendezvous timed out: %d workers joined a store for %d ranks (another job shares the port)", workers, world)
 		d.Advice = append(d.Advice, fmt.Sprintf("%d workers joined a store for world_size=%d: processes of another job (or of an earlier run) use the same MASTER_ADDR:MASTER_PORT. Give each job its own port.", workers, world))
 	case workers < world:
 		d.Advice = append(d.Advice, fmt.Sprintf("Only %d of %d ranks reached the barrier: the others never started, crashed before init_process_group, or could not connect.", workers, world))
