@@ -28,8 +28,8 @@ func storeDetails(d *Diagnosis) {
 	switch {
 	case err1 != nil || err2 != nil:
 	case workers > world:
-		d.Title = fmt.Sprintf("Rendezvous timed out: %d workers joined a store for %d ranks (another job shares the port)", workers, world)
-		d.Advice = append(d.Advice, fmt.Sprintf("%d workers joined a store for world_size=%d: processes of another job (or of an earlier run) use the same MASTER_ADDR:MASTER_PORT. Give each job its own port.", workers, world))
+		d.Title = fmt.Sprintf("Rendezvous timed out: %d processes joined a store for %d ranks", workers, world)
+		d.Advice = append(d.Advice, fmt.Sprintf("%d workers joined a store for world_size=%d: more processes were started than the job has ranks (e.g. srun tasks each running mp.spawn or torchrun), or another job (or an earlier run) uses the same MASTER_ADDR:MASTER_PORT. Start one process per rank and give each job its own port.", workers, world))
 	case workers < world:
 		d.Advice = append(d.Advice, fmt.Sprintf("Only %d of %d ranks reached the barrier: the others never started, crashed before init_process_group, or could not connect.", workers, world))
 	}

@@ -105,7 +105,7 @@ var causesCorpus = map[string]corpusCase{
 	"rdzv-store-barrier-torch19.log": {conf: High, rank: -2,
 		check: all(storeFields("barrier_rank", "0", "world_size", "2", "worker_count", "1"), adviceHas("Only 1 of 2 ranks"))},
 	"rdzv-store-barrier-crosstalk.log": {conf: High, rank: -2,
-		check: all(storeFields("world_size", "2", "worker_count", "4"), adviceHas("another job"), titleHas("4 workers"))},
+		check: all(storeFields("world_size", "2", "worker_count", "4"), adviceHas("another job"), titleHas("4 processes joined a store for 2 ranks"))},
 	"rdzv-diststore-wait-timeout.log": {conf: High, rank: -2, check: all(storeFields("wait_ms", "600000", "keys", "/default_pg//0//cuda//0"), titleHas("store key"))},
 	"rdzv-timeout-elastic-json.log":   {conf: High, rank: -2, check: storeFields()},
 	"rdzv-socket-timeout-torch18.log": {conf: High, rank: -2, check: storeFields()},
