@@ -48,7 +48,7 @@ var knockOnExceptions = map[string]bool{
 // distributed failure, not a cause of its own. CUDA errors other than a
 // device-side assert are left to the CUDA signatures (a kernel fault NCCL
 // reports is diagnosed there).
-var reKnockOnMsg = regexp.MustCompile(`(?i)nccl|c10d|ProcessGroup|watchdog|gloo|TCPStore|store->|collective|Connection (?:reset|closed|refused)|Broken pipe|Socket Timeout|timed out|CUDA error: (?:an illegal|unspecified launch|misaligned|an illegal instruction|uncorrectable|unknown error|initialization error)`)
+var reKnockOnMsg = regexp.MustCompile(`(?i)nccl|c10d|ProcessGroup|watchdog|gloo|TCPStore|store->|collective|monitoredBarrier|^(?:\[Errno \d+\] )?(?:Connection reset by peer|Connection refused|Broken pipe)\.?$|Connection closed by peer|Socket Timeout|Stop_waiting response|CUDA error: (?:an illegal|unspecified launch|misaligned|an illegal instruction|uncorrectable|unknown error|initialization error)`)
 
 var (
 	reDataLoader  = regexp.MustCompile(`DataLoader worker \(pid(?:\(s\))? [\d, ]+\) (is killed by signal: ([^.]+)\.?|exited unexpectedly(?: with exit code (-?\d+))?)`)
@@ -163,7 +163,7 @@ func (s *scan) nonNCCLCause() []causeHit {
 		if !ok || s.killedByLauncher(ch) {
 			continue
 		}
-		if ch.id == idPythonException && s.raisedAfterFailure(e) {
+		if ch.id == idPythonException && (s.raisedAfterFailure(e) || s.timedOutItself(e)) {
 			continue
 		}
 		// A kill stamped after a collective already timed out is the
@@ -227,6 +227,18 @@ func (s *scan) raisedAfterFailure(e *errorHit) bool {
 		}
 	}
 	return false
+}
+
+// timedOutItself tells whether the rank of an exception later reported a
+// collective timeout of its own: a rank that died of its exception never
+// does, so the exception was caught (or raised in a helper thread) and is
+// not what stopped the job.
+func (s *scan) timedOutItself(e *errorHit) bool {
+	if e.line.Rank < 0 {
+		return false
+	}
+	_, ok := s.wd[e.line.Rank]
+	return ok
 }
 
 // firstTimeoutTS is the earliest timestamp of a waiting rank's timeout.

@@ -34,6 +34,10 @@ func TestClassifyCause(t *testing.T) {
 		{"subprocess.CalledProcessError: Command '['/usr/bin/python', '-u', 'train.py']' died with <Signals.SIGKILL: 9>.", idHostOOMKill},
 		{"/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py", idHostOOMKill},
 		{"Fatal Python error: Segmentation fault", idSegfault},
+		// Network errors of the job's own code (a model download) are causes.
+		{"urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out. (read timeout=10)", idPythonException},
+		{"requests.exceptions.ConnectionError: HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded (Caused by NewConnectionError('Failed to establish a new connection: [Errno 111] Connection refused'))", idPythonException},
+		{"RuntimeError: Connection reset by peer", ""},
 		// Knock-ons: distributed errors re-raised, launcher wrappers.
 		{"torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error", ""},
 		{"RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.2]:51771", ""},
@@ -77,6 +81,7 @@ func TestNonNCCLOrdering(t *testing.T) {
 	}{
 		{"exception then timeout", []string{"[rank1]: KeyError: 'x'\n" + wd}, idPythonException},
 		{"timeout then its own exception", []string{wd + "\n[rank0]: AttributeError: 'NoneType' object has no attribute 'close'"}, "watchdog-timeout"},
+		{"a rank that raised and later timed out itself", []string{"[rank0]: FileNotFoundError: [Errno 2] No such file or directory: 'wandb.yaml'\n" + wd}, "watchdog-timeout"},
 		{"another rank's exception later in the file", []string{wd + "\n[rank1]: KeyError: 'x'"}, idPythonException},
 		{"other rank's file", []string{wd, "[rank1]: ValueError: bad batch"}, idPythonException},
 		{"NCCL cause wins without timestamps", []string{ib + "\n[rank1]: KeyError: 'x'"}, "ib-completion-error"},
