@@ -85,6 +85,12 @@ func classifyCause(e *errorHit) (causeHit, bool) {
 	switch e.line.Kind {
 	case "cuda-oom":
 		ch.id, ch.strong = idCudaOOM, true
+		// Ray's memory monitor kills a task when the host runs low:
+		// "ray.exceptions.OutOfMemoryError: Task was killed due to the node
+		// running low on memory."
+		if strings.Contains(text, "running low on memory") {
+			ch.id = idHostOOMKill
+		}
 		if sm := reException.FindStringSubmatch(string(stripLogLevel(parseMeta([]byte(text)).Msg))); sm != nil {
 			ch.exc, ch.msg = lastName(sm[1]), strings.TrimSpace(sm[2])
 		}

@@ -34,6 +34,7 @@ func TestClassifyCause(t *testing.T) {
 		{"subprocess.CalledProcessError: Command '['/usr/bin/python', '-u', 'train.py']' died with <Signals.SIGKILL: 9>.", idHostOOMKill},
 		{"/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py", idHostOOMKill},
 		{"Fatal Python error: Segmentation fault", idSegfault},
+		{"ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.", idHostOOMKill},
 		// Network errors of the job's own code (a model download) are causes.
 		{"urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out. (read timeout=10)", idPythonException},
 		{"requests.exceptions.ConnectionError: HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded (Caused by NewConnectionError('Failed to establish a new connection: [Errno 111] Connection refused'))", idPythonException},
