@@ -118,6 +118,8 @@ func classifyCause(e *errorHit) (causeHit, bool) {
 	switch {
 	case strings.Contains(ch.msg, "device-side assert triggered"):
 		ch.id, ch.strong = idDeviceAssert, true
+	case strings.Contains(ch.msg, "CUDA error: out of memory"):
+		ch.id, ch.strong = idCudaOOM, true
 	case reDataLoader.MatchString(ch.msg):
 		ch.id, ch.strong = idDataLoaderDied, true
 	case reDiedSignal.MatchString(ch.msg):

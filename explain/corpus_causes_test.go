@@ -87,6 +87,12 @@ var causesCorpus = map[string]corpusCase{
 	"dataloader-bus-error-shm.log": {conf: High, rank: -2, has: []string{"shm-sigbus", "watchdog-timeout"},
 		check: all(notNCCL("signal", "Bus error"), titleHas("/dev/shm"), followsRoot)},
 	"mp-spawn-sigkill.log": {conf: Medium, rank: -2, first: "python-exception", check: notNCCL()},
+	// torch.distributed.launch (torch 1.x) reports a killed worker only
+	// through its CalledProcessError.
+	"legacy-launch-sigkill.log": {conf: Medium, rank: -2, first: "python-exception", check: all(notNCCL(), titleHas("SIGKILL"))},
+	// torch 1.10 wordings on both sides.
+	"torch110-cuda-oom-watchdog.log": {conf: High, rank: -2, first: "cuda-oom", has: []string{"watchdog-timeout", "nccl-async-teardown"},
+		check: all(notNCCL("frame", "decoder.py:88"), followsRoot)},
 	"wrapped-paste-assertion.log": {conf: High, rank: 9, first: "python-exception",
 		check: all(notNCCL("exception", "AssertionError", "frame", "masking.py:61"), followsRoot, func(t *testing.T, r *Report) {
 			if h := rootOf(r).Hosts; !slices.Equal(h, []string{"cn-d004"}) {
