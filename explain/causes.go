@@ -76,9 +76,9 @@ type causeHit struct {
 	strong bool   // the line itself proves the cause (dmesg OOM line, a traceback)
 }
 
-// classifyCause says which cause outside NCCL an error line names, or ""
-// when the line is a knock-on of another failure (an NCCL error re-raised,
-// a launcher's wrapper).
+// classifyCause says which cause outside NCCL an error line names; false
+// when the line is a knock-on of another failure (an NCCL or store error
+// re-raised, a launcher's wrapper).
 func classifyCause(e *errorHit) (causeHit, bool) {
 	text := e.line.Text
 	ch := causeHit{hit: e}
@@ -159,10 +159,11 @@ func classifyCause(e *errorHit) (causeHit, bool) {
 	return ch, true
 }
 
-// nonNCCLCause picks the earliest cause outside NCCL: by timestamp when
-// every candidate has one, else the first in input order. A generic Python
-// exception printed after the first NCCL failure of its own log is taken
-// for a consequence (a rank that raised while tearing down).
+// nonNCCLCause picks the earliest cause outside NCCL, by timestamp when
+// every candidate has one, else the first in input order, followed by the
+// other lines of the same cause. A generic Python exception raised after
+// its own rank failed, or by a rank that later timed out itself, is no
+// cause; nor is a kill after a collective timed out.
 func (s *scan) nonNCCLCause() []causeHit {
 	var hits []causeHit
 	for i := range s.errs {
