@@ -649,7 +649,7 @@ func (s *scan) summary(r *Report) string {
 
 func errWords(e *ErrorLine) string {
 	kind := map[string]string{"python-exception": "a Python exception", "cuda-oom": "CUDA running out of memory in the model",
-		"killed": "a process killed by SIGKILL", "segfault": "a segmentation fault"}[e.Kind]
+		"killed": "a process killed by SIGKILL", "segfault": "a segmentation fault", "cuda-assert": "a device-side assert in a CUDA kernel"}[e.Kind]
 	if kind == "" {
 		kind = e.Kind
 	}
