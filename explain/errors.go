@@ -67,7 +67,8 @@ func errorSummary(kind string, msg []byte) string {
 	case "segfault":
 		return "segmentation fault"
 	}
-	if sm := reException.FindSubmatch(msg); sm != nil {
+	// The line still has its launcher and logger prefixes ("[rank3]: ").
+	if sm := reException.FindSubmatch(stripLogLevel(parseMeta(msg).Msg)); sm != nil {
 		return string(sm[1])
 	}
 	return kind
