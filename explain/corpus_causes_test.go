@@ -20,8 +20,9 @@ var causesCorpus = map[string]corpusCase{
 		has: []string{"watchdog-timeout", "nccl-async-teardown", "torchrun-child-failed"},
 		check: all(notNCCL("exception", "KeyError", "frame", "collate.py:73"), titleHas("rank 3", "KeyError"), followsRoot,
 			func(t *testing.T, r *Report) {
-				if w := findDiag(r, "watchdog-timeout").Watchdog; w == nil || !slices.Equal(w.Stragglers, []int{3}) {
-					t.Errorf("watchdog = %+v, want rank 3 as the straggler", w)
+				w := findDiag(r, "watchdog-timeout").Watchdog
+				if w == nil || !slices.Equal(w.Stragglers, []int{3}) || !slices.ContainsFunc(w.Reasons, func(s string) bool { return strings.Contains(s, "failed first (KeyError)") }) {
+					t.Errorf("watchdog = %+v, want rank 3 as the straggler, failed with KeyError", w)
 				}
 			})},
 	"dataloader-killed-multinode": {conf: High, rank: -2, first: "python-exception",
