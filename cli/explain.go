@@ -45,14 +45,15 @@ or "-" / a pipe for stdin:
   ncclwiz explain logs/rank*.log.gz
 
 JSON (--json): {"schema": 1, "diagnoses": [{"id", "title", "confidence",
-"root_cause", "evidence": [{"file", "line", "text"}], "fields", "guide",
+"root_cause", "not_nccl", "evidence": [{"file", "line", "text"}], "fields", "guide",
 "checks", "fixes"}], "nccl_version", "summary"}, plus notes, first_error,
 digest and inputs.
 A named pipe (FIFO) or a device is read once, up to --max-stream bytes
 (the report says when the rest was not read). Ctrl-C stops waiting for a
 writer or for data.
 
-Exit codes: 0 a diagnosis was made, 1 no NCCL failure found, 2 bad input
+Exit codes: 0 a diagnosis was made, 1 no NCCL failure found (a cause
+outside NCCL, such as a Python exception, may still be named), 2 bad input
 (missing, unreadable, empty or binary file), usage error or interrupted.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runExplain(cmd, a, f, args) },
 	}
@@ -104,7 +105,9 @@ func runExplain(cmd *cobra.Command, a *App, f explainFlags, args []string) error
 	if msg := badInput(rep); msg != "" {
 		return errors.New("explain: " + msg) // printed by Execute; exit 2
 	}
-	if len(rep.Diagnoses) == 0 {
+	// A cause outside NCCL with no NCCL line after it is still "no NCCL
+	// failure found".
+	if len(rep.Diagnoses) == 0 || (len(rep.Diagnoses) == 1 && rep.Diagnoses[0].NotNCCL) {
 		return ExitError{Code: 1}
 	}
 	return nil

@@ -77,10 +77,21 @@ var corpus = map[string]corpusCase{
 				t.Errorf("ranks %v seq %v", w.TimedOutRanks, w.SeqByRank)
 			}
 		}},
-	"watchdog-rank-crashed": {conf: High, rank: 0, also: []string{"watchdog-seq-status"}, verdict: "hang", behind: []int{1}, first: "python-exception",
+	// Issue 15, class 8: rank 1 raised, rank 0 timed out waiting for it. The
+	// exception is the root (not NCCL); the timeout, decoded, follows.
+	"watchdog-rank-crashed": {conf: High, rank: 1, has: []string{"watchdog-timeout", "nccl-async-teardown"}, first: "python-exception",
 		check: func(t *testing.T, r *Report) {
 			if fe := r.FirstError; fe.Rank != 1 || !strings.Contains(fe.Text, "KeyError") || !strings.Contains(fe.Frame, "data.py") {
 				t.Errorf("first error = %+v", fe)
+			}
+			root := rootOf(r)
+			if !root.NotNCCL || root.Fields["exception"] != "KeyError" || root.Fields["frame"] != "data.py:58" {
+				t.Errorf("root = %+v", root)
+			}
+			wd := findDiag(r, "watchdog-timeout")
+			if wd == nil || wd.Watchdog == nil || wd.Watchdog.Verdict != "hang" || !slices.Equal(wd.Watchdog.Stragglers, []int{1}) ||
+				wd.ConsequenceOf != "python-exception" || !slices.Equal(wd.AlsoMatched, []string{"watchdog-seq-status"}) {
+				t.Errorf("watchdog = %+v", wd)
 			}
 		}},
 	"watchdog-too-slow.log": {conf: High, rank: 0, verdict: "too-slow",
@@ -252,13 +263,19 @@ var corpus = map[string]corpusCase{
 				t.Errorf("digest = %+v", d)
 			}
 		}},
-	"deprecated-env.log":   {notes: []string{"deprecated-env-name"}},
-	"python-exception.log": {first: "python-exception", not: []string{"torchrun-child-failed"}},
-	"cuda-oom-model.log":   {first: "cuda-oom"},
-	"oom-killed.log":       {first: "killed"},
+	"deprecated-env.log": {notes: []string{"deprecated-env-name"}},
+	// Issue 15, class 8: causes that are not NCCL are the root, marked so.
+	"python-exception.log": {conf: High, rank: 1, first: "python-exception", not: []string{"torchrun-child-failed"}},
+	"cuda-oom-model.log":   {conf: High, rank: 0, first: "cuda-oom"},
+	"oom-killed.log":       {conf: Medium, rank: -2, first: "killed"},
 	// A rank SIGKILLed (host OOM); the survivor's socket trail is its
 	// knock-on, not an NCCL diagnosis.
-	"oomkill-peer-trail.log": {first: "killed", not: []string{idReturnTrail}},
+	"oomkill-peer-trail.log": {conf: Medium, rank: -2, first: "killed", not: []string{idReturnTrail},
+		check: func(t *testing.T, r *Report) {
+			if root := rootOf(r); !strings.Contains(root.Title, "rank 1") {
+				t.Errorf("title %q does not name torchrun's failed rank", root.Title)
+			}
+		}},
 	// Damaged input.
 	"nul-holes.log": {conf: High, rank: -2,
 		check: func(t *testing.T, r *Report) {

@@ -32,6 +32,17 @@
 // the wordings of NCCL 2.1 to 2.30 and PyTorch 1.0 to 2.9; wordings_test.go
 // lists each release's wording with the tag and file it comes from.
 //
+// # Causes outside NCCL
+//
+// A rank that raised a Python exception, was killed by the host's OOM
+// killer, hit a device-side assert, lost a DataLoader worker, failed an
+// import or filled the disk leaves NCCL lines on the other ranks. When
+// those lines are only timeouts, teardown, wrappers and consequences (or
+// the timestamps show the other cause came first), that cause is the root,
+// marked Diagnosis.NotNCCL, and the NCCL diagnoses follow from it
+// (causes.go). An exception that re-raises an NCCL or store error is not
+// such a cause.
+//
 // # How a log is read
 //
 // Reading is a bounded two-stage pipeline over chunks of whole lines taken

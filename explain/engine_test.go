@@ -207,14 +207,15 @@ func TestNonNCCLFailure(t *testing.T) {
 		"[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.10 GiB",
 		"[rank0]: ValueError: later",
 	}, "\n"))
-	if len(r.Diagnoses) != 0 {
-		t.Fatalf("diagnoses = %v", diagIDs(r))
+	// The cause is named, as not NCCL (issue 15, class 8).
+	if got := diagIDs(r); len(got) != 1 || got[0] != "cuda-oom" || !r.Diagnoses[0].NotNCCL || !r.Diagnoses[0].RootCause {
+		t.Fatalf("diagnoses = %v", got)
 	}
 	fe := r.FirstError
 	if fe == nil || fe.Kind != "cuda-oom" || fe.Rank != 1 || fe.Line != 5 || !strings.Contains(fe.Frame, "train.py") {
 		t.Fatalf("first error = %+v", fe)
 	}
-	if !strings.Contains(r.Summary, "No NCCL failure") || !strings.Contains(r.Summary, "the first error is CUDA running out of memory") {
+	if !strings.Contains(r.Summary, "not NCCL") || !strings.Contains(r.Summary, "No NCCL failure") || !strings.Contains(r.Summary, "rank 1") {
 		t.Errorf("summary = %q", r.Summary)
 	}
 }
@@ -227,11 +228,15 @@ func TestWatchdogStragglerCrashed(t *testing.T) {
 		"[rank1]: KeyError: 'labels'",
 		"[rank0]:[E1218 20:27:21.4 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=10, NumelOut=10, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.",
 	}, "\n"))
-	root := rootOf(r)
-	if root == nil || root.ID != "watchdog-timeout" || root.Watchdog == nil {
+	// The crash is the root (not NCCL); the timeout follows from it.
+	if root := rootOf(r); root == nil || root.ID != "python-exception" || !root.NotNCCL {
 		t.Fatalf("root = %+v", root)
 	}
-	if w := root.Watchdog; w.Verdict != "hang" || !slices.Equal(w.Stragglers, []int{1}) {
+	wd := findDiag(r, "watchdog-timeout")
+	if wd == nil || wd.Watchdog == nil || wd.ConsequenceOf != "python-exception" {
+		t.Fatalf("watchdog diagnosis = %+v", wd)
+	}
+	if w := wd.Watchdog; w.Verdict != "hang" || !slices.Equal(w.Stragglers, []int{1}) {
 		t.Errorf("watchdog = %+v", w)
 	}
 }

@@ -7,20 +7,42 @@ import "regexp"
 var (
 	reCudaOOM   = regexp.MustCompile(`CUDA out of memory|OutOfMemoryError`)
 	reException = regexp.MustCompile(`^\s*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?::(?:\s(.*))?)?\s*$`)
-	reKilled    = regexp.MustCompile(`exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|^\s*Killed\s*$|Out of memory: Killed process|invoked oom-killer`)
-	reSegv      = regexp.MustCompile(`Segmentation fault|exitcode\s*:\s*-11\b|Signal 11 \(SIGSEGV\)`)
-	reFrame     = regexp.MustCompile(`^\s*File "([^"]+)", line (\d+), in (\S+)`)
+	// torchrun, DeepSpeed's launcher, Slurm and the kernel name a SIGKILL.
+	reKilled = regexp.MustCompile(`exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|^\s*Killed\s*$|Out of memory: Killed process|invoked oom-killer|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>|exits with return code = -9\b|oom[-_]kill event|tasks? [\d\-,]+: Out Of Memory|line \d+: +\d+ Killed +\S`)
+	reSegv   = regexp.MustCompile(`Segmentation fault|exitcode\s*:\s*-11\b|Signal 11 \(SIGSEGV\)|exits with return code = -11\b`)
+	reFrame  = regexp.MustCompile(`^\s*File "([^"]+)", line (\d+), in (\S+)`)
+	// A CUDA kernel's assert (PyTorch's CUDA_KERNEL_ASSERT, printed by the
+	// device): "Indexing.cu:1236: indexSelectSmallIndex: block: [0,0,0],
+	// thread: [96,0,0] Assertion `srcIndex < srcSelectDimSize` failed."
+	reKernelAssert = regexp.MustCompile(`block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion ` + "`" + `(.*)` + "`" + ` failed`)
 )
+
+// reLogLevel is the prefix of vLLM's and similar Python loggers ("ERROR
+// 07-08 11:03:52 worker_base.py:145] ", "INFO 01-28 20:09:24
+// [parallel_state.py:951] "): a traceback logged through them keeps its
+// lines after it.
+var reLogLevel = regexp.MustCompile(`^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)? \[?[\w.\-]+:\d+\]? ?`)
+
+// stripLogLevel removes a logger prefix (reLogLevel) from msg.
+func stripLogLevel(msg []byte) []byte {
+	if loc := reLogLevel.FindIndex(msg); loc != nil {
+		return msg[loc[1]:]
+	}
+	return msg
+}
 
 // errorLiterals trigger the checks above (lower case; the prefilter folds
 // case).
-var errorLiterals = []string{"error", "exception", "interrupt", "out of memory", "killed", "sigkill", "exitcode", "segmentation fault", "sigsegv", "oom-killer"}
+var errorLiterals = []string{"error", "exception", "interrupt", "out of memory", "killed", "sigkill", "exitcode", "segmentation fault", "sigsegv", "oom-killer", "assertion"}
 
 // classifyError names the kind of a non-NCCL error line, or "".
 func classifyError(msg []byte) (kind string) {
+	msg = stripLogLevel(msg)
 	switch {
 	case reCudaOOM.Match(msg):
 		return "cuda-oom"
+	case reKernelAssert.Match(msg):
+		return "cuda-assert"
 	case reException.Match(msg):
 		// Log levels ("ERROR: …") are not class names: the regexp needs a
 		// name ending in Error/Exception/Interrupt, case-sensitive.
@@ -38,12 +60,15 @@ func errorSummary(kind string, msg []byte) string {
 	switch kind {
 	case "cuda-oom":
 		return "CUDA out of memory"
+	case "cuda-assert":
+		return "a device-side assert in a CUDA kernel"
 	case "killed":
 		return "killed by SIGKILL (often the kernel OOM killer)"
 	case "segfault":
 		return "segmentation fault"
 	}
-	if sm := reException.FindSubmatch(msg); sm != nil {
+	// The line still has its launcher and logger prefixes ("[rank3]: ").
+	if sm := reException.FindSubmatch(stripLogLevel(parseMeta(msg).Msg)); sm != nil {
 		return string(sm[1])
 	}
 	return kind

@@ -79,6 +79,9 @@ func FuzzMatcher(f *testing.F) {
 	f.Add([]byte("[rank1]: Last error:\n[rank1]: Error while attaching to shared memory segment /dev/shm/nccl- (size 0)\n"))
 	f.Add([]byte("\x1b[31mNCCL WARN\x1b[0m Call to ibv_reg_mr failed\r\n"))
 	f.Add([]byte("Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\r"))
+	// Causes outside NCCL (causes.go).
+	f.Add([]byte("[rank1]:   File \"/w/d.py\", line 5, in f\n[rank1]: KeyError: 'x'\nsrun: error: n1: task 1: Out Of Memory\n"))
+	f.Add([]byte("x.cu:93: k: block: [0,0,0], thread: [1,0,0] Assertion `a < b` failed.\nERROR 07-08 11:03:52 w.py:1] RuntimeError: DataLoader worker (pid 1) is killed by signal: Bus error.\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		for _, line := range bytes.Split(in, []byte{'\n'}) {
 			if len(line) > 4096 {

@@ -89,6 +89,9 @@ var (
 	// NCCL 1.x: printf("WARN %s:%d ", __FILE__, __LINE__) (v1.3.4-1
 	// src/core.h); its INFO had no location and is too plain to claim.
 	reNCCL1 = regexp.MustCompile(`^WARN ((?:[\w.\-]+/)*[\w.\-]+\.(?:cu|cc|h|cpp):\d+) `)
+	// Runners that tag each line with its node and stream (milabench):
+	// "cn-d004 [stderr] ".
+	reStream = regexp.MustCompile(`^([A-Za-z0-9][\w.\-]*) \[(?:stdout|stderr)\] `)
 	// srun --label "3: " and pdsh/deepspeed "host: ".
 	reLabel = regexp.MustCompile(`^(\d{1,6}|[A-Za-z0-9][A-Za-z0-9.\-]*[0-9.\-][A-Za-z0-9.\-]*): `)
 )
@@ -135,6 +138,15 @@ func parseMeta(line []byte) lineMeta {
 			}
 			m.TS = mkStamp(atoi(rest[sm[2]:sm[3]]), atoi(rest[sm[4]:sm[5]]), atoi(rest[sm[6]:sm[7]]),
 				atoi(rest[sm[8]:sm[9]]), atoi(rest[sm[10]:sm[11]]), float64(atoi(rest[sm[12]:sm[13]]))+frac)
+			rest = rest[sm[1]:]
+			continue
+		}
+		if sm := reStream.FindSubmatchIndex(rest); sm != nil {
+			m.Host = string(rest[sm[2]:sm[3]])
+			if launchStart < 0 {
+				launchStart = consumed
+			}
+			launchEnd = consumed + sm[1]
 			rest = rest[sm[1]:]
 			continue
 		}
@@ -272,6 +284,10 @@ func labelOK(tok, after []byte) bool {
 		return false
 	}
 	if after[0] == '[' || after[0] == '(' {
+		return true
+	}
+	// A Python traceback relayed by pdsh or DeepSpeed's launcher.
+	if bytes.HasPrefix(after, []byte("Traceback (most recent call last)")) || reFrame.Match(after) || reException.Match(after) {
 		return true
 	}
 	sp := bytes.IndexByte(after, ' ')

@@ -184,6 +184,9 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 			direct = append(direct, m)
 		}
 	}
+	// A DataLoader worker's bus error (its batches did not fit in
+	// /dev/shm) is not NCCL's: it is kept aside for a cause outside NCCL.
+	direct, others, busDL := splitDataLoaderBus(direct, others)
 	orderCauses(direct)
 	orderCauses(wait)
 
@@ -296,6 +299,22 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 		if m != root && m.primary.def.Role != RoleWrapper {
 			add(m)
 		}
+	}
+	// A cause outside NCCL (a Python exception, a host OOM kill…) that the
+	// NCCL lines only follow from is the root; they become its knock-on.
+	hits := s.nonNCCLCause()
+	if busDL != nil && (hits == nil || hits[0].id == idPythonException || hits[0].id == idDataLoaderDied) {
+		hits = append([]causeHit{*busDL}, hits...)
+	}
+	if hits == nil && len(direct) == 0 {
+		hits = s.assertFromCUDA(out)
+	}
+	if hits != nil && nonNCCLWins(hits[0], direct) {
+		d := s.causeDiagnosis(hits)
+		for i := range out {
+			out[i].RootCause, out[i].ConsequenceOf = false, d.ID
+		}
+		out = append([]Diagnosis{d}, out...)
 	}
 	return out
 }
@@ -448,6 +467,9 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 		texts = append(texts, ev.Text)
 	}
 	addCudaError(&d, texts...)
+	if d.ID == "store-rendezvous-timeout" {
+		storeDetails(&d)
+	}
 	return d
 }
 
@@ -574,6 +596,18 @@ func (s *scan) summary(r *Report) string {
 		}
 	}
 	switch {
+	case root != nil && root.NotNCCL:
+		fmt.Fprintf(&b, "Root cause, not NCCL: %s [%s], %s confidence", root.Title, root.ID, root.Confidence)
+		if len(root.Evidence) > 0 {
+			ev := root.Evidence[0]
+			fmt.Fprintf(&b, ", at %s:%d", ev.File, ev.Line)
+		}
+		b.WriteString(".")
+		if n := len(r.Diagnoses) - 1; n > 0 {
+			fmt.Fprintf(&b, " The NCCL and distributed lines (%s) are its knock-on: fix this first; NCCL settings will not help.", units.Count(n, "other finding"))
+		} else {
+			b.WriteString(" No NCCL failure of its own was found.")
+		}
 	case root != nil:
 		fmt.Fprintf(&b, "Root cause: %s [%s], %s confidence", root.Title, root.ID, root.Confidence)
 		if len(root.Evidence) > 0 {
@@ -615,7 +649,7 @@ func (s *scan) summary(r *Report) string {
 
 func errWords(e *ErrorLine) string {
 	kind := map[string]string{"python-exception": "a Python exception", "cuda-oom": "CUDA running out of memory in the model",
-		"killed": "a process killed by SIGKILL", "segfault": "a segmentation fault"}[e.Kind]
+		"killed": "a process killed by SIGKILL", "segfault": "a segmentation fault", "cuda-assert": "a device-side assert in a CUDA kernel"}[e.Kind]
 	if kind == "" {
 		kind = e.Kind
 	}

@@ -96,10 +96,18 @@ func WritePlain(w io.Writer, r *Report, o PlainOptions) error {
 	for i, d := range r.Diagnoses {
 		switch {
 		case d.RootCause:
-			p("%s %s  %s  %s\n", st.err.Render(cross+" Root cause:"), st.title.Render(d.Title), st.id.Render("["+d.ID+"]"), confWord(d))
+			label := " Root cause:"
+			if d.NotNCCL {
+				label = " Root cause (not NCCL):"
+			}
+			p("%s %s  %s  %s\n", st.err.Render(cross+label), st.title.Render(d.Title), st.id.Render("["+d.ID+"]"), confWord(d))
 		default:
 			if !shownOthers {
-				p("%s\n", st.head.Render("Also found"))
+				head := "Also found"
+				if notNCCLRoot(r) {
+					head = "Also found (knock-on of the root cause)"
+				}
+				p("%s\n", st.head.Render(head))
 				shownOthers = true
 			}
 			tag := roleWord(d)
@@ -168,7 +176,8 @@ func WritePlain(w io.Writer, r *Report, o PlainOptions) error {
 		}
 	}
 
-	if e := r.FirstError; e != nil {
+	// A root outside NCCL already shows the first error.
+	if e := r.FirstError; e != nil && !notNCCLRoot(r) {
 		label := "First error (not NCCL)"
 		if len(r.Diagnoses) > 0 {
 			label = "First non-NCCL error"
@@ -532,6 +541,16 @@ func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
 			return true
+		}
+	}
+	return false
+}
+
+// notNCCLRoot reports whether the root cause is outside NCCL.
+func notNCCLRoot(r *Report) bool {
+	for _, d := range r.Diagnoses {
+		if d.RootCause {
+			return d.NotNCCL
 		}
 	}
 	return false

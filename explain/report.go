@@ -9,8 +9,9 @@ const SchemaVersion = 1
 // and had secrets redacted.
 type Report struct {
 	Schema int `json:"schema"`
-	// Diagnoses are NCCL failures, root cause first. Empty when nothing
-	// NCCL-related failed.
+	// Diagnoses are the failures, root cause first. The root may be a
+	// cause outside NCCL (Diagnosis.NotNCCL); the NCCL lines then follow
+	// from it. Empty when nothing failed.
 	Diagnoses []Diagnosis `json:"diagnoses"`
 	// NCCLVersion is the version the logs name ("2.21.5+cuda12.4"), or "".
 	NCCLVersion string `json:"nccl_version"`
@@ -108,7 +109,7 @@ type Note struct {
 
 // ErrorLine is a non-NCCL error.
 type ErrorLine struct {
-	Kind string `json:"kind"` // python-exception, cuda-oom, killed, segfault
+	Kind string `json:"kind"` // python-exception, cuda-oom, cuda-assert, killed, segfault
 	Evidence
 	// Frame is the last traceback frame before the exception, if seen.
 	Frame string `json:"frame,omitempty"`

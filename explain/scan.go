@@ -57,9 +57,12 @@ type scan struct {
 	earliest   *Evidence
 	earliestTS stamp
 	// trail is the first frame of NCCL's INFO return-code trail.
-	trail     *Evidence
-	firstSig  *SignatureFirst
-	firstFail int64 // seq of the first failure line
+	trail    *Evidence
+	firstSig *SignatureFirst
+	// failAt is the seq of the first failure line per input and rank
+	// (rank -1: not known), to tell an exception raised after its own
+	// rank failed (a knock-on) from one raised before.
+	failAt map[[2]int]int64
 }
 
 // errorHit is a non-NCCL error line.
@@ -74,7 +77,8 @@ func (e *Explainer) newScan() *scan {
 	return &scan{
 		e: e, cand: make([]uint64, e.words), cand2: make([]uint64, e.words),
 		aggs: map[string]*sigAgg{}, notes: map[string]*sigAgg{}, digest: newDigestAcc(),
-		ranks: map[int]bool{}, wd: map[int]wdRecord{}, wdSeq: map[int]seqRecord{}, firstFail: -1,
+		ranks: map[int]bool{}, wd: map[int]wdRecord{}, wdSeq: map[int]seqRecord{},
+		failAt: map[[2]int]int64{},
 	}
 }
 
@@ -132,8 +136,8 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 		fs.rootLeft = 12
 	}
 	if setHas(s.cand, s.e.tagFrame) {
-		if reFrame.Match(m.Msg) {
-			fs.lastFrame, fs.lastFrameN = strings.TrimSpace(string(truncText(m.Msg))), n
+		if msg := stripLogLevel(m.Msg); reFrame.Match(msg) {
+			fs.lastFrame, fs.lastFrameN = strings.TrimSpace(string(truncText(msg))), n
 		}
 	}
 
@@ -171,6 +175,11 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 		}
 		a := s.record(s.aggs, h, ev(), m, fs, false)
 		s.failureSeen(h.def, ev, m)
+		if k := [2]int{fs.idx, m.Rank}; h.def.Role != RoleContext && len(s.failAt) < maxRanksTracked {
+			if _, ok := s.failAt[k]; !ok {
+				s.failAt[k] = s.seq
+			}
+		}
 		if h.def.Role == RoleWrapper {
 			fs.lastWrapper = a
 		}
@@ -373,7 +382,6 @@ func (s *scan) failureSeen(d *sigDef, ev func() Evidence, m lineMeta) {
 	if s.firstSig == nil {
 		e := ev()
 		s.firstSig = &SignatureFirst{ID: d.ID, File: e.File, Line: e.Line}
-		s.firstFail = s.seq
 	}
 	if m.TS.OK && (s.earliest == nil || m.TS.Before(s.earliestTS)) {
 		e := ev()
