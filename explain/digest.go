@@ -22,7 +22,9 @@ const (
 var (
 	reVersionLine = regexp.MustCompile(`NCCL version (\d+\.\d+\.\d+)([^+\s]*)(?:\+cuda(\d+\.\d+))?`)
 	reCommSummary = regexp.MustCompile(`comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank (\d+)`)
-	reInitDone    = regexp.MustCompile(`(?:ncclCommInitRank\w*|ncclCommSplit|ncclCommInitAll) comm 0x[0-9a-f]+ rank (\d+) nranks (\d+) cudaDev (\d+)[^\r\n]*- Init COMPLETE`)
+	// Before 2.19 the line has no function name: "comm 0x… rank 0 nranks 2
+	// cudaDev 0 … - Init COMPLETE" (src/init.cc at v2.4.8-1 … v2.18.6-1).
+	reInitDone = regexp.MustCompile(`(?:(?:ncclCommInitRank\w*|ncclCommSplit|ncclCommInitAll|ncclCommShrink) )?comm 0x[0-9a-f]+ rank (\d+) nranks (\d+) cudaDev (\d+)[^\r\n]*- Init COMPLETE`)
 	reBootstrap   = regexp.MustCompile(`Bootstrap ?: Using(?: \[\d+\])? ?([^:\s]+):(\S+?)<\d+>`)
 	reSockIfs     = regexp.MustCompile(`NET/Socket : Using((?: \[\d+\][^:\s]+:\S+<\d+>)+)`)
 	reSockIf      = regexp.MustCompile(`\[\d+\]([^:\s]+):(\S+?)<\d+>`)
@@ -240,13 +242,16 @@ type digestAcc struct {
 	origin      string
 	pidRank     map[string]int // "host:pid" → rank
 	seenINFO    bool
+	// hang and hosts feed the cross-line diagnoses (hang.go, hosts.go).
+	hang  *hangAcc
+	hosts *hostsAcc
 }
 
 func newDigestAcc() *digestAcc {
 	return &digestAcc{
 		versions: map[string]map[string]bool{}, peers: map[[2]int]uint16{},
 		transports: map[string]int{}, env: map[string]string{}, cumemSet: map[string]bool{},
-		pidRank: map[string]int{},
+		pidRank: map[string]int{}, hang: newHangAcc(), hosts: newHostsAcc(),
 	}
 }
 
@@ -305,7 +310,9 @@ func (d *digestAcc) version(v string, m lineMeta, file string) {
 
 // info handles an NCCL INFO line other than a channel line. It reports
 // whether the line was a digest line.
-func (d *digestAcc) info(line []byte, m lineMeta, file string) {
+func (d *digestAcc) info(line []byte, m lineMeta, file string, n int64) {
+	d.hang.info(line, m, file, n)
+	d.hosts.info(line, m, file, n)
 	if sm := reVersionLine.FindSubmatch(line); sm != nil {
 		v := string(sm[1]) + string(sm[2])
 		if len(sm[3]) > 0 {

@@ -297,7 +297,7 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 			add(m)
 		}
 	}
-	return out
+	return s.crossChecks(out, r, wd)
 }
 
 // merged is a guide's signatures folded into one diagnosis.

@@ -1,0 +1,486 @@
+package explain
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+)
+
+// Facts that every host and rank of one job should print alike (issue 15
+// class 4). A multi-node log often shows them disagreeing before the error
+// lines, which are then only the symptom.
+const (
+	idHostsDisagree    = "hosts-disagree"
+	idCollectiveDesync = "collective-desync"
+	idVersionMismatch  = "nccl-version-mismatch"
+)
+
+// mustAgreeEnv are NCCL variables whose difference between ranks changes
+// what they expect of each other: protocol, algorithm, buffers, channels,
+// the network and its devices (NCCL docs, env.html). Others differing is
+// reported with low confidence.
+var mustAgreeEnv = map[string]bool{
+	"NCCL_PROTO": true, "NCCL_ALGO": true, "NCCL_BUFFSIZE": true, "NCCL_MIN_NCHANNELS": true, "NCCL_MAX_NCHANNELS": true,
+	"NCCL_IB_DISABLE": true, "NCCL_NET": true, "NCCL_SOCKET_IFNAME": true, "NCCL_IB_HCA": true, "NCCL_NET_GDR_LEVEL": true,
+	"NCCL_P2P_DISABLE": true, "NCCL_SHM_DISABLE": true, "NCCL_NVLS_ENABLE": true, "NCCL_IB_GID_INDEX": true,
+	"NCCL_SOCKET_FAMILY": true, "NCCL_NET_PLUGIN": true, "NCCL_CUMEM_ENABLE": true, "NCCL_P2P_LEVEL": true,
+}
+
+// envIgnored never matters for agreement: logging only.
+var envIgnored = map[string]bool{"NCCL_DEBUG": true, "NCCL_DEBUG_SUBSYS": true, "NCCL_DEBUG_FILE": true}
+
+// factVal is one value of a fact: where it was seen and one line.
+type factVal struct {
+	where map[string]bool
+	ev    Evidence
+}
+
+// hostsAcc collects facts per host (or per file when lines name no host).
+type hostsAcc struct {
+	facts map[string]map[string]*factVal // fact → value → where
+	order []string                       // facts in first-seen order
+	seen  map[string]bool                // hosts that printed NCCL INFO lines
+	env   map[string]map[string]bool     // var → hosts where set
+	// nranks of the first communicator of each process.
+	procN map[string]bool
+}
+
+func newHostsAcc() *hostsAcc {
+	return &hostsAcc{facts: map[string]map[string]*factVal{}, seen: map[string]bool{}, env: map[string]map[string]bool{}, procN: map[string]bool{}}
+}
+
+// hostOf names where a line came from: its host, else its file.
+func hostOf(m lineMeta, file string) string {
+	if m.Host != "" {
+		return m.Host
+	}
+	return "file " + file
+}
+
+func (h *hostsAcc) add(fact, value, where string, ev Evidence) {
+	vals := h.facts[fact]
+	if vals == nil {
+		if len(h.facts) >= maxEnvEntries*2 {
+			return
+		}
+		vals = map[string]*factVal{}
+		h.facts[fact] = vals
+		h.order = append(h.order, fact)
+	}
+	v := vals[value]
+	if v == nil {
+		if len(vals) >= maxListItems {
+			return
+		}
+		v = &factVal{where: map[string]bool{}, ev: ev}
+		vals[value] = v
+	}
+	if len(v.where) < maxWhere {
+		v.where[where] = true
+	}
+}
+
+// info reads the facts of one NCCL INFO line.
+func (h *hostsAcc) info(line []byte, m lineMeta, file string, n int64) {
+	where := hostOf(m, file)
+	ev := func() Evidence {
+		return Evidence{File: file, Line: n, Text: string(truncText(line)), Rank: m.Rank, Host: m.Host, PID: m.PID}
+	}
+	if m.Host != "" && len(h.seen) < maxHostsTracked {
+		h.seen[where] = true
+	}
+	if sm := reVersionLine.FindSubmatch(line); sm != nil {
+		h.add("nccl-version", string(sm[1])+string(sm[2]), where, ev())
+		if len(sm[3]) > 0 {
+			h.add("nccl-cuda-build", string(sm[1])+"+cuda"+string(sm[3]), where, ev())
+		}
+		return
+	}
+	if sm := reDriver.FindSubmatch(line); sm != nil {
+		h.add("cuda-driver", string(sm[1]), where, ev())
+		return
+	}
+	if sm := reUsingNet.FindSubmatch(line); sm != nil {
+		h.add("network", string(sm[1]), where, ev())
+		return
+	}
+	if sm := reEnvSet.FindSubmatch(line); sm != nil {
+		name := string(sm[1])
+		if envIgnored[name] {
+			return
+		}
+		h.add("env:"+name, string(sm[2]), where, ev())
+		if h.env[name] == nil {
+			if len(h.env) >= maxEnvEntries {
+				return
+			}
+			h.env[name] = map[string]bool{}
+		}
+		h.env[name][where] = true
+		return
+	}
+	if sm := reBootstrap.FindSubmatch(line); sm != nil {
+		h.add("interface", string(sm[1])+":"+string(sm[2]), where, ev())
+		return
+	}
+	// The first communicator of a process is PyTorch's default group: its
+	// size must agree everywhere.
+	if sm := reInitLine.FindSubmatch(line); sm != nil && m.Host != "" && m.PID != 0 {
+		key := m.Host + ":" + itoa(m.PID)
+		if !h.procN[key] && len(h.procN) < maxRankMap {
+			h.procN[key] = true
+			h.add("nranks", string(sm[2]), where, ev())
+		}
+	}
+}
+
+// hostDisagreements compares the facts. Each returned disagreement has a
+// weight: 2 for facts that break a job on their own (network module,
+// interface subnets, nranks, variables that must agree), 1 for facts that
+// only hint (driver, CUDA build, other variables).
+func (h *hostsAcc) disagreements() (out []Disagreement, weight []int) {
+	facts := append([]string{}, h.order...)
+	// Variables set on some hosts only.
+	var envNames []string
+	for name := range h.env {
+		envNames = append(envNames, name)
+	}
+	sort.Strings(envNames)
+	for _, name := range envNames {
+		fact := "env:" + name
+		if len(h.facts[fact]) > 1 {
+			continue // values differ: compared below
+		}
+		var unset []string
+		for host := range h.seen {
+			if !h.env[name][host] {
+				unset = append(unset, host)
+			}
+		}
+		vals := h.facts[fact]
+		if len(unset) > 0 && len(h.seen) > 1 && vals != nil {
+			sort.Strings(unset)
+			fv := &factVal{where: map[string]bool{}}
+			for _, u := range unset {
+				fv.where[u] = true
+			}
+			vals["(not set)"] = fv
+		}
+	}
+	for _, fact := range facts {
+		vals := h.facts[fact]
+		if fact == "interface" {
+			if len(h.seen) < 2 {
+				continue
+			}
+			if d, ok := subnetDisagreement(vals); ok {
+				out, weight = append(out, d), append(weight, 2)
+			}
+			continue
+		}
+		if fact == "nccl-cuda-build" {
+			vals = sameBaseOnly(vals)
+		}
+		if len(vals) < 2 || fact == "nccl-version" {
+			continue
+		}
+		d := Disagreement{Fact: fact}
+		keys := make([]string, 0, len(vals))
+		for k := range vals {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v := vals[k]
+			fv := FactValue{Value: k, Where: sortedSet(v.where)}
+			if v.ev.Text != "" {
+				e := v.ev
+				fv.Evidence = &e
+			}
+			d.Values = append(d.Values, fv)
+		}
+		w := 1
+		switch {
+		case fact == "network", fact == "nranks":
+			w = 2
+		case strings.HasPrefix(fact, "env:") && mustAgreeEnv[strings.TrimPrefix(fact, "env:")]:
+			w = 2
+		}
+		out, weight = append(out, d), append(weight, w)
+	}
+	return out, weight
+}
+
+// subnetDisagreement: hosts whose NCCL interfaces share no /16 (IPv4) or
+// /64 (IPv6) with the others cannot usually reach them directly.
+func subnetDisagreement(vals map[string]*factVal) (Disagreement, bool) {
+	byNet := map[string]*FactValue{}
+	hostNet := map[string]string{}
+	var names []string
+	for v := range vals {
+		names = append(names, v)
+	}
+	sort.Strings(names)
+	for _, v := range names {
+		fv := vals[v]
+		name, addr, _ := strings.Cut(v, ":")
+		a, err := netip.ParseAddr(strings.Trim(addr, "[]"))
+		if err != nil {
+			continue
+		}
+		var p netip.Prefix
+		if a.Is4() {
+			p, _ = a.Prefix(16)
+		} else {
+			p, _ = a.Prefix(64)
+		}
+		key := p.String()
+		for host := range fv.where {
+			if prev, ok := hostNet[host]; ok && prev != key {
+				continue // one host with several interfaces: keep the first
+			}
+			hostNet[host] = key
+			x := byNet[key]
+			if x == nil {
+				e := fv.ev
+				x = &FactValue{Value: key + " (" + name + ")", Evidence: &e}
+				byNet[key] = x
+			}
+			if !contains(x.Where, host) {
+				x.Where = append(x.Where, host)
+			}
+		}
+	}
+	if len(byNet) < 2 {
+		return Disagreement{}, false
+	}
+	d := Disagreement{Fact: "interface-subnet"}
+	keys := make([]string, 0, len(byNet))
+	for k := range byNet {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		sort.Strings(byNet[k].Where)
+		d.Values = append(d.Values, *byNet[k])
+	}
+	return d, true
+}
+
+// sameBaseOnly keeps the CUDA builds of NCCL versions seen with more than
+// one build: different versions are nccl-version-mismatch's.
+func sameBaseOnly(vals map[string]*factVal) map[string]*factVal {
+	n := map[string]int{}
+	for v := range vals {
+		n[baseVersion(v)]++
+	}
+	out := map[string]*factVal{}
+	for v, fv := range vals {
+		if n[baseVersion(v)] > 1 {
+			out[v] = fv
+		}
+	}
+	return out
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// versionDisagreement is the NCCL versions per host, for the
+// nccl-version-mismatch diagnosis.
+func versionDisagreement(d *Digest) *Disagreement {
+	if d == nil || len(d.Versions) < 2 {
+		return nil
+	}
+	var vs []string
+	for _, v := range d.Versions {
+		vs = append(vs, v.Version)
+	}
+	if distinctBaseVersions(vs) < 2 {
+		return nil
+	}
+	out := &Disagreement{Fact: "nccl-version"}
+	for _, v := range d.Versions {
+		out.Values = append(out.Values, FactValue{Value: v.Version, Where: v.Where})
+	}
+	return out
+}
+
+// disagreementText says "network: IB on gpuA; Socket on gpuB".
+func disagreementText(d Disagreement) string {
+	var parts []string
+	for _, v := range d.Values {
+		parts = append(parts, fmt.Sprintf("%s on %s", v.Value, strings.Join(limit(v.Where, 4), ", ")))
+	}
+	return d.Fact + ": " + strings.Join(parts, "; ")
+}
+
+// genericRoots are roots that a disagreement between hosts explains: what
+// ranks see when their peers expect something else.
+var genericRoots = map[string]bool{
+	"nccl-internal-error": true, "nccl-invalid-usage": true, "nccl-remote-error": true, "nccl-unhandled-system-error": true,
+	"peer-closed": true, "proxy-failure": true, "socket-msg-truncated": true, "bootstrap-mismatch": true,
+	"nccl-invalid-argument": true, idUnrecognisedWarn: true, "nccl-async-teardown": true, "torchrun-child-failed": true,
+	idInitHang: true, idCollectiveHang: true,
+}
+
+// crossChecks adds what no single line states — a log that just stops,
+// hosts that disagree, ranks in different collectives — and makes the
+// disagreement the root when what was root is only its symptom.
+func (s *scan) crossChecks(out []Diagnosis, r *Report, wd *Watchdog) []Diagnosis {
+	failures := len(out) > 0
+	if hd := s.hangDiagnosis(r, failures); hd != nil {
+		hd.RootCause = true
+		out = append(out, *hd)
+	}
+	if len(out) == 0 {
+		return out // a healthy job: differences between hosts are no alarm
+	}
+	var cands []*Diagnosis
+	// Ranks in different collectives at the same sequence number.
+	if desync := s.desyncDiagnosis(wd); desync != nil {
+		cands = append(cands, desync)
+	}
+	// Several NCCL versions: the inferred diagnosis gets the table, and
+	// Medium when it explains the failure.
+	vd := versionDisagreement(r.Digest)
+	for i := range out {
+		if out[i].ID == idVersionMismatch && vd != nil {
+			out[i].Disagreements = append(out[i].Disagreements, *vd)
+			if out[i].Inferred {
+				out[i].Confidence = Medium
+				cands = append(cands, &out[i])
+			}
+		}
+	}
+	if s.digest.hosts != nil {
+		ds, ws := s.digest.hosts.disagreements()
+		if len(ds) > 0 {
+			d := s.hostsDiagnosis(ds, ws)
+			cands = append(cands, d)
+		}
+	}
+	if len(cands) == 0 {
+		return out
+	}
+	rootIdx := -1
+	for i := range out {
+		if out[i].RootCause {
+			rootIdx = i
+		}
+	}
+	newRoot := cands[0]
+	if newRoot.Confidence == Low {
+		// A hint (driver, build) explains nothing on its own.
+		for _, c := range cands {
+			if c.Confidence != Low {
+				newRoot = c
+				break
+			}
+		}
+	}
+	promote := newRoot.Confidence != Low && (rootIdx < 0 || genericRoots[out[rootIdx].ID] || waiters[out[rootIdx].ID] ||
+		out[rootIdx].Role == RoleWrapper || out[rootIdx].Role == RoleConsequence || out[rootIdx].Confidence == Low)
+	// Candidates that are not yet in out.
+	for _, c := range cands {
+		if c.ID != idVersionMismatch {
+			out = append(out, *c)
+		}
+	}
+	if !promote {
+		for i := range out {
+			if !out[i].RootCause && out[i].ConsequenceOf == "" && rootIdx >= 0 && (out[i].ID == idHostsDisagree || out[i].ID == idCollectiveDesync) {
+				out[i].Inferred = true
+			}
+		}
+		return out
+	}
+	var root Diagnosis
+	var rest []Diagnosis
+	for _, d := range out {
+		if d.ID == newRoot.ID && root.ID == "" {
+			root = d
+			continue
+		}
+		d.RootCause = false
+		d.ConsequenceOf = newRoot.ID
+		rest = append(rest, d)
+	}
+	root.RootCause, root.ConsequenceOf = true, ""
+	return append([]Diagnosis{root}, rest...)
+}
+
+// hostsDiagnosis turns disagreements into one diagnosis.
+func (s *scan) hostsDiagnosis(ds []Disagreement, ws []int) *Diagnosis {
+	d := &Diagnosis{ID: idHostsDisagree, Role: RoleCause, Inferred: true, Confidence: Low, Guide: idHostsDisagree,
+		Fields: map[string]string{}, Checks: []string{}, Fixes: []string{}, Disagreements: ds}
+	best := 0
+	for i, w := range ws {
+		if w > ws[best] {
+			best = i
+		}
+		if w >= 2 {
+			d.Confidence = Medium
+		}
+	}
+	// The weightiest disagreement first.
+	if best > 0 {
+		ds[0], ds[best] = ds[best], ds[0]
+	}
+	d.Title = "Hosts disagree: " + factWords(ds[0].Fact)
+	if g, ok := s.e.lib.Get(idHostsDisagree, s.e.opts.Lang); ok {
+		d.Checks = append(d.Checks, g.Checks...)
+	} else {
+		d.Guide = ""
+	}
+	var facts []string
+	hosts := map[string]bool{}
+	for _, x := range ds {
+		facts = append(facts, x.Fact)
+		d.Advice = append(d.Advice, disagreementText(x))
+		for _, v := range x.Values {
+			if v.Evidence != nil && len(d.Evidence) < s.e.opts.MaxEvidence {
+				d.Evidence = append(d.Evidence, *v.Evidence)
+			}
+			for _, w := range v.Where {
+				hosts[w] = true
+			}
+		}
+	}
+	d.Fields["facts"] = strings.Join(facts, ", ")
+	d.Hosts = sortedSet(hosts)
+	d.Count = len(ds)
+	d.Explanation = "The hosts of this job printed different " + factWords(ds[0].Fact) + " (" + disagreementText(ds[0]) + "). Ranks that disagree on this cannot work together; the errors that follow are its symptom."
+	if d.Confidence == Low {
+		d.Explanation = "The hosts of this job printed different " + factWords(ds[0].Fact) + " (" + disagreementText(ds[0]) + "). This alone rarely breaks a job, but it shows the nodes are not set up alike."
+	}
+	if len(d.Evidence) == 0 {
+		d.Evidence = []Evidence{}
+	}
+	return d
+}
+
+func factWords(fact string) string {
+	switch {
+	case fact == "network":
+		return "network modules (InfiniBand vs sockets)"
+	case fact == "interface-subnet":
+		return "interfaces on different subnets"
+	case fact == "nranks":
+		return "communicator sizes (nranks)"
+	case fact == "cuda-driver":
+		return "CUDA driver versions"
+	case fact == "nccl-cuda-build":
+		return "NCCL CUDA builds"
+	case strings.HasPrefix(fact, "env:"):
+		return "settings of " + strings.TrimPrefix(fact, "env:")
+	}
+	return fact
+}
