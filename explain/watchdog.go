@@ -402,7 +402,9 @@ func (s *scan) desyncDiagnosis(wd *Watchdog) *Diagnosis {
 	if len(keys) == 0 {
 		return nil
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].seq < keys[j].seq || keys[i].seq == keys[j].seq && keys[i].pg < keys[j].pg })
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].seq < keys[j].seq || keys[i].seq == keys[j].seq && keys[i].pg < keys[j].pg
+	})
 	k := keys[0]
 	d := &Diagnosis{ID: idCollectiveDesync, Role: RoleCause, Inferred: true, Confidence: Medium, Guide: idCollectiveDesync,
 		Title: "Ranks are in different collectives (desync)", Fields: map[string]string{"seq": fmt.Sprint(k.seq)},
