@@ -138,9 +138,8 @@ func (h *hangAcc) info(line []byte, m lineMeta, file string, n int64) {
 		return
 	}
 	if sm := reChanCounts.FindSubmatch(line); sm != nil {
-		if len(sm[2]) > 0 && atoi(sm[2]) > 0 {
-			h.collnet = true
-		}
+		// The collnet count is printed non-zero without CollNet support
+		// (NVIDIA/nccl#1936): only COLLNET transport lines name it.
 		if len(sm[3]) > 0 && atoi(sm[3]) > 0 {
 			h.nvls = true
 		}
@@ -273,9 +272,15 @@ func (h *hangAcc) judge(nranks, nnodes int) (hangState, bool) {
 	minStage, maxStage := stageCollective+1, stageNone
 	allDone := true
 	hosts := map[string]bool{}
+	named := false
+	for _, p := range h.procs {
+		named = named || p.host != ""
+	}
 	for _, k := range h.order {
 		p := h.procs[k]
-		if p.stage == stageNone {
+		if p.stage == stageNone || (named && p.host == "") {
+			// Bare lines ("NCCL version …" of old releases) belong to a
+			// process that prints its prefixed lines too.
 			continue
 		}
 		if p.host != "" {
@@ -311,8 +316,10 @@ func (h *hangAcc) judge(nranks, nnodes int) (hangState, bool) {
 				stop.MissingRanks = append(stop.MissingRanks, r)
 			}
 		}
-		if len(stop.MissingRanks) == nranks {
-			stop.MissingRanks = nil // ranks unknown (no init lines carry them)
+		if 2*len(stop.MissingRanks) >= nranks {
+			// Most ranks absent: an excerpt or ranks without
+			// NCCL_DEBUG, not ranks that never started.
+			stop.MissingRanks = nil
 		}
 	}
 	if allDone {

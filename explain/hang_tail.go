@@ -78,7 +78,7 @@ type inputEnd struct {
 var (
 	// The user or the launcher stopped the job: Ctrl-C, torchrun's signal
 	// handling, Slurm's cancel and time limit, mpirun's abort.
-	reInterrupt = regexp.MustCompile(`^\^C|KeyboardInterrupt|Received (?:SIGINT|SIGTERM|Signals\.SIG(?:INT|TERM)|[0-9]+) death signal|closing signal SIG(?:INT|TERM)|SignalException: Process \d+ got signal: (?:2|15)|CANCELLED AT .*(?:DUE TO TIME LIMIT)?|DUE TO TIME LIMIT|srun: (?:Job step aborted|forcing job termination|interrupt \(one more within)|mpirun: abort is already in progress|^\s*Terminated\s*$|got signal: (?:SIGINT|SIGTERM)`)
+	reInterrupt = regexp.MustCompile(`^\^C|KeyboardInterrupt|Received (?:SIGINT|SIGTERM|Signals\.SIG(?:INT|TERM)|[0-9]+) death signal|closing signal SIG(?:INT|TERM)|SignalException: Process \d+ got signal: (?:2|15)|CANCELLED AT .*(?:DUE TO TIME LIMIT)?|DUE TO TIME LIMIT|srun: (?:Job step aborted|forcing job termination)|interrupt \(one more within|mpirun: abort is already in progress|^\s*Terminated\s*$|got signal: (?:SIGINT|SIGTERM)`)
 	// Traceback lines after Ctrl-C, and a frame that names a collective.
 	reTraceLine  = regexp.MustCompile(`^\s*(?:Traceback \(most recent call last\):|File "[^"]+", line \d+|\S.*Error:|During handling of the above exception|The above exception was the direct cause|\^+\s*$|~+\^*~*\s*$|[A-Za-z_][\w.]*\(.*\)\s*$|[\w.]+ = .*$|return .*$|\w+\s*$)`)
 	reCollCall   = regexp.MustCompile(`\b(all_reduce|allreduce|all_gather\w*|reduce_scatter\w*|broadcast\w*|barrier|all_to_all\w*|init_process_group|new_group|send|recv|reduce)\(`)

@@ -284,6 +284,14 @@ func sameBaseOnly(vals map[string]*factVal) map[string]*factVal {
 	return out
 }
 
+func boolKeys[V any](m map[string]V) map[string]bool {
+	out := map[string]bool{}
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
 func sortedSet(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -293,11 +301,31 @@ func sortedSet(m map[string]bool) []string {
 	return out
 }
 
-// versionDisagreement is the NCCL versions per host, for the
-// nccl-version-mismatch diagnosis.
-func versionDisagreement(d *Digest) *Disagreement {
+// versionDisagreement is the NCCL versions per host (per process or file
+// when the lines name no host), for the nccl-version-mismatch diagnosis.
+func versionDisagreement(d *Digest, h *hostsAcc) *Disagreement {
 	if d == nil || len(d.Versions) < 2 {
 		return nil
+	}
+	if vals := h.facts["nccl-version"]; len(vals) > 1 {
+		n := map[string]bool{}
+		for v := range vals {
+			n[baseVersion(v)] = true
+		}
+		if len(n) > 1 {
+			out := &Disagreement{Fact: "nccl-version"}
+			for _, v := range sortedSet(boolKeys(vals)) {
+				e := vals[v].ev
+				full := v
+				for _, x := range d.Versions {
+					if baseVersion(x.Version) == v && strings.Contains(x.Version, "+") {
+						full = x.Version
+					}
+				}
+				out.Values = append(out.Values, FactValue{Value: full, Where: sortedSet(vals[v].where), Evidence: &e})
+			}
+			return out
+		}
 	}
 	var vs []string
 	for _, v := range d.Versions {
@@ -335,7 +363,10 @@ var genericRoots = map[string]bool{
 // hosts that disagree, ranks in different collectives — and makes the
 // disagreement the root when what was root is only its symptom.
 func (s *scan) crossChecks(out []Diagnosis, r *Report, wd *Watchdog) []Diagnosis {
-	failures := len(out) > 0
+	failures := false
+	for _, d := range out {
+		failures = failures || !d.Inferred
+	}
 	if hd := s.hangDiagnosis(r, failures); hd != nil {
 		hd.RootCause = true
 		out = append(out, *hd)
@@ -350,10 +381,16 @@ func (s *scan) crossChecks(out []Diagnosis, r *Report, wd *Watchdog) []Diagnosis
 	}
 	// Several NCCL versions: the inferred diagnosis gets the table, and
 	// Medium when it explains the failure.
-	vd := versionDisagreement(r.Digest)
+	vd := versionDisagreement(r.Digest, s.digest.hosts)
 	for i := range out {
 		if out[i].ID == idVersionMismatch && vd != nil {
 			out[i].Disagreements = append(out[i].Disagreements, *vd)
+			for _, v := range vd.Values {
+				if v.Evidence != nil && len(out[i].Evidence) < s.e.opts.MaxEvidence {
+					out[i].Evidence = append(out[i].Evidence, *v.Evidence)
+					out[i].Hosts = append(out[i].Hosts, v.Where...)
+				}
+			}
 			if out[i].Inferred {
 				out[i].Confidence = Medium
 				cands = append(cands, &out[i])
