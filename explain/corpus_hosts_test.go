@@ -60,6 +60,8 @@ var hostsCorpus = map[string]corpusCase{
 	"healthy-cut-mid-training.log":    {rank: -2},
 	"hosts-identical-healthy":         {rank: -2},
 	"healthy-nccl-tests-complete.log": {rank: -2},
+	"healthy-exit-no-destroy.log":     {rank: -2},
+	"excerpt-channels-only.log":       {rank: -2},
 }
 
 func TestCorpusHangsHosts(t *testing.T) { runCorpusCases(t, hostsCorpus) }

@@ -52,7 +52,6 @@ type procInit struct {
 	stage     int
 	starts    int
 	completes int
-	last      *Evidence
 	file      string
 }
 
@@ -68,6 +67,10 @@ type hangAcc struct {
 	ibGDR     bool
 	opLine    *Evidence
 	ends      []inputEnd
+	// sawBegin: some process printed the start of its init (version,
+	// bootstrap, driver or Init START line), so the log is not only an
+	// excerpt from its middle.
+	sawBegin bool
 }
 
 func newHangAcc() *hangAcc { return &hangAcc{procs: map[string]*procInit{}} }
@@ -106,6 +109,9 @@ func (h *hangAcc) info(line []byte, m lineMeta, file string, n int64) {
 		if s > p.stage {
 			p.stage = s
 		}
+	}
+	if reVersionLine.Match(line) || reBootstrap.Match(line) || reDriver.Match(line) || bytes.Contains(line, []byte("Init START")) {
+		h.sawBegin = true
 	}
 	if sm := reInitLine.FindSubmatch(line); sm != nil {
 		if p.rank < 0 {
@@ -338,6 +344,11 @@ func (h *hangAcc) judge(nranks, nnodes int) (hangState, bool) {
 	st.stop, st.stageMin = stop, minStage
 	// Medium: something besides the end of the text says the job stopped.
 	st.medium = interrupted || (len(stop.CompleteRanks) > 0 && len(stop.PendingRanks) > 0) || len(stop.MissingRanks) > 0 || nccl > 1
+	if !st.medium && !h.sawBegin {
+		// Only lines from the middle of an init, and nothing else says
+		// the job stopped: a pasted excerpt, not evidence of a hang.
+		return st, false
+	}
 	return st, true
 }
 

@@ -83,6 +83,9 @@ var (
 	reTraceLine  = regexp.MustCompile(`^\s*(?:Traceback \(most recent call last\):|File "[^"]+", line \d+|\S.*Error:|During handling of the above exception|The above exception was the direct cause|\^+\s*$|~+\^*~*\s*$|[A-Za-z_][\w.]*\(.*\)\s*$|[\w.]+ = .*$|return .*$|\w+\s*$)`)
 	reCollCall   = regexp.MustCompile(`\b(all_reduce|allreduce|all_gather\w*|reduce_scatter\w*|broadcast\w*|barrier|all_to_all\w*|init_process_group|new_group|send|recv|reduce)\(`)
 	reNoiseLine  = regexp.MustCompile(`^\s*(?:#|\*{5,}|warnings\.warn\(|Setting OMP_NUM_THREADS|WARNING:torch\.distributed|W\d{4} |\[W |\[I |I\d{4} |\S+Warning: |\s*_?warn|srun: |Loaded |Using (?:device|backend)\b|world_size|rank \d+/\d+|MASTER_(?:ADDR|PORT)|export |NCCL_\w+=)`)
+	// PyTorch's warnings at a normal exit without destroy_process_group
+	// (ProcessGroupNCCL's destructor; distributed_c10d.py at exit).
+	reFinished = regexp.MustCompile(`- (?:Destroy|Abort) COMPLETE|^# Avg bus bandwidth|^# Out of bounds values|has NOT been destroyed before (?:we destruct ProcessGroupNCCL|it is being destructed)|destroy_process_group\(\) was not called before program exit`)
 	reNCCLINFOAt = regexp.MustCompile(` NCCL (?:INFO|TRACE) |^NCCL (?:INFO|TRACE) |^NCCL version \d`)
 )
 
@@ -105,6 +108,11 @@ func classifyEnd(file string, lines [][]byte, firstLine int64) inputEnd {
 		switch {
 		case len(msg) == 0 && m.Level == "":
 			continue
+		case reFinished.Match(text):
+			// Communicators torn down, or nccl-tests' summary: the job
+			// got past its collectives.
+			e.kind = endProgress
+			return e
 		case reNCCLINFOAt.Match(text) || (m.Level == "INFO" || m.Level == "TRACE") && bytes.Contains(text, []byte("NCCL")):
 			e.kind, e.lastNCCL = endNCCL, ev()
 			return e
