@@ -80,12 +80,12 @@ var (
 	// handling, Slurm's cancel and time limit, mpirun's abort.
 	reInterrupt = regexp.MustCompile(`^\^C|KeyboardInterrupt|Received (?:SIGINT|SIGTERM|Signals\.SIG(?:INT|TERM)|[0-9]+) death signal|closing signal SIG(?:INT|TERM)|SignalException: Process \d+ got signal: (?:2|15)|CANCELLED AT .*(?:DUE TO TIME LIMIT)?|DUE TO TIME LIMIT|srun: (?:Job step aborted|forcing job termination)|interrupt \(one more within|mpirun: abort is already in progress|^\s*Terminated\s*$|got signal: (?:SIGINT|SIGTERM)`)
 	// Traceback lines after Ctrl-C, and a frame that names a collective.
-	reTraceLine  = regexp.MustCompile(`^\s*(?:Traceback \(most recent call last\):|File "[^"]+", line \d+|\S.*Error:|During handling of the above exception|The above exception was the direct cause|\^+\s*$|~+\^*~*\s*$|[A-Za-z_][\w.]*\(.*\)\s*$|[\w.]+ = .*$|return .*$|\w+\s*$)`)
-	reCollCall   = regexp.MustCompile(`\b(all_reduce|allreduce|all_gather\w*|reduce_scatter\w*|broadcast\w*|barrier|all_to_all\w*|init_process_group|new_group|send|recv|reduce)\(`)
-	reNoiseLine  = regexp.MustCompile(`^\s*(?:#|\*{5,}|warnings\.warn\(|Setting OMP_NUM_THREADS|WARNING:torch\.distributed|W\d{4} |\[W |\[I |I\d{4} |\S+Warning: |\s*_?warn|srun: |Loaded |Using (?:device|backend)\b|world_size|rank \d+/\d+|MASTER_(?:ADDR|PORT)|export |NCCL_\w+=)`)
+	reTraceLine = regexp.MustCompile(`^\s*(?:Traceback \(most recent call last\):|File "[^"]+", line \d+|\S.*Error:|During handling of the above exception|The above exception was the direct cause|\^+\s*$|~+\^*~*\s*$|[A-Za-z_][\w.]*\(.*\)\s*$|[\w.]+ = .*$|return .*$|\w+\s*$)`)
+	reCollCall  = regexp.MustCompile(`\b(all_reduce|allreduce|all_gather\w*|reduce_scatter\w*|broadcast\w*|barrier|all_to_all\w*|init_process_group|new_group|send|recv|reduce)\(`)
+	reNoiseLine = regexp.MustCompile(`^\s*(?:#|\*{5,}|warnings\.warn\(|Setting OMP_NUM_THREADS|WARNING:torch\.distributed|W\d{4} |\[W |\[I |I\d{4} |\S+Warning: |\s*_?warn|srun: |Loaded |Using (?:device|backend)\b|world_size|rank \d+/\d+|MASTER_(?:ADDR|PORT)|export |NCCL_\w+=)`)
 	// PyTorch's warnings at a normal exit without destroy_process_group
 	// (ProcessGroupNCCL's destructor; distributed_c10d.py at exit).
-	reFinished = regexp.MustCompile(`- (?:Destroy|Abort) COMPLETE|^# Avg bus bandwidth|^# Out of bounds values|has NOT been destroyed before (?:we destruct ProcessGroupNCCL|it is being destructed)|destroy_process_group\(\) was not called before program exit`)
+	reFinished   = regexp.MustCompile(`- (?:Destroy|Abort) COMPLETE|^# Avg bus bandwidth|^# Out of bounds values|has NOT been destroyed before (?:we destruct ProcessGroupNCCL|it is being destructed)|destroy_process_group\(\) was not called before program exit`)
 	reNCCLINFOAt = regexp.MustCompile(` NCCL (?:INFO|TRACE) |^NCCL (?:INFO|TRACE) |^NCCL version \d`)
 )
 
