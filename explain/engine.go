@@ -155,7 +155,7 @@ func New(opts Options) (*Explainer, error) {
 	e.tagChannel = addAux("] -> ", " -> 1", " -> 2", " -> 3", " -> 4", " -> 5", " -> 6", " -> 7", " -> 8")
 	e.tagInfo = addAux("nccl version", "localranks", "init complete", "bootstrap", "net/socket : using", "net/ib : using", "net/ib: using",
 		"using network", "set by environment", "cudadriverversion",
-		"init start", ": opcount ", "nvls channels", "connected nvls", "gpu direct rdma")
+		"init start", "nvls channels", "connected nvls", "gpu direct rdma")
 	e.tagLastError = addAux("last error:")
 	e.tagWarn = addAux("nccl warn")
 	e.tagError = addAux(errorLiterals...)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -34,19 +33,14 @@ var stageNames = map[int]string{stageBootstrap: "bootstrap", stageTopology: "top
 	stageComplete: "after-init", stageCollective: "collective"}
 
 var (
-	// Init START / COMPLETE of any NCCL: 2.4–2.18 print "comm 0x… rank 0
-	// nranks 2 cudaDev 0 … - Init COMPLETE", 2.19+ prefix the function
-	// name and add "Init START" (src/init.cc at each tag).
-	reInitLine = regexp.MustCompile(`comm (?:0x[0-9a-f]+|\(nil\)) rank (\d+) nranks (\d+) cudaDev (\d+)[^\r\n]*?- ?Init (START|COMPLETE)`)
-	// NCCL_DEBUG_SUBSYS=COLL: "AllReduce: opCount 0 sendbuff …" (src/enqueue.cc).
+	// NCCL_DEBUG_SUBSYS=COLL: "AllReduce: opCount 0 sendbuff …"
+	// (src/enqueue.cc). Read from the tail only: a COLL log has one per
+	// collective, too many for the per-line path.
 	reOpCount = regexp.MustCompile(`NCCL INFO (\w+): opCount ([0-9a-f]+) sendbuff`)
-	// "2 coll channels, 0 collnet channels, 16 nvls channels" (src/init.cc).
-	reChanCounts = regexp.MustCompile(`(\d+) coll channels, (?:(\d+) collnet channels, )?(?:(\d+) nvls channels, )?`)
 )
 
 // procInit is one NCCL process's progress through init.
 type procInit struct {
-	key       string
 	host      string
 	rank      int
 	stage     int
@@ -57,8 +51,10 @@ type procInit struct {
 
 // hangAcc tracks init progress per process and how each input ends.
 type hangAcc struct {
-	procs     map[string]*procInit
-	order     []string
+	// procs by host, then pid: looked up with the line's bytes without
+	// allocating (this runs on every transport line).
+	procs     map[string]map[int]*procInit
+	order     []*procInit
 	sawStart  bool // some line was an "Init START" (2.19+)
 	nvls      bool
 	collnet   bool
@@ -73,34 +69,41 @@ type hangAcc struct {
 	sawBegin bool
 }
 
-func newHangAcc() *hangAcc { return &hangAcc{procs: map[string]*procInit{}} }
+func newHangAcc() *hangAcc { return &hangAcc{procs: map[string]map[int]*procInit{}} }
 
-// proc returns the record of the process a line came from, or nil when
-// the line names no process.
+// proc returns the record of the process a line came from (by host and
+// pid, else by file), or nil when the line names neither.
 func (h *hangAcc) proc(host string, pid int, file string) *procInit {
-	var key string
-	switch {
-	case host != "" && pid != 0:
-		key = host + ":" + strconv.Itoa(pid)
-	case file != "":
-		key = "file:" + file
-	default:
+	var byPID map[int]*procInit
+	if len(host) > 0 && pid != 0 {
+		byPID = h.procs[host]
+	} else if file != "" {
+		byPID, pid = h.procs["\x00"+file], 0
+	} else {
 		return nil
 	}
-	p := h.procs[key]
-	if p == nil {
-		if len(h.procs) >= maxRankMap {
-			return nil
-		}
-		p = &procInit{key: key, host: host, rank: -1, file: file}
-		h.procs[key] = p
-		h.order = append(h.order, key)
+	if p := byPID[pid]; p != nil {
+		return p
 	}
+	if len(h.order) >= maxRankMap {
+		return nil
+	}
+	key := host
+	if len(host) == 0 || pid == 0 {
+		key = "\x00" + file
+	}
+	if byPID == nil {
+		byPID = map[int]*procInit{}
+		h.procs[key] = byPID
+	}
+	p := &procInit{host: host, rank: -1, file: file}
+	byPID[pid] = p
+	h.order = append(h.order, p)
 	return p
 }
 
 // info sees an NCCL INFO line (other than a channel line).
-func (h *hangAcc) info(line []byte, m lineMeta, file string, n int64) {
+func (h *hangAcc) info(line []byte, m lineMeta, file string, n int64, ip infoParse) {
 	p := h.proc(m.Host, m.PID, file)
 	if p == nil {
 		return
@@ -110,14 +113,15 @@ func (h *hangAcc) info(line []byte, m lineMeta, file string, n int64) {
 			p.stage = s
 		}
 	}
-	if reVersionLine.Match(line) || reBootstrap.Match(line) || reDriver.Match(line) || bytes.Contains(line, []byte("Init START")) {
+	if !h.sawBegin && (bytes.Contains(line, []byte("NCCL version")) || bytes.Contains(line, []byte("Bootstrap")) ||
+		bytes.Contains(line, []byte("cudaDriverVersion")) || bytes.Contains(line, []byte("Init START"))) {
 		h.sawBegin = true
 	}
-	if sm := reInitLine.FindSubmatch(line); sm != nil {
+	if il := ip.init; il != nil {
 		if p.rank < 0 {
-			p.rank = atoi(sm[1])
+			p.rank = il.rank
 		}
-		if string(sm[4]) == "START" {
+		if !il.complete {
 			h.sawStart = true
 			p.starts++
 			raise(stageTopology)
@@ -127,26 +131,18 @@ func (h *hangAcc) info(line []byte, m lineMeta, file string, n int64) {
 		}
 		return
 	}
-	if sm := reOpCount.FindSubmatch(line); sm != nil {
-		if p.completes > 0 || p.stage >= stageComplete {
-			raise(stageCollective)
-		}
-		if h.opLine == nil {
-			h.opLine = &Evidence{File: file, Line: n, Text: string(truncText(line)), Rank: p.rank, Host: m.Host, PID: m.PID}
-		}
-		return
-	}
-	if sm := reCommSummary.FindSubmatch(line); sm != nil {
+	if sm := ip.summary; sm != nil {
 		if p.rank < 0 {
 			p.rank = atoi(sm[1])
 		}
 		raise(stageTopology)
 		return
 	}
-	if sm := reChanCounts.FindSubmatch(line); sm != nil {
+	if i := bytes.Index(line, []byte(" nvls channels")); i >= 0 && bytes.Contains(line, []byte(" coll channels, ")) {
 		// The collnet count is printed non-zero without CollNet support
 		// (NVIDIA/nccl#1936): only COLLNET transport lines name it.
-		if len(sm[3]) > 0 && atoi(sm[3]) > 0 {
+		j := bytes.LastIndexByte(line[:i], ' ')
+		if n := atoi(line[j+1 : i]); n > 0 {
 			h.nvls = true
 		}
 		raise(stageConnecting)
@@ -164,7 +160,13 @@ func (h *hangAcc) info(line []byte, m lineMeta, file string, n int64) {
 // channel sees a transport line; text is the whole line.
 func (h *hangAcc) channel(cl channelLine, text []byte, file string) {
 	host, pid := procOfLine(text)
-	p := h.proc(host, pid, file)
+	var p *procInit
+	if len(host) > 0 && pid != 0 {
+		p = h.procs[string(host)][pid] // no allocation for a known process
+	}
+	if p == nil {
+		p = h.proc(string(host), pid, file)
+	}
 	via := cl.Via
 	switch {
 	case bytes.HasPrefix(via, []byte("P2P/")) && !bytes.Contains(via, []byte("/read")) && !bytes.HasPrefix(via, []byte("P2P/direct")) && !bytes.HasPrefix(via, []byte("P2P/MNNVL")):
@@ -197,12 +199,12 @@ func (h *hangAcc) channel(cl channelLine, text []byte, file string) {
 }
 
 // procOfLine reads host and pid from the NCCL prefix "host:pid:tid [dev]
-// NCCL", behind any launcher prefix, without regexps (it runs on every
-// transport line).
-func procOfLine(text []byte) (string, int) {
+// NCCL", behind any launcher prefix, without regexps or allocations (it
+// runs on every transport line). host aliases text.
+func procOfLine(text []byte) ([]byte, int) {
 	i := bytes.Index(text, []byte(" NCCL "))
 	if i < 0 {
-		return "", 0
+		return nil, 0
 	}
 	head := bytes.TrimRight(text[:i], " ")
 	// Drop the "[dev]" and take the token before it.
@@ -212,19 +214,26 @@ func procOfLine(text []byte) (string, int) {
 	if j := bytes.LastIndexByte(head, ' '); j >= 0 {
 		head = head[j+1:]
 	}
-	parts := bytes.Split(head, []byte(":"))
-	if len(parts) < 3 {
-		return "", 0
+	c2 := bytes.LastIndexByte(head, ':')
+	if c2 <= 0 {
+		return nil, 0
 	}
-	host, pid, tid := parts[len(parts)-3], parts[len(parts)-2], parts[len(parts)-1]
-	if !isDigits(pid) || !isDigits(tid) || len(host) == 0 {
-		return "", 0
+	c1 := bytes.LastIndexByte(head[:c2], ':')
+	if c1 <= 0 {
+		return nil, 0
 	}
-	// "[1,5]<stdout>:host" keeps only the host after the last '>' or ']'.
-	if k := bytes.LastIndexAny(host, ">]"); k >= 0 {
+	host, pid, tid := head[:c1], head[c1+1:c2], head[c2+1:]
+	if !isDigits(pid) || !isDigits(tid) {
+		return nil, 0
+	}
+	// "[1,5]<stdout>:host" and "node1:host" keep only the host.
+	if k := bytes.LastIndexAny(host, ">]:"); k >= 0 {
 		host = host[k+1:]
 	}
-	return string(host), atoi(pid)
+	if len(host) == 0 {
+		return nil, 0
+	}
+	return host, atoi(pid)
 }
 
 // endInput judges how one input ends from its kept tail.
@@ -261,6 +270,9 @@ func (h *hangAcc) judge(nranks, nnodes int) (hangState, bool) {
 			nccl++
 			st.lastEvs = append(st.lastEvs, *e.lastNCCL)
 		}
+		if e.opLine != nil && h.opLine == nil {
+			h.opLine = e.opLine
+		}
 		if e.interrupted {
 			interrupted = true
 			if st.interEv == nil {
@@ -279,11 +291,10 @@ func (h *hangAcc) judge(nranks, nnodes int) (hangState, bool) {
 	allDone := true
 	hosts := map[string]bool{}
 	named := false
-	for _, p := range h.procs {
+	for _, p := range h.order {
 		named = named || p.host != ""
 	}
-	for _, k := range h.order {
-		p := h.procs[k]
+	for _, p := range h.order {
 		if p.stage == stageNone || (named && p.host == "") {
 			// Bare lines ("NCCL version …" of old releases) belong to a
 			// process that prints its prefixed lines too.
@@ -331,7 +342,7 @@ func (h *hangAcc) judge(nranks, nnodes int) (hangState, bool) {
 	if allDone {
 		st.id = idCollectiveHang
 		stop.Stage = stageNames[stageComplete]
-		if minStage >= stageCollective {
+		if h.opLine != nil {
 			stop.Stage = stageNames[stageCollective]
 		}
 	} else {

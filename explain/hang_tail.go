@@ -13,9 +13,11 @@ const (
 	tailLineSize = 512
 )
 
-// tailKeeper holds the last tailLines lines of an input.
+// tailKeeper holds the last tailLines lines of an input. Line buffers
+// are reused from chunk to chunk.
 type tailKeeper struct {
 	lines [][]byte
+	spare [][]byte
 }
 
 // add takes the lines of one chunk (whole lines; the last may lack its
@@ -28,30 +30,44 @@ func (t *tailKeeper) add(data []byte) {
 	if data[end-1] == '\n' {
 		end--
 	}
-	var got [][]byte
-	for n := 0; n < tailLines && end >= 0; n++ {
-		start := bytes.LastIndexByte(data[:end], '\n') + 1
-		line := data[start:end]
+	// Find where the chunk's last tailLines lines start.
+	start, n := end, 0
+	for n < tailLines {
+		i := bytes.LastIndexByte(data[:start], '\n')
+		n++
+		if i < 0 {
+			start = 0
+			break
+		}
+		start = i
+		if n < tailLines {
+			continue
+		}
+		start = i + 1
+	}
+	// Recycle the older lines that drop out.
+	drop := min(max(len(t.lines)+n-tailLines, 0), len(t.lines))
+	t.spare = append(t.spare, t.lines[:drop]...)
+	t.lines = append(t.lines[:0], t.lines[drop:]...)
+	for off := start; off <= end; {
+		j := bytes.IndexByte(data[off:end], '\n')
+		stop := end
+		if j >= 0 {
+			stop = off + j
+		}
+		line := data[off:stop]
 		if len(line) > tailLineSize {
 			line = trimPartialRune(line[:tailLineSize])
 		}
-		got = append(got, append([]byte(nil), line...))
-		if start == 0 {
+		var buf []byte
+		if k := len(t.spare); k > 0 {
+			buf, t.spare = t.spare[k-1][:0], t.spare[:k-1]
+		}
+		t.lines = append(t.lines, append(buf, line...))
+		if j < 0 {
 			break
 		}
-		end = start - 1
-	}
-	// got is newest first; keep oldest first.
-	for i, j := 0, len(got)-1; i < j; i, j = i+1, j-1 {
-		got[i], got[j] = got[j], got[i]
-	}
-	if len(got) >= tailLines {
-		t.lines = got
-		return
-	}
-	t.lines = append(t.lines, got...)
-	if over := len(t.lines) - tailLines; over > 0 {
-		t.lines = append(t.lines[:0], t.lines[over:]...)
+		off = stop + 1
 	}
 }
 
@@ -70,6 +86,9 @@ type inputEnd struct {
 	interrupted bool
 	interrupt   *Evidence
 	lastNCCL    *Evidence
+	// opLine is the last "opCount" line of the tail: the first
+	// collective was issued.
+	opLine *Evidence
 	// frame is the collective a Ctrl-C traceback was inside
 	// ("dist.all_reduce(t)"), when it shows one.
 	frame string
@@ -94,6 +113,13 @@ var (
 // the first remaining line decides.
 func classifyEnd(file string, lines [][]byte, firstLine int64) inputEnd {
 	e := inputEnd{file: file, kind: endNone}
+	for i := len(lines) - 1; i >= 0; i-- {
+		if bytes.Contains(lines[i], []byte(": opCount ")) && reOpCount.Match(lines[i]) {
+			m := parseMeta(lines[i])
+			e.opLine = &Evidence{File: file, Line: firstLine + int64(i), Text: string(truncText(lines[i])), Rank: m.Rank, Host: m.Host, PID: m.PID}
+			break
+		}
+	}
 	inTrace := false
 	for i := len(lines) - 1; i >= 0; i-- {
 		raw := lines[i]

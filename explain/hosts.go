@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -42,12 +43,12 @@ type hostsAcc struct {
 	order []string                       // facts in first-seen order
 	seen  map[string]bool                // hosts that printed NCCL INFO lines
 	env   map[string]map[string]bool     // var → hosts where set
-	// nranks of the first communicator of each process.
-	procN map[string]bool
+	// processes (host → pid) whose first communicator's nranks is known.
+	procN map[string]map[int]bool
 }
 
 func newHostsAcc() *hostsAcc {
-	return &hostsAcc{facts: map[string]map[string]*factVal{}, seen: map[string]bool{}, env: map[string]map[string]bool{}, procN: map[string]bool{}}
+	return &hostsAcc{facts: map[string]map[string]*factVal{}, seen: map[string]bool{}, env: map[string]map[string]bool{}, procN: map[string]map[int]bool{}}
 }
 
 // hostOf names where a line came from: its host, else its file.
@@ -58,7 +59,7 @@ func hostOf(m lineMeta, file string) string {
 	return "file " + file
 }
 
-func (h *hostsAcc) add(fact, value, where string, ev Evidence) {
+func (h *hostsAcc) add(fact, value, where string, ev func() Evidence) {
 	vals := h.facts[fact]
 	if vals == nil {
 		if len(h.facts) >= maxEnvEntries*2 {
@@ -73,7 +74,7 @@ func (h *hostsAcc) add(fact, value, where string, ev Evidence) {
 		if len(vals) >= maxListItems {
 			return
 		}
-		v = &factVal{where: map[string]bool{}, ev: ev}
+		v = &factVal{where: map[string]bool{}, ev: ev()}
 		vals[value] = v
 	}
 	if len(v.where) < maxWhere {
@@ -82,7 +83,7 @@ func (h *hostsAcc) add(fact, value, where string, ev Evidence) {
 }
 
 // info reads the facts of one NCCL INFO line.
-func (h *hostsAcc) info(line []byte, m lineMeta, file string, n int64) {
+func (h *hostsAcc) info(line []byte, m lineMeta, file string, n int64, ip infoParse) {
 	where := hostOf(m, file)
 	ev := func() Evidence {
 		return Evidence{File: file, Line: n, Text: string(truncText(line)), Rank: m.Rank, Host: m.Host, PID: m.PID}
@@ -90,27 +91,27 @@ func (h *hostsAcc) info(line []byte, m lineMeta, file string, n int64) {
 	if m.Host != "" && len(h.seen) < maxHostsTracked {
 		h.seen[where] = true
 	}
-	if sm := reVersionLine.FindSubmatch(line); sm != nil {
-		h.add("nccl-version", string(sm[1])+string(sm[2]), where, ev())
+	if sm := reVersionLine.FindSubmatch(line); bytes.Contains(line, []byte("NCCL version")) && sm != nil {
+		h.add("nccl-version", string(sm[1])+string(sm[2]), where, ev)
 		if len(sm[3]) > 0 {
-			h.add("nccl-cuda-build", string(sm[1])+"+cuda"+string(sm[3]), where, ev())
+			h.add("nccl-cuda-build", string(sm[1])+"+cuda"+string(sm[3]), where, ev)
 		}
 		return
 	}
-	if sm := reDriver.FindSubmatch(line); sm != nil {
-		h.add("cuda-driver", string(sm[1]), where, ev())
+	if sm := reDriver.FindSubmatch(line); bytes.Contains(line, []byte("cudaDriverVersion")) && sm != nil {
+		h.add("cuda-driver", string(sm[1]), where, ev)
 		return
 	}
-	if sm := reUsingNet.FindSubmatch(line); sm != nil {
-		h.add("network", string(sm[1]), where, ev())
+	if sm := reUsingNet.FindSubmatch(line); bytes.Contains(line, []byte("Using network")) && sm != nil {
+		h.add("network", string(sm[1]), where, ev)
 		return
 	}
-	if sm := reEnvSet.FindSubmatch(line); sm != nil {
+	if sm := reEnvSet.FindSubmatch(line); bytes.Contains(line, []byte("set by environment")) && sm != nil {
 		name := string(sm[1])
 		if envIgnored[name] {
 			return
 		}
-		h.add("env:"+name, string(sm[2]), where, ev())
+		h.add("env:"+name, string(sm[2]), where, ev)
 		if h.env[name] == nil {
 			if len(h.env) >= maxEnvEntries {
 				return
@@ -120,18 +121,21 @@ func (h *hostsAcc) info(line []byte, m lineMeta, file string, n int64) {
 		h.env[name][where] = true
 		return
 	}
-	if sm := reBootstrap.FindSubmatch(line); sm != nil {
-		h.add("interface", string(sm[1])+":"+string(sm[2]), where, ev())
+	if sm := reBootstrap.FindSubmatch(line); bytes.Contains(line, []byte("Bootstrap")) && sm != nil {
+		h.add("interface", string(sm[1])+":"+string(sm[2]), where, ev)
 		return
 	}
 	// The first communicator of a process is PyTorch's default group: its
 	// size must agree everywhere.
-	if sm := reInitLine.FindSubmatch(line); sm != nil && m.Host != "" && m.PID != 0 {
-		key := m.Host + ":" + itoa(m.PID)
-		if !h.procN[key] && len(h.procN) < maxRankMap {
-			h.procN[key] = true
-			h.add("nranks", string(sm[2]), where, ev())
+	if m.Host == "" || m.PID == 0 {
+		return
+	}
+	if il := ip.init; il != nil && !h.procN[m.Host][m.PID] && len(h.procN) < maxHostsTracked {
+		if h.procN[m.Host] == nil {
+			h.procN[m.Host] = map[int]bool{}
 		}
+		h.procN[m.Host][m.PID] = true
+		h.add("nranks", itoa(il.nranks), where, ev)
 	}
 }
 
