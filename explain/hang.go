@@ -261,7 +261,7 @@ type hangState struct {
 // on), in an error, or no input ends in NCCL lines.
 func (h *hangAcc) judge(nranks, nnodes int) (hangState, bool) {
 	var st hangState
-	nccl, interrupted := 0, false
+	nccl, interrupted, annotated := 0, false, false
 	for _, e := range h.ends {
 		switch e.kind {
 		case endProgress, endError:
@@ -270,6 +270,7 @@ func (h *hangAcc) judge(nranks, nnodes int) (hangState, bool) {
 			nccl++
 			st.lastEvs = append(st.lastEvs, *e.lastNCCL)
 		}
+		annotated = annotated || e.annotated
 		if e.opLine != nil && h.opLine == nil {
 			h.opLine = e.opLine
 		}
@@ -354,7 +355,7 @@ func (h *hangAcc) judge(nranks, nnodes int) (hangState, bool) {
 	}
 	st.stop, st.stageMin = stop, minStage
 	// Medium: something besides the end of the text says the job stopped.
-	st.medium = interrupted || (len(stop.CompleteRanks) > 0 && len(stop.PendingRanks) > 0) || len(stop.MissingRanks) > 0 || nccl > 1
+	st.medium = interrupted || annotated || (len(stop.CompleteRanks) > 0 && len(stop.PendingRanks) > 0) || len(stop.MissingRanks) > 0 || nccl > 1
 	if !st.medium && !h.sawBegin {
 		// Only lines from the middle of an init, and nothing else says
 		// the job stopped: a pasted excerpt, not evidence of a hang.

@@ -85,7 +85,10 @@ type inputEnd struct {
 	kind        string
 	interrupted bool
 	interrupt   *Evidence
-	lastNCCL    *Evidence
+	// annotated: the paste ends with the reporter's own note that it
+	// hangs ("<stuck here>", "... hangs forever").
+	annotated bool
+	lastNCCL  *Evidence
 	// opLine is the last "opCount" line of the tail: the first
 	// collective was issued.
 	opLine *Evidence
@@ -104,6 +107,9 @@ var (
 	reNoiseLine = regexp.MustCompile(`^\s*(?:#|\*{5,}|warnings\.warn\(|Setting OMP_NUM_THREADS|WARNING:torch\.distributed|W\d{4} |\[W |\[I |I\d{4} |\S+Warning: |\s*_?warn|srun: |Loaded |Using (?:device|backend)\b|world_size|rank \d+/\d+|MASTER_(?:ADDR|PORT)|export |NCCL_\w+=)`)
 	// PyTorch's warnings at a normal exit without destroy_process_group
 	// (ProcessGroupNCCL's destructor; distributed_c10d.py at exit).
+	// A reporter's note at the end of a paste, and elisions.
+	reHangNote   = regexp.MustCompile(`(?i)^[\s<(\[#*/>-]*(?:\.\.\.|…)?\s*(?:(?:and |then |it |the job |training |process(?:es)? |program )*(?:hangs?|hung|hanging|stuck|freezes|frozen|blocks?|waits?)\b[^.]{0,60}|no (?:more )?output\b.{0,40}|nothing (?:happens|more)\b.{0,40})[.!)>\]]*\s*$`)
+	reElision    = regexp.MustCompile(`^\s*(?:\.\.\.+|…|\[\.\.\.\]|\(\.\.\.\)|<snip>|\[snip\]|---+)\s*$`)
 	reFinished   = regexp.MustCompile(`- (?:Destroy|Abort) COMPLETE|^# Avg bus bandwidth|^# Out of bounds values|has NOT been destroyed before (?:we destruct ProcessGroupNCCL|it is being destructed)|destroy_process_group\(\) was not called before program exit`)
 	reNCCLINFOAt = regexp.MustCompile(` NCCL (?:INFO|TRACE) |^NCCL (?:INFO|TRACE) |^NCCL version \d`)
 )
@@ -160,7 +166,10 @@ func classifyEnd(file string, lines [][]byte, firstLine int64) inputEnd {
 		case m.Level == "WARN" || m.Level == "E" || m.Level == "F" || m.Level == "ABORT":
 			e.kind = endError
 			return e
-		case m.Level == "W" || m.Level == "I" || reNoiseLine.Match(msg):
+		case m.Level == "W" || m.Level == "I" || reNoiseLine.Match(msg) || reElision.Match(msg):
+			continue
+		case len(msg) < 100 && reHangNote.Match(msg):
+			e.annotated = true
 			continue
 		case classifyError(msg) != "":
 			e.kind = endError

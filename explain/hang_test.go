@@ -106,6 +106,8 @@ func TestClassifyEnd(t *testing.T) {
 		{"destroyed", []string{info, "gpu1:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Destroy COMPLETE"}, endProgress, false, ""},
 		{"exit warning", []string{info, "[rank0]:[W1212 16:02:55.77 ProcessGroupNCCL.cpp:1168] Warning: WARNING: process group has NOT been destroyed before we destruct ProcessGroupNCCL."}, endProgress, false, ""},
 		{"empty", nil, endNone, false, ""},
+		{"reporter note", []string{info, "...", "<hangs here forever>"}, endNCCL, false, ""},
+		{"elision then progress", []string{info, "...", "epoch 3 step 10"}, endProgress, false, ""},
 	} {
 		var ls [][]byte
 		for _, l := range c.lines {
