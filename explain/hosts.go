@@ -495,6 +495,13 @@ func (s *scan) hostsDiagnosis(ds []Disagreement, ws []int) *Diagnosis {
 			}
 		}
 	}
+	seenAdvice := map[string]bool{}
+	for _, x := range ds {
+		if a := factAdvice(x.Fact); a != "" && !seenAdvice[a] {
+			seenAdvice[a] = true
+			d.Advice = append(d.Advice, a)
+		}
+	}
 	d.Fields["facts"] = strings.Join(facts, ", ")
 	d.Hosts = sortedSet(hosts)
 	d.Count = len(ds)
@@ -506,6 +513,23 @@ func (s *scan) hostsDiagnosis(ds []Disagreement, ws []int) *Diagnosis {
 		d.Evidence = []Evidence{}
 	}
 	return d
+}
+
+// factAdvice says how to make the hosts agree on fact.
+func factAdvice(fact string) string {
+	switch {
+	case fact == "network":
+		return "Give every node the same network support (libibverbs, the same net plugin and image); while one node lacks InfiniBand, choose sockets on all of them with NCCL_IB_DISABLE=1. `ncclwiz check --only net.rdma` on each node."
+	case fact == "interface-subnet":
+		return "Pin NCCL_SOCKET_IFNAME to an interface whose subnet every node shares (`ncclwiz check --only net.interfaces` on each node)."
+	case fact == "nranks":
+		return "Launch every node with the same world size (torchrun --nnodes/--nproc-per-node, WORLD_SIZE, the hostfile's slots)."
+	case strings.HasPrefix(fact, "env:"):
+		return "Set " + strings.TrimPrefix(fact, "env:") + " in one place that reaches every rank (the job script or the launcher's environment forwarding), or on no node at all."
+	case fact == "cuda-driver", fact == "nccl-cuda-build":
+		return "Run every node from the same image and driver: `ncclwiz check --only nccl.stack` on each, or `ncclwiz cluster check`."
+	}
+	return ""
 }
 
 func factWords(fact string) string {
