@@ -1,6 +1,8 @@
 package explain
 
 import (
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -218,3 +220,45 @@ func disagree(fact, a, whereA, b, whereB string) func(*testing.T, *Report) {
 		t.Errorf("root %s has no %s disagreement: %+v", root.ID, fact, root.Disagreements)
 	}
 }
+
+// Every variable the new diagnoses tell users to set is a real, current
+// one (envvars), and every check they name exists in the guides' checks.
+func TestHangsHostsAdviceNamesRealVariables(t *testing.T) {
+	e := testExplainer(t)
+	for name := range hostsCorpus {
+		r := analyzeCorpus(t, e, filepath.Join("testdata", "corpus", name))
+		var texts []string
+		for _, d := range r.Diagnoses {
+			texts = append(texts, d.Explanation)
+			texts = append(texts, d.Advice...)
+			for _, s := range d.Suspects {
+				texts = append(texts, s.Why, s.Command)
+				if s.Guide != "" {
+					if _, ok := e.Library().Get(s.Guide, ""); !ok {
+						t.Errorf("%s: suspect %s names guide %s, which does not exist", name, s.ID, s.Guide)
+					}
+				}
+			}
+		}
+		checkVarsSuggestible(t, texts)
+		for _, s := range texts {
+			for _, m := range reOnlyCheck.FindAllStringSubmatch(s, -1) {
+				for _, id := range strings.Split(m[1], ",") {
+					if !knownCheckIDs[id] {
+						t.Errorf("%s: advice names check %s: %q", name, id, s)
+					}
+				}
+			}
+		}
+	}
+}
+
+var reOnlyCheck = regexp.MustCompile("--only ([a-z0-9.,-]+)")
+
+// knownCheckIDs are the ids `ncclwiz check --list-checks` prints (the
+// explain package cannot import checks/all; the guides tests hold the
+// registry to the same list).
+var knownCheckIDs = map[string]bool{"shm.mount": true, "shm.segments": true, "host.container": true, "host.ipc": true,
+	"env.nccl": true, "proc.ranks": true, "gpu.inventory": true, "gpu.processes": true, "gpu.topology": true,
+	"gpu.visible": true, "gpu.fabric": true, "nccl.stack": true, "net.interfaces": true, "net.rendezvous": true,
+	"net.rdma": true, "host.pcie": true}
