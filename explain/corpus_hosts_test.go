@@ -63,7 +63,9 @@ var hostsCorpus = map[string]corpusCase{
 	"hosts-identical-healthy":         {rank: -2},
 	"healthy-nccl-tests-complete.log": {rank: -2},
 	"healthy-exit-no-destroy.log":     {rank: -2},
-	"excerpt-channels-only.log":       {rank: -2},
+	// An excerpt (no version or bootstrap line) that ends after init on
+	// NCCL 2.4–2.8's "Launch mode": the first collective was launched.
+	"hang-launch-mode-excerpt.log": {conf: Low, rank: -2, check: hangStop("collective", false, nil, nil)},
 }
 
 func TestCorpusHangsHosts(t *testing.T) { runCorpusCases(t, hostsCorpus) }

@@ -63,10 +63,6 @@ type hangAcc struct {
 	ibGDR     bool
 	opLine    *Evidence
 	ends      []inputEnd
-	// sawBegin: some process printed the start of its init (version,
-	// bootstrap, driver or Init START line), so the log is not only an
-	// excerpt from its middle.
-	sawBegin bool
 }
 
 func newHangAcc() *hangAcc { return &hangAcc{procs: map[string]map[int]*procInit{}} }
@@ -112,10 +108,6 @@ func (h *hangAcc) info(line []byte, m lineMeta, file string, n int64, ip infoPar
 		if s > p.stage {
 			p.stage = s
 		}
-	}
-	if !h.sawBegin && (bytes.Contains(line, []byte("NCCL version")) || bytes.Contains(line, []byte("Bootstrap")) ||
-		bytes.Contains(line, []byte("cudaDriverVersion")) || bytes.Contains(line, []byte("Init START"))) {
-		h.sawBegin = true
 	}
 	if il := ip.init; il != nil {
 		if p.rank < 0 {
@@ -356,11 +348,6 @@ func (h *hangAcc) judge(nranks, nnodes int) (hangState, bool) {
 	st.stop, st.stageMin = stop, minStage
 	// Medium: something besides the end of the text says the job stopped.
 	st.medium = interrupted || annotated || (len(stop.CompleteRanks) > 0 && len(stop.PendingRanks) > 0) || len(stop.MissingRanks) > 0 || nccl > 1
-	if !st.medium && !h.sawBegin {
-		// Only lines from the middle of an init, and nothing else says
-		// the job stopped: a pasted excerpt, not evidence of a hang.
-		return st, false
-	}
 	return st, true
 }
 

@@ -89,8 +89,9 @@ type inputEnd struct {
 	// hangs ("<stuck here>", "... hangs forever").
 	annotated bool
 	lastNCCL  *Evidence
-	// opLine is the last "opCount" line of the tail: the first
-	// collective was issued.
+	// opLine is the last "opCount" line of the tail, or 2.4–2.8's
+	// "Launch mode" (printed by rank 0 at its first collective launch,
+	// src/enqueue.cc): the first collective was issued.
 	opLine *Evidence
 	// frame is the collective a Ctrl-C traceback was inside
 	// ("dist.all_reduce(t)"), when it shows one.
@@ -120,7 +121,7 @@ var (
 func classifyEnd(file string, lines [][]byte, firstLine int64) inputEnd {
 	e := inputEnd{file: file, kind: endNone}
 	for i := len(lines) - 1; i >= 0; i-- {
-		if bytes.Contains(lines[i], []byte(": opCount ")) && reOpCount.Match(lines[i]) {
+		if bytes.Contains(lines[i], []byte(": opCount ")) && reOpCount.Match(lines[i]) || bytes.Contains(lines[i], []byte("NCCL INFO Launch mode ")) {
 			m := parseMeta(lines[i])
 			e.opLine = &Evidence{File: file, Line: firstLine + int64(i), Text: string(truncText(lines[i])), Rank: m.Rank, Host: m.Host, PID: m.PID}
 			break
