@@ -367,13 +367,21 @@ var genericRoots = map[string]bool{
 // hosts that disagree, ranks in different collectives — and makes the
 // disagreement the root when what was root is only its symptom.
 func (s *scan) crossChecks(out []Diagnosis, r *Report, wd *Watchdog) []Diagnosis {
+	// A user's Ctrl-C (KeyboardInterrupt, a launcher's SIGINT) named as a
+	// non-NCCL cause is how a hang ends, not a failure of its own.
 	failures := false
 	for _, d := range out {
-		failures = failures || !d.Inferred
+		failures = failures || (!d.Inferred && !interruptOnly(d))
 	}
 	if hd := s.hangDiagnosis(r, failures); hd != nil {
+		kept := out[:0]
+		for _, d := range out {
+			if !interruptOnly(d) {
+				kept = append(kept, d)
+			}
+		}
 		hd.RootCause = true
-		out = append(out, *hd)
+		out = append(kept, *hd)
 	}
 	if len(out) == 0 {
 		return out // a healthy job: differences between hosts are no alarm
@@ -456,6 +464,19 @@ func (s *scan) crossChecks(out []Diagnosis, r *Report, wd *Watchdog) []Diagnosis
 	}
 	root.RootCause, root.ConsequenceOf = true, ""
 	return append([]Diagnosis{root}, rest...)
+}
+
+// interruptOnly is a non-NCCL diagnosis whose every line is an interrupt.
+func interruptOnly(d Diagnosis) bool {
+	if !d.NotNCCL || len(d.Evidence) == 0 {
+		return false
+	}
+	for _, ev := range d.Evidence {
+		if !reInterrupt.MatchString(ev.Text) {
+			return false
+		}
+	}
+	return true
 }
 
 // hostsDiagnosis turns disagreements into one diagnosis.
