@@ -1,6 +1,8 @@
 package explain
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -142,5 +144,32 @@ func TestParseInitLine(t *testing.T) {
 		if ok != c.ok || (ok && (il.complete != c.complete || il.rank != c.rank || il.nranks != c.nranks)) {
 			t.Errorf("%q: got %+v %v", c.line, il, ok)
 		}
+	}
+}
+
+// Values copied into stop, suspects and disagreements are sanitised like
+// the rest of the report.
+func TestCrossDiagnosesAreSanitised(t *testing.T) {
+	a := "evil\x1b]0;x\x07:10:10 [0] NCCL INFO Bootstrap : Using eth\x1b[31m0:10.0.0.1<0>\n" +
+		"evil\x1b]0;x\x07:10:10 [0] NCCL INFO Using network IB\n" +
+		"evil\x1b]0;x\x07:10:11 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x2 - Init START\n"
+	b := "good:20:20 [0] NCCL INFO Bootstrap : Using eth0:192.168.0.2<0>\n" +
+		"good:20:20 [0] NCCL INFO Using network Socket\n" +
+		"good:20:21 [0] NCCL INFO comm 0x3 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x2 - Init START\n"
+	e := testExplainer(t)
+	r, err := e.Analyze(context.Background(), []Input{ReaderInput("a.log", strings.NewReader(a)), ReaderInput("b.log", strings.NewReader(b))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := rootOf(r)
+	if root == nil || root.ID != idHostsDisagree || hangDiag(r) == nil {
+		t.Fatalf("diagnoses %v", diagIDs(r))
+	}
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.ContainsAny(buf.Bytes(), "\x1b\x07") || strings.Contains(buf.String(), `\u001b`) || strings.Contains(buf.String(), `\u0007`) {
+		t.Errorf("raw escapes in the report:\n%s", buf.String())
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 // Facts that every host and rank of one job should print alike (issue 15
@@ -464,6 +466,39 @@ func (s *scan) crossChecks(out []Diagnosis, r *Report, wd *Watchdog) []Diagnosis
 	}
 	root.RootCause, root.ConsequenceOf = true, ""
 	return append([]Diagnosis{root}, rest...)
+}
+
+// cleanCross sanitises and redacts what the hang and host diagnoses copied
+// from the logs (cleanReport does the rest of the report).
+func cleanCross(d *Diagnosis, cleanEv func(*Evidence)) {
+	c := textsafe.Clean
+	if st := d.Stop; st != nil {
+		for i := range st.LastLines {
+			cleanEv(&st.LastLines[i])
+		}
+	}
+	for i := range d.Suspects {
+		d.Suspects[i].Why, d.Suspects[i].Command = c(d.Suspects[i].Why), c(d.Suspects[i].Command)
+	}
+	for i := range d.Disagreements {
+		x := &d.Disagreements[i]
+		env, isEnv := strings.CutPrefix(x.Fact, "env:")
+		x.Fact = c(x.Fact)
+		for j := range x.Values {
+			v := &x.Values[j]
+			if isEnv {
+				v.Value = textsafe.Sanitize(textsafe.RedactEnv(env, v.Value))
+			} else {
+				v.Value = c(v.Value)
+			}
+			for k := range v.Where {
+				v.Where[k] = c(v.Where[k])
+			}
+			if v.Evidence != nil {
+				cleanEv(v.Evidence)
+			}
+		}
+	}
 }
 
 // interruptOnly is a non-NCCL diagnosis whose every line is an interrupt.

@@ -667,6 +667,7 @@ func cleanReport(r *Report) {
 			cleanList(w.Reasons)
 			cleanList(w.Advice)
 		}
+		cleanCross(d, cleanEv)
 	}
 	for i := range r.Notes {
 		n := &r.Notes[i]
