@@ -22,18 +22,15 @@ const (
 var (
 	reVersionLine = regexp.MustCompile(`NCCL version (\d+\.\d+\.\d+)([^+\s]*)(?:\+cuda(\d+\.\d+))?`)
 	reCommSummary = regexp.MustCompile(`comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank (\d+)`)
-	// Before 2.19 the line has no function name: "comm 0x… rank 0 nranks 2
-	// cudaDev 0 … - Init COMPLETE" (src/init.cc at v2.4.8-1 … v2.18.6-1).
-	reInitDone  = regexp.MustCompile(`(?:(?:ncclCommInitRank\w*|ncclCommSplit|ncclCommInitAll|ncclCommShrink) )?comm 0x[0-9a-f]+ rank (\d+) nranks (\d+) cudaDev (\d+)[^\r\n]*- Init COMPLETE`)
-	reBootstrap = regexp.MustCompile(`Bootstrap ?: Using(?: \[\d+\])? ?([^:\s]+):(\S+?)<\d+>`)
-	reSockIfs   = regexp.MustCompile(`NET/Socket : Using((?: \[\d+\][^:\s]+:\S+<\d+>)+)`)
-	reSockIf    = regexp.MustCompile(`\[\d+\]([^:\s]+):(\S+?)<\d+>`)
-	reIBUsing   = regexp.MustCompile(`NET/IB ?: Using((?: \[\d+\]\S+)+)`)
-	reIBDev     = regexp.MustCompile(`\[\d+\](\S+)`)
-	reUsingNet  = regexp.MustCompile(`NCCL INFO Using network (\S+)`)
-	reEnvSet    = regexp.MustCompile(`NCCL INFO (NCCL_\w+) set by environment to ([^\r\n]*?)\.?\s*$`)
-	reDriver    = regexp.MustCompile(`NCCL INFO cudaDriverVersion (\d+)`)
-	reBacktrace = regexp.MustCompile(`NCCL INFO ([\w./\-]+\.(?:cc|h|cu|c|cpp)):(\d+) -> (\d+)`)
+	reBootstrap   = regexp.MustCompile(`Bootstrap ?: Using(?: \[\d+\])? ?([^:\s]+):(\S+?)<\d+>`)
+	reSockIfs     = regexp.MustCompile(`NET/Socket : Using((?: \[\d+\][^:\s]+:\S+<\d+>)+)`)
+	reSockIf      = regexp.MustCompile(`\[\d+\]([^:\s]+):(\S+?)<\d+>`)
+	reIBUsing     = regexp.MustCompile(`NET/IB ?: Using((?: \[\d+\]\S+)+)`)
+	reIBDev       = regexp.MustCompile(`\[\d+\](\S+)`)
+	reUsingNet    = regexp.MustCompile(`NCCL INFO Using network (\S+)`)
+	reEnvSet      = regexp.MustCompile(`NCCL INFO (NCCL_\w+) set by environment to ([^\r\n]*?)\.?\s*$`)
+	reDriver      = regexp.MustCompile(`NCCL INFO cudaDriverVersion (\d+)`)
+	reBacktrace   = regexp.MustCompile(`NCCL INFO ([\w./\-]+\.(?:cc|h|cu|c|cpp)):(\d+) -> (\d+)`)
 )
 
 // ncclResult names for backtrace codes (src/nccl.h.in).
