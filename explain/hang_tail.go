@@ -9,7 +9,7 @@ import (
 // the consumer the lines that may match something, so each input keeps its
 // last lines (bounded) for the end-of-input judgement.
 const (
-	tailLines    = 64
+	tailLines    = 200
 	tailLineSize = 512
 )
 
