@@ -51,6 +51,16 @@ var hostsCorpus = map[string]corpusCase{
 	"hosts-version-stops.log": {conf: Medium, rank: -2, has: []string{idInitHang},
 		check: all(disagree("nccl-version", "2.14.3+cuda11.7", "node-x", "2.19.3+cuda12.3", "node-y"), hangSuspect("mixed-versions"))},
 
+	// Init stops; one host's GPUs use SHM where the other's use P2P: a
+	// hint next to the hang, not its root.
+	"hosts-transport-p2p-vs-shm": {conf: Medium, rank: -2, has: []string{idHostsDisagree},
+		check: all(hangStop("connecting", false, []int{0, 1, 2, 3}, nil), func(t *testing.T, r *Report) {
+			for _, d := range r.Diagnoses {
+				if d.ID == idHostsDisagree && (d.Confidence != Low || len(d.Disagreements) != 1 || d.Disagreements[0].Fact != "transport") {
+					t.Errorf("hosts-disagree = %s %+v", d.Confidence, d.Disagreements)
+				}
+			}
+		})},
 	"desync-optype-watchdog.log": {conf: Medium, rank: -2, has: []string{"watchdog-timeout", "nccl-async-teardown"},
 		check: disagree("collective", "ALLREDUCE NumelIn=8388608 NumelOut=8388608", "rank 0", "BROADCAST NumelIn=1 NumelOut=1", "rank 2")},
 	"desync-numel-pg": {conf: Medium, rank: -2, has: []string{"watchdog-timeout", "barrier-device-unknown"},

@@ -63,9 +63,14 @@ type hangAcc struct {
 	ibGDR     bool
 	opLine    *Evidence
 	ends      []inputEnd
+	// intra: per host, whether its GPUs talk peer-to-peer (bit 0) or
+	// through shared memory (bit 1); hosts that differ are a hint.
+	intra map[string]uint8
 }
 
-func newHangAcc() *hangAcc { return &hangAcc{procs: map[string]map[int]*procInit{}} }
+func newHangAcc() *hangAcc {
+	return &hangAcc{procs: map[string]map[int]*procInit{}, intra: map[string]uint8{}}
+}
 
 // proc returns the record of the process a line came from (by host and
 // pid, else by file), or nil when the line names neither.
@@ -151,7 +156,20 @@ func (h *hangAcc) info(line []byte, m lineMeta, file string, n int64, ip infoPar
 
 // channel sees a transport line; text is the whole line.
 func (h *hangAcc) channel(cl channelLine, text []byte, file string) {
+	via := cl.Via
 	host, pid := procOfLine(text)
+	if len(host) > 0 {
+		var bit uint8
+		switch {
+		case bytes.HasPrefix(via, []byte("P2P")):
+			bit = 1
+		case bytes.HasPrefix(via, []byte("SHM")), bytes.HasPrefix(via, []byte("direct shared memory")):
+			bit = 2
+		}
+		if old, ok := h.intra[string(host)]; bit != 0 && old&bit == 0 && (ok || len(h.intra) < maxHostsTracked) {
+			h.intra[string(host)] = old | bit
+		}
+	}
 	var p *procInit
 	if len(host) > 0 && pid != 0 {
 		p = h.procs[string(host)][pid] // no allocation for a known process
@@ -159,7 +177,6 @@ func (h *hangAcc) channel(cl channelLine, text []byte, file string) {
 	if p == nil {
 		p = h.proc(string(host), pid, file)
 	}
-	via := cl.Via
 	switch {
 	case bytes.HasPrefix(via, []byte("P2P/")) && !bytes.Contains(via, []byte("/read")) && !bytes.HasPrefix(via, []byte("P2P/direct")) && !bytes.HasPrefix(via, []byte("P2P/MNNVL")):
 		h.p2pNoRead = true

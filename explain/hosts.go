@@ -274,6 +274,27 @@ func subnetDisagreement(vals map[string]*factVal) (Disagreement, bool) {
 	return d, true
 }
 
+// intraDisagreement: GPUs of one host talk peer-to-peer, those of another
+// through shared memory (P2P disabled or broken there).
+func intraDisagreement(intra map[string]uint8) (Disagreement, bool) {
+	names := map[uint8]string{1: "P2P", 2: "SHM", 3: "P2P and SHM"}
+	by := map[uint8][]string{}
+	for host, bits := range intra {
+		by[bits] = append(by[bits], host)
+	}
+	if len(by) < 2 {
+		return Disagreement{}, false
+	}
+	d := Disagreement{Fact: "transport"}
+	for _, bits := range []uint8{1, 2, 3} {
+		if hosts := by[bits]; len(hosts) > 0 {
+			sort.Strings(hosts)
+			d.Values = append(d.Values, FactValue{Value: names[bits], Where: hosts})
+		}
+	}
+	return d, true
+}
+
 // sameBaseOnly keeps the CUDA builds of NCCL versions seen with more than
 // one build: different versions are nccl-version-mismatch's.
 func sameBaseOnly(vals map[string]*factVal) map[string]*factVal {
@@ -413,6 +434,9 @@ func (s *scan) crossChecks(out []Diagnosis, r *Report, wd *Watchdog) []Diagnosis
 	}
 	if s.digest.hosts != nil {
 		ds, ws := s.digest.hosts.disagreements()
+		if d, ok := intraDisagreement(s.digest.hang.intra); ok {
+			ds, ws = append(ds, d), append(ws, 1)
+		}
 		if len(ds) > 0 {
 			d := s.hostsDiagnosis(ds, ws)
 			cands = append(cands, d)
@@ -582,6 +606,8 @@ func factAdvice(fact string) string {
 		return "Launch every node with the same world size (torchrun --nnodes/--nproc-per-node, WORLD_SIZE, the hostfile's slots)."
 	case strings.HasPrefix(fact, "env:"):
 		return "Set " + strings.TrimPrefix(fact, "env:") + " in one place that reaches every rank (the job script or the launcher's environment forwarding), or on no node at all."
+	case fact == "transport":
+		return "GPUs of some hosts do not use peer-to-peer: compare `ncclwiz check --only host.pcie,gpu.topology` and NCCL_P2P_DISABLE / NCCL_P2P_LEVEL on each host."
 	case fact == "cuda-driver", fact == "nccl-cuda-build":
 		return "Run every node from the same image and driver: `ncclwiz check --only nccl.stack` on each, or `ncclwiz cluster check`."
 	}
@@ -598,6 +624,8 @@ func factWords(fact string) string {
 		return "communicator sizes (nranks)"
 	case fact == "cuda-driver":
 		return "CUDA driver versions"
+	case fact == "transport":
+		return "intra-node transports (P2P vs shared memory)"
 	case fact == "nccl-cuda-build":
 		return "NCCL CUDA builds"
 	case strings.HasPrefix(fact, "env:"):
