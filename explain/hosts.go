@@ -461,7 +461,7 @@ func (s *scan) crossChecks(out []Diagnosis, r *Report, wd *Watchdog) []Diagnosis
 			}
 		}
 	}
-	promote := newRoot.Confidence != Low && (rootIdx < 0 || genericRoots[out[rootIdx].ID] || waiters[out[rootIdx].ID] ||
+	promote := newRoot.Confidence != Low && (rootIdx < 0 || !out[rootIdx].NotNCCL) && (rootIdx < 0 || genericRoots[out[rootIdx].ID] || waiters[out[rootIdx].ID] ||
 		out[rootIdx].Role == RoleWrapper || out[rootIdx].Role == RoleConsequence || out[rootIdx].Confidence == Low)
 	// Candidates that are not yet in out.
 	for _, c := range cands {
