@@ -306,10 +306,25 @@ func placed(guide, source, cudaCode string) func(t *testing.T, r *Report) {
 	}
 }
 
+// corpusMaps are every map of detailed expectations (one per area of the
+// corpus, each in its own file): the schema and signature-coverage tests run over all.
+var corpusMaps = []map[string]corpusCase{corpus, causesCorpus, hostsCorpus, corpusWordings}
+
 // TestCorpus runs the detailed expectations of the corpus map; every
 // entry there must match its label's root exactly. (More maps, one per
 // area of the corpus, call runCorpusCases from their own tests.)
 func TestCorpus(t *testing.T) { runCorpusCases(t, corpus) }
+
+// allCorpusCases joins corpusMaps.
+func allCorpusCases() map[string]corpusCase {
+	out := map[string]corpusCase{}
+	for _, m := range corpusMaps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
 
 func runCorpusCases(t *testing.T, cases map[string]corpusCase) {
 	t.Helper()
@@ -435,7 +450,7 @@ func TestCorpusCoversEverySignature(t *testing.T) {
 	e := testExplainer(t)
 	dir := filepath.Join("testdata", "corpus")
 	covered := map[string]bool{}
-	for name := range corpus {
+	for name := range allCorpusCases() {
 		r := analyzeCorpus(t, e, filepath.Join(dir, name))
 		for _, d := range r.Diagnoses {
 			covered[d.ID] = true

@@ -22,7 +22,6 @@ const (
 var (
 	reVersionLine = regexp.MustCompile(`NCCL version (\d+\.\d+\.\d+)([^+\s]*)(?:\+cuda(\d+\.\d+))?`)
 	reCommSummary = regexp.MustCompile(`comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank (\d+)`)
-	reInitDone    = regexp.MustCompile(`(?:ncclCommInitRank\w*|ncclCommSplit|ncclCommInitAll) comm 0x[0-9a-f]+ rank (\d+) nranks (\d+) cudaDev (\d+)[^\r\n]*- Init COMPLETE`)
 	reBootstrap   = regexp.MustCompile(`Bootstrap ?: Using(?: \[\d+\])? ?([^:\s]+):(\S+?)<\d+>`)
 	reSockIfs     = regexp.MustCompile(`NET/Socket : Using((?: \[\d+\][^:\s]+:\S+<\d+>)+)`)
 	reSockIf      = regexp.MustCompile(`\[\d+\]([^:\s]+):(\S+?)<\d+>`)
@@ -218,6 +217,88 @@ func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
 
+// infoParse is a communicator line parsed once: Init START/COMPLETE
+// (parseInitLine) or the "nRanks nNodes" summary (reCommSummary).
+type infoParse struct {
+	init    *initLine
+	summary [][]byte
+}
+
+// initLine is "… comm 0x… rank R nranks N cudaDev D … - Init START|COMPLETE"
+// (src/init.cc; before 2.19 without the function name and START).
+type initLine struct {
+	rank, nranks int
+	complete     bool
+}
+
+// parseInitLine reads an Init START/COMPLETE line by hand: a COLL or
+// multi-communicator log has one per rank and communicator.
+func parseInitLine(line []byte) (initLine, bool) {
+	var il initLine
+	i := bytes.LastIndex(line, []byte("Init "))
+	if i < 1 || (line[i-1] != '-' && line[i-1] != ' ') {
+		return il, false
+	}
+	switch rest := line[i+5:]; {
+	case bytes.HasPrefix(rest, []byte("COMPLETE")):
+		il.complete = true
+	case bytes.HasPrefix(rest, []byte("START")):
+	default:
+		return il, false
+	}
+	if !bytes.Contains(line[:i], []byte("- ")) && line[i-1] != '-' {
+		return il, false
+	}
+	c := bytes.Index(line, []byte("comm "))
+	if c < 0 {
+		return il, false
+	}
+	p := line[c+5:]
+	switch {
+	case bytes.HasPrefix(p, []byte("0x")):
+		q, ok := skipHex(p[2:])
+		if !ok {
+			return il, false
+		}
+		p = q
+	case bytes.HasPrefix(p, []byte("(nil)")):
+		p = p[5:]
+	default:
+		return il, false
+	}
+	num := func(word string) (int, bool) {
+		if !bytes.HasPrefix(p, []byte(word)) {
+			return 0, false
+		}
+		q, ok := skipDigits(p[len(word):])
+		if !ok {
+			return 0, false
+		}
+		n := atoi(p[len(word):])
+		p = q
+		return n, true
+	}
+	var ok bool
+	if il.rank, ok = num(" rank "); !ok {
+		return il, false
+	}
+	if il.nranks, ok = num(" nranks "); !ok {
+		return il, false
+	}
+	if _, ok = num(" cudaDev "); !ok {
+		return il, false
+	}
+	return il, true
+}
+
+func skipHex(p []byte) ([]byte, bool) {
+	i := 0
+	for i < len(p) && isHex(p[i]) {
+		i++
+	}
+	return p[i:], i > 0
+}
+
 // digestAcc accumulates the digest while scanning.
 type digestAcc struct {
 	versions    map[string]map[string]bool // version → where
@@ -240,13 +321,16 @@ type digestAcc struct {
 	origin      string
 	pidRank     map[string]int // "host:pid" → rank
 	seenINFO    bool
+	// hang and hosts feed the cross-line diagnoses (hang.go, hosts.go).
+	hang  *hangAcc
+	hosts *hostsAcc
 }
 
 func newDigestAcc() *digestAcc {
 	return &digestAcc{
 		versions: map[string]map[string]bool{}, peers: map[[2]int]uint16{},
 		transports: map[string]int{}, env: map[string]string{}, cumemSet: map[string]bool{},
-		pidRank: map[string]int{},
+		pidRank: map[string]int{}, hang: newHangAcc(), hosts: newHostsAcc(),
 	}
 }
 
@@ -305,16 +389,30 @@ func (d *digestAcc) version(v string, m lineMeta, file string) {
 
 // info handles an NCCL INFO line other than a channel line. It reports
 // whether the line was a digest line.
-func (d *digestAcc) info(line []byte, m lineMeta, file string) {
-	if sm := reVersionLine.FindSubmatch(line); sm != nil {
-		v := string(sm[1]) + string(sm[2])
-		if len(sm[3]) > 0 {
-			v += "+cuda" + string(sm[3])
+func (d *digestAcc) info(line []byte, m lineMeta, file string, n int64) {
+	// The communicator lines are parsed once for the digest, the hang
+	// tracker and the host facts.
+	var p infoParse
+	if il, ok := parseInitLine(line); ok {
+		p.init = &il
+	} else if bytes.Contains(line, []byte(" nRanks ")) {
+		p.summary = reCommSummary.FindSubmatch(line)
+	}
+	d.hang.info(line, m, file, n, p)
+	d.hosts.info(line, m, file, n, p)
+	if il := p.init; il != nil {
+		if !il.complete {
+			return
 		}
-		d.version(v, m, file)
+		d.seenINFO = true
+		d.comms++
+		if il.nranks > d.nranks {
+			d.nranks = il.nranks
+		}
+		d.mapRank(m, il.rank, il.nranks)
 		return
 	}
-	if sm := reCommSummary.FindSubmatch(line); sm != nil {
+	if sm := p.summary; sm != nil {
 		d.seenINFO = true
 		r, n, nn, lr := atoi(sm[1]), atoi(sm[2]), atoi(sm[3]), atoi(sm[4])
 		if n >= d.nranks {
@@ -323,13 +421,15 @@ func (d *digestAcc) info(line []byte, m lineMeta, file string) {
 		d.mapRank(m, r, n)
 		return
 	}
-	if sm := reInitDone.FindSubmatch(line); sm != nil {
-		d.seenINFO = true
-		d.comms++
-		if n := atoi(sm[2]); n > d.nranks {
-			d.nranks = n
+	if bytes.Contains(line, []byte(" coll channels, ")) {
+		return // only the hang tracker reads it
+	}
+	if sm := reVersionLine.FindSubmatch(line); sm != nil {
+		v := string(sm[1]) + string(sm[2])
+		if len(sm[3]) > 0 {
+			v += "+cuda" + string(sm[3])
 		}
-		d.mapRank(m, atoi(sm[1]), atoi(sm[2]))
+		d.version(v, m, file)
 		return
 	}
 	if sm := reSockIfs.FindSubmatch(line); sm != nil {

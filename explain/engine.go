@@ -154,7 +154,8 @@ func New(opts Options) (*Explainer, error) {
 	// ("shm.cc:114 -> 2") both carry " -> " and a digit.
 	e.tagChannel = addAux("] -> ", " -> 1", " -> 2", " -> 3", " -> 4", " -> 5", " -> 6", " -> 7", " -> 8")
 	e.tagInfo = addAux("nccl version", "localranks", "init complete", "bootstrap", "net/socket : using", "net/ib : using", "net/ib: using",
-		"using network", "set by environment", "cudadriverversion")
+		"using network", "set by environment", "cudadriverversion",
+		"init start", "nvls channels", "connected nvls", "gpu direct rdma")
 	e.tagLastError = addAux("last error:")
 	e.tagWarn = addAux("nccl warn")
 	e.tagError = addAux(errorLiterals...)
@@ -221,6 +222,7 @@ type fileState struct {
 	root        *TorchrunFailure
 	join        *heldLine // a line that may continue on the next (join.go)
 	joinBuf     []byte
+	tail        tailKeeper // the last lines, for how the input ends (hang_tail.go)
 }
 
 var reFileRank = regexp.MustCompile(`(?i)(?:^|[^a-z])rank[_\-.]?(\d{1,5})(?:[^0-9]|$)`)
@@ -253,6 +255,7 @@ func (s *scan) input(ctx context.Context, idx int, in Input) error {
 		return err
 	}
 	s.flushJoin(fs)
+	s.digest.hang.endInput(in.Name, &fs.tail, st.Lines)
 	info.Bytes, info.Lines, info.TruncatedLines = st.Bytes, st.Lines, st.TruncatedLines
 	info.NULBytes, info.BadUTF8Lines = st.NULBytes, st.BadUTF8Lines
 	info.Empty = st.Bytes == 0

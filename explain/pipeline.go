@@ -394,6 +394,7 @@ func (s *scan) readInput(ctx context.Context, fs *fileState, cr *chunkReader) (s
 			return stats, err
 		}
 		s.consume(fs, b, lines)
+		fs.tail.add(b.data)
 		lines += b.lines
 		stats.Lines = lines
 		stats.TruncatedLines += b.truncated

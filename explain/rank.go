@@ -316,7 +316,7 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 		}
 		out = append([]Diagnosis{d}, out...)
 	}
-	return out
+	return s.crossChecks(out, r, wd)
 }
 
 // merged is a guide's signatures folded into one diagnosis.
@@ -701,6 +701,7 @@ func cleanReport(r *Report) {
 			cleanList(w.Reasons)
 			cleanList(w.Advice)
 		}
+		cleanCross(d, cleanEv)
 	}
 	for i := range r.Notes {
 		n := &r.Notes[i]

@@ -75,6 +75,62 @@ type Diagnosis struct {
 	Fixes       []string  `json:"fixes"`
 	Advice      []string  `json:"advice,omitempty"`
 	Watchdog    *Watchdog `json:"watchdog,omitempty"`
+	// Stop says where a log that just stops (init-hang, collective-hang)
+	// stopped.
+	Stop *LogStop `json:"stop,omitempty"`
+	// Suspects are the causes the log supports for a hang, each with the
+	// command that proves or clears it.
+	Suspects []Suspect `json:"suspects,omitempty"`
+	// Disagreements are facts that hosts or ranks printed differently
+	// (hosts-disagree, nccl-version-mismatch, collective-desync).
+	Disagreements []Disagreement `json:"disagreements,omitempty"`
+}
+
+// LogStop is where a log without an error stopped.
+type LogStop struct {
+	// Stage: "bootstrap" (only version/bootstrap/network lines),
+	// "topology" (communicator created, no transport lines), "connecting"
+	// (transport lines, no Init COMPLETE), "after-init" (every rank
+	// printed Init COMPLETE, nothing after), "collective" (the first
+	// collective was issued: NCCL_DEBUG_SUBSYS=COLL opCount lines).
+	Stage string `json:"stage"`
+	// Interrupted is true when the log ends with the user or the
+	// launcher stopping the job (Ctrl-C, SIGTERM, a Slurm time limit).
+	Interrupted bool `json:"interrupted,omitempty"`
+	// CompleteRanks printed Init COMPLETE; PendingRanks started init and
+	// did not; MissingRanks are below nranks and never printed an init
+	// line.
+	CompleteRanks []int `json:"complete_ranks,omitempty"`
+	PendingRanks  []int `json:"pending_ranks,omitempty"`
+	MissingRanks  []int `json:"missing_ranks,omitempty"`
+	// LastLines are the last NCCL lines of each input.
+	LastLines []Evidence `json:"last_lines,omitempty"`
+}
+
+// Suspect is one cause a hang log supports.
+type Suspect struct {
+	ID string `json:"id"`
+	// Why is what the log shows.
+	Why string `json:"why"`
+	// Command proves or clears the suspect.
+	Command string `json:"command"`
+	Guide   string `json:"guide,omitempty"`
+}
+
+// Disagreement is one fact seen with different values.
+type Disagreement struct {
+	// Fact: nccl-version, nccl-cuda-build, cuda-driver, network,
+	// interface-subnet, nranks, env:NAME, transport, collective.
+	Fact   string      `json:"fact"`
+	Values []FactValue `json:"values"`
+}
+
+// FactValue is one value of a fact and where it was printed.
+type FactValue struct {
+	Value string   `json:"value"`
+	Where []string `json:"where"`
+	// Evidence is one line that printed it.
+	Evidence *Evidence `json:"evidence,omitempty"`
 }
 
 // Evidence is one log line.

@@ -185,7 +185,7 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 		}
 	}
 	if setHas(s.cand, s.e.tagInfo) {
-		s.digest.info(text, m, fs.name)
+		s.digest.info(text, m, fs.name, n)
 	}
 	if samePayload != nil {
 		s.payload(fs, samePayload, ev(), m)
@@ -235,6 +235,7 @@ func (s *scan) channel(fs *fileState, text []byte, n int64) {
 		return
 	}
 	s.digest.channel(cl)
+	s.digest.hang.channel(cl, text, fs.name)
 	// P2P transport lines are the context of the p2p-hang-acs-iommu
 	// signature: kept as evidence should a hang point at P2P.
 	t := s.e.transportSig
@@ -331,7 +332,7 @@ func (s *scan) record(into map[string]*sigAgg, h sigHit, ev Evidence, m lineMeta
 	switch h.def.ID {
 	case "watchdog-timeout":
 		if _, ok := s.wd[m.Rank]; !ok && len(s.wd) < maxRanksTracked {
-			s.wd[m.Rank] = recordFromFields(m.Rank, h.caps)
+			s.wd[m.Rank] = recordFromFields(m.Rank, h.caps).withLine(ev)
 		}
 	case "watchdog-seq-status":
 		if len(h.caps) >= 3 && len(s.wdSeq) < maxRanksTracked {

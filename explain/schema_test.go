@@ -17,7 +17,7 @@ func TestJSONMatchesSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := testExplainer(t)
-	for name := range corpus {
+	for name := range allCorpusCases() {
 		r := analyzeCorpus(t, e, filepath.Join("testdata", "corpus", name))
 		var buf bytes.Buffer
 		if err := WriteJSON(&buf, r); err != nil {

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,6 +30,24 @@ type wdRecord struct {
 	Op                  string
 	NumelIn, NumelOut   int64 // -1 unknown
 	TimeoutMS, RanForMS int64
+	// PG is the process group the line names ("" when it names none):
+	// sequence numbers count per group.
+	PG string
+	ev Evidence
+}
+
+// rePG reads the process group of a watchdog line: "[PG 0 Rank 2]",
+// "[PG ID 1 PG GUID 1(pp) Rank 3]" (ProcessGroupNCCL's logPrefix).
+var rePG = regexp.MustCompile(`\[PG (?:ID )?(\d+)`)
+
+// withLine completes a record from its line: the process group and the
+// line itself (a desync names both sides).
+func (w wdRecord) withLine(ev Evidence) wdRecord {
+	if sm := rePG.FindStringSubmatch(ev.Text); sm != nil {
+		w.PG = sm[1]
+	}
+	w.ev = ev
+	return w
 }
 
 // seqRecord is one rank's "last enqueued / completed" status line.
@@ -340,4 +359,90 @@ func humanMS(ms int64) string {
 		return fmt.Sprintf("%.1f s", float64(ms)/1000)
 	}
 	return fmt.Sprintf("%d ms", ms)
+}
+
+// desyncDiagnosis: ranks that timed out at the same sequence number of the
+// same process group in different collectives (another OpType, or other
+// sizes) run different code — a program-order bug, not the network
+// (PyTorch's desync debug and fr_trace make the same comparison).
+func (s *scan) desyncDiagnosis(wd *Watchdog) *Diagnosis {
+	if wd == nil || len(s.wd) < 2 {
+		return nil
+	}
+	type key struct {
+		pg  string
+		seq int64
+	}
+	groups := map[key]map[string][]int{}
+	evs := map[string]Evidence{}
+	for _, rank := range sortedKeys(s.wd) {
+		r := s.wd[rank]
+		if rank < 0 || r.Seq < 0 || r.Op == "" {
+			continue
+		}
+		k := key{r.PG, r.Seq}
+		what := r.Op
+		if r.NumelIn >= 0 {
+			what += fmt.Sprintf(" NumelIn=%d NumelOut=%d", r.NumelIn, r.NumelOut)
+		}
+		if groups[k] == nil {
+			groups[k] = map[string][]int{}
+		}
+		groups[k][what] = append(groups[k][what], rank)
+		if _, ok := evs[what]; !ok {
+			evs[what] = r.ev
+		}
+	}
+	var keys []key
+	for k, g := range groups {
+		if len(g) > 1 {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].seq < keys[j].seq || keys[i].seq == keys[j].seq && keys[i].pg < keys[j].pg
+	})
+	k := keys[0]
+	d := &Diagnosis{ID: idCollectiveDesync, Role: RoleCause, Inferred: true, Confidence: Medium, Guide: idCollectiveDesync,
+		Title: "Ranks are in different collectives (desync)", Fields: map[string]string{"seq": fmt.Sprint(k.seq)},
+		Checks: []string{}, Fixes: []string{}}
+	if k.pg != "" {
+		d.Fields["pg"] = k.pg
+	}
+	if g, ok := s.e.lib.Get(idCollectiveDesync, s.e.opts.Lang); ok {
+		d.Checks = append(d.Checks, g.Checks...)
+	} else {
+		d.Guide = ""
+	}
+	dis := Disagreement{Fact: "collective"}
+	var whats []string
+	for w := range groups[k] {
+		whats = append(whats, w)
+	}
+	sort.Strings(whats)
+	var parts []string
+	for _, w := range whats {
+		ranks := groups[k][w]
+		ev := evs[w]
+		where := make([]string, 0, len(ranks))
+		for _, r := range ranks {
+			where = append(where, "rank "+strconv.Itoa(r))
+		}
+		dis.Values = append(dis.Values, FactValue{Value: w, Where: where, Evidence: &ev})
+		d.Evidence = append(d.Evidence, ev)
+		d.Ranks = append(d.Ranks, ranks...)
+		parts = append(parts, fmt.Sprintf("%s in %s", rankList(ranks), w))
+	}
+	sort.Ints(d.Ranks)
+	d.Count = len(d.Ranks)
+	d.Disagreements = []Disagreement{dis}
+	d.Explanation = fmt.Sprintf("At SeqNum=%d %s: the ranks called different collectives (or different sizes) in the same position. They run different code paths, so they wait for each other forever; the timeouts are its symptom, not a network problem.", k.seq, strings.Join(parts, ", "))
+	d.Advice = append(d.Advice,
+		"Find the code that makes ranks diverge: a collective under `if rank == 0`, a loop whose length depends on the rank's data, a skipped step, or tensors of different shapes.",
+		"Rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL: PyTorch then checks every collective across ranks and fails at the first mismatch, naming both sides.",
+		"TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and TORCH_NCCL_DUMP_ON_TIMEOUT=1 keep a flight-recorder dump per rank; `ncclwiz hang --dumps DIR/nccl_trace_rank_` compares them.")
+	return d
 }

@@ -352,6 +352,14 @@ var wordings = []wording{
 	{"watchdog-timeout", "torch 2.2-2.9", "https://github.com/hiyouga/LlamaFactory/issues/7396",
 		"[rank3]:[E1104 09:41:27.118204113 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=912, OpType=_ALLGATHER_BASE, NumelIn=131072, NumelOut=1048576, Timeout(ms)=600000) ran for 600018 milliseconds before timing out.",
 		map[string]string{"seq": "912", "op": "_ALLGATHER_BASE", "numel_in": "131072", "numel_out": "1048576"}},
+	// ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL) checks each
+	// collective's fingerprint across ranks before running it.
+	{"collective-desync", "torch 1.x", "https://github.com/pytorch/pytorch/pull/79901 (ProcessGroupWrapper.cpp, fingerprint without SequenceNumber)",
+		"RuntimeError: Detected mismatch between collectives on ranks. Rank 2 is running collective: CollectiveFingerPrint(OpType=ALLGATHER, TensorShape=[64, 8], TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda)), but Rank 0 is running collective: CollectiveFingerPrint(OpType=BROADCAST).",
+		map[string]string{"rank": "2", "op": "ALLGATHER"}},
+	{"collective-desync", "torch 2.x", "https://github.com/pytorch/pytorch/pull/100214 (ProcessGroupWrapper.cpp, SequenceNumber in the fingerprint)",
+		"[rank5]: RuntimeError: Detected mismatch between collectives on ranks. Rank 5 is running collective: CollectiveFingerPrint(SequenceNumber=2207, OpType=REDUCE_SCATTER, TensorShape=[4194304], TensorDtypes=BFloat16), but Rank 4 is running collective: CollectiveFingerPrint(SequenceNumber=2207, OpType=ALLREDUCE, TensorShape=[4194304], TensorDtypes=BFloat16).",
+		map[string]string{"rank": "5", "seq": "2207", "op": "REDUCE_SCATTER"}},
 	{"watchdog-seq-status", "torch 2.2", "https://github.com/hiyouga/LlamaFactory/issues/7396",
 		"[rank0]:[E1104 09:41:31.449400920 ProcessGroupNCCL.cpp:1709] [PG 1 Rank 0] Timeout at NCCL work: 912, last enqueued NCCL work: 914, last completed NCCL work: 911.",
 		map[string]string{"timeout_seq": "912", "last_enqueued": "914", "last_completed": "911"}},

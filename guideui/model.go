@@ -14,6 +14,7 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/list"
+	"charm.land/bubbles/v2/paginator"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -142,6 +143,13 @@ func (m *Model) SetSize(w, h int) tea.Cmd {
 
 func (m *Model) resize() {
 	m.list.SetSize(m.width, m.height)
+	// One dot per page overflows a narrow window once there are many
+	// pages; "3/40" always fits.
+	if m.list.Paginator.TotalPages+4 > m.width {
+		m.list.Paginator.Type = paginator.Arabic
+	} else {
+		m.list.Paginator.Type = paginator.Dots
+	}
 	m.help.SetWidth(m.width)
 	m.v.input.SetWidth(max(m.width-4, 1))
 	m.v.vp.SetWidth(m.width)
