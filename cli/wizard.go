@@ -171,7 +171,10 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		return out
 	}
 	d.ExplainLog = func(ctx context.Context, path string) (tui.LogResult, error) {
-		return ExplainForWizard(ctx, wizardLang(a), path)
+		return ExplainForWizard(ctx, a, wizardLang(a), path)
+	}
+	d.ExplainText = func(ctx context.Context, text string) (tui.LogResult, error) {
+		return ExplainTextForWizard(ctx, a, wizardLang(a), text)
 	}
 	d.HangJobs = func(ctx context.Context) ([]tui.HangJob, error) { return wizardHangJobs(ctx, a) }
 	d.InspectHang = func(ctx context.Context, id int, progress func(string)) (tui.HangReport, error) {

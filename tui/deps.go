@@ -75,23 +75,24 @@ type FixResult struct {
 	Err       error
 }
 
-// LogDiagnosis is one diagnosis of an explained log.
+// LogDiagnosis is one diagnosis of an explained log: what the guide choice
+// needs (the rendered report shows the rest).
 type LogDiagnosis struct {
-	ID, Title, Confidence string
-	RootCause             bool
-	Guide                 string
-	Evidence              []string
-	Fixes                 []string
+	ID, Title string
+	RootCause bool
+	Guide     string
 }
 
 // LogResult is the explainer's answer for a log.
 type LogResult struct {
 	Summary   string
-	Version   string
 	Diagnoses []LogDiagnosis
-	Digest    []string
 	// Nodes is how many machines the log's ranks ran on (0: unknown).
 	Nodes int
+	// Render draws the report `ncclwiz explain` prints — diagnoses,
+	// evidence, notes, "Next" steps, digest, summary — wrapped at a width.
+	// Pure formatting: the view may call it.
+	Render func(width int) string
 }
 
 // ValidationResult is the collective test's verdict.
@@ -168,6 +169,9 @@ type Deps struct {
 	EnvSnippet func(findings []checks.Finding) string
 
 	ExplainLog func(ctx context.Context, path string) (LogResult, error)
+	// ExplainText explains a log pasted into the wizard (its text, not a
+	// path), as `ncclwiz explain -` would read it from a pipe.
+	ExplainText func(ctx context.Context, text string) (LogResult, error)
 	// SuggestedLog pre-fills the log path (a practice scenario's log).
 	SuggestedLog string
 

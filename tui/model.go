@@ -439,6 +439,7 @@ func (m Model) resize() (tea.Model, tea.Cmd) {
 	m.summary.refresh()
 	m.hang.refresh()
 	m.nodes.refresh()
+	m.logx.refresh()
 	if m.hasBrowser {
 		cmds = append(cmds, m.browser.SetSize(m.c.width, m.c.height-2))
 	}

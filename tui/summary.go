@@ -117,6 +117,12 @@ func (m summaryModel) handle(msg tea.Msg) (summaryModel, tea.Cmd) {
 			}
 		}
 		return m, func() tea.Msg { return statusMsg("wrote " + msg.path + " (dry run by default; run it with --apply)") }
+	case tea.PasteMsg:
+		if m.exporting {
+			var cmd tea.Cmd
+			m.input, cmd = m.input.Update(msg)
+			return m, cmd
+		}
 	case tea.KeyPressMsg:
 		if m.exporting {
 			switch msg.String() {
