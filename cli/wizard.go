@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/guideui"
 	"github.com/ncclwiz/ncclwiz/hang"
 	hostpkg "github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/safefile"
 	"github.com/ncclwiz/ncclwiz/internal/termio"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 	"github.com/ncclwiz/ncclwiz/internal/units"
@@ -258,7 +260,27 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		}
 		return s
 	}
+	d.SaveEnvSnippet = saveEnvSnippet
 	return d
+}
+
+// saveEnvSnippet keeps the wizard's env snippet in the user's cache
+// directory ($XDG_CACHE_HOME or ~/.cache), readable by them alone: the
+// copy that reaches the user when OSC 52 does not.
+func saveEnvSnippet(snippet string) (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory: %w", err)
+	}
+	dir = filepath.Join(dir, "ncclwiz")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, "env-snippet.sh")
+	if err := safefile.Write(path, []byte(snippet), 0o600); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // wizardLang picks the guide language: --lang, else the locale.

@@ -167,6 +167,10 @@ type Deps struct {
 	ExportScript func(path string, fixIDs []string, findings []checks.Finding) error
 	// EnvSnippet reads the machine (the shell's rc files): tea.Cmd only.
 	EnvSnippet func(findings []checks.Finding) string
+	// SaveEnvSnippet writes the snippet to a file of the user's (under
+	// their cache directory) and says where: c on Summary copies with OSC
+	// 52, which not every terminal takes over SSH or tmux. tea.Cmd only.
+	SaveEnvSnippet func(snippet string) (path string, err error)
 
 	ExplainLog func(ctx context.Context, path string) (LogResult, error)
 	// ExplainText explains a log pasted into the wizard (its text, not a

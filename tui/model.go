@@ -148,9 +148,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.summary.setPlan(msg.fixes)
 		m.summary.refresh()
 		return m, nil
-	case snippetMsg:
-		m.summary, _ = m.summary.update(msg)
-		return m, nil
+	case snippetMsg, snippetSavedMsg:
+		// Whatever the stage: a copy asked for before the snippet was made
+		// goes ahead when it arrives.
+		var cmd tea.Cmd
+		m.summary, cmd = m.summary.update(msg)
+		return m, cmd
 	case resultMsg, detectDoneMsg:
 		var cmd tea.Cmd
 		m.detect, cmd = m.detect.update(msg)
