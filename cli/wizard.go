@@ -13,8 +13,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
@@ -194,7 +192,7 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		if err != nil {
 			var cr *validate.CannotRunError
 			if errors.As(err, &cr) {
-				return false, sentences(append(slices.Clone(cr.Reasons), cr.Hints...))
+				return false, cr.Text()
 			}
 			return false, err.Error()
 		}
@@ -321,25 +319,6 @@ func (s *planStore) fix(n int, id string) (steps.Fix, bool) {
 		return steps.Fix{}, false
 	}
 	return steps.ByID(s.plans[n], id)
-}
-
-// sentences turns validate's lower-case fragments into prose: each one
-// capitalised and ended with a full stop.
-func sentences(parts []string) string {
-	out := make([]string, 0, len(parts))
-	for _, p := range parts {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(p)
-		p = string(unicode.ToUpper(r)) + p[n:]
-		if !strings.HasSuffix(p, ".") {
-			p += "."
-		}
-		out = append(out, p)
-	}
-	return strings.Join(out, " ")
 }
 
 // wizardHangJobs lists the jobs `ncclwiz hang` would choose from. A
