@@ -226,4 +226,3 @@ func TestWizardVerdictNamesMatchSteps(t *testing.T) {
 		}
 	}
 }
-
