@@ -46,13 +46,7 @@ func runWizard(cmd *cobra.Command, a *App) error {
 	if err != nil {
 		return fmt.Errorf("build check registry: %w", err)
 	}
-	var quick []checks.Check
-	for _, c := range reg.All() {
-		if c.Tier != checks.Deep {
-			quick = append(quick, c)
-		}
-	}
-	deps := wizardDeps(a, reg, quick)
+	deps := wizardDeps(a, reg.All())
 	deps.Host = h
 	deps.MultiNode, deps.NodeList = multiNode(a.Env, h.Name)
 	if a.scenario != nil {
@@ -88,8 +82,8 @@ func runWizard(cmd *cobra.Command, a *App) error {
 }
 
 // wizardDeps connects the wizard to the rest of ncclwiz.
-func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
-	d := tui.Deps{Checks: quick}
+func wizardDeps(a *App, cs []checks.Check) tui.Deps {
+	d := tui.Deps{Checks: cs}
 	lib, err := guides.Load()
 	if err != nil {
 		d.GuidesError = err.Error()
