@@ -202,7 +202,7 @@ batches:
 		done += len(batch)
 		if len(cands) > proofBatch {
 			verb := map[bool]string{true: "would be removed", false: "removed"}[o.DryRun]
-			o.progress("proved %d of %d files: %d %s so far (%s)", done, len(cands), c.removed, verb, shm.Human(uint64(c.freed)))
+			o.progress("proved %s of %s: %s %s so far (%s)", units.Digits(done), units.Count(len(cands), "file"), units.Digits(c.removed), verb, shm.Human(uint64(c.freed)))
 		}
 	}
 	if n := c.removed - c.listed; n > 0 {

@@ -356,7 +356,7 @@ func TestCleanupInterrupted(t *testing.T) {
 	if !strings.HasPrefix(out.Summary, want) || !strings.Contains(out.Summary, "the other "+units.Digits(n-proofBatch)+" of "+units.Count(n, "file")+" were not touched") {
 		t.Errorf("summary %q", out.Summary)
 	}
-	if len(progress) != 1 || !strings.HasPrefix(progress[0], fmt.Sprintf("proved %d of %d files", proofBatch, n)) {
+	if len(progress) != 1 || !strings.HasPrefix(progress[0], "proved "+units.Digits(proofBatch)+" of "+units.Count(n, "file")) {
 		t.Errorf("progress %q", progress)
 	}
 	if len(out.Changed) != changedListed+1 || !strings.Contains(out.Changed[changedListed], "more removed") {
