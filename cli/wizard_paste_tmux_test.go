@@ -66,8 +66,8 @@ func TestWizardPasteInTmux(t *testing.T) {
 	// Scroll through the report: the notes and the Next steps the CLI
 	// prints are all there.
 	seen := scr
-	for i := 0; i < 40 && !(strings.Contains(seen, "Notes (not failures)") && strings.Contains(seen, "Next:") && strings.Contains(seen, "Deprecated PyTorch NCCL variable")); i++ {
-		s.Keys("Down")
+	for i := 0; i < 6 && !(strings.Contains(seen, "Notes (not failures)") && strings.Contains(seen, "Next:") && strings.Contains(seen, "Deprecated PyTorch NCCL variable")); i++ {
+		s.Keys("NPage")
 		time.Sleep(40 * time.Millisecond)
 		seen += s.Screen()
 	}

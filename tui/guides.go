@@ -156,17 +156,6 @@ func (m guidesModel) update(msg tea.Msg) (guidesModel, tea.Cmd) {
 		return m, nil
 	case tea.KeyPressMsg:
 		return m.key(msg)
-	case tea.PasteMsg:
-		// A paste types into the field being edited, if any.
-		var cmd tea.Cmd
-		switch {
-		case m.searching:
-			m.search, cmd = m.search.Update(msg)
-		case m.filtering:
-			m.filter, cmd = m.filter.Update(msg)
-			m.cursor = 0
-		}
-		return m, cmd
 	}
 	return m, nil
 }

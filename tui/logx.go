@@ -40,7 +40,7 @@ type logModel struct {
 	source string
 	result *LogResult
 	err    error
-	// guide indexes guideIDs(): the guide g opens.
+	// guide indexes guideIDs(): the guide g opens (↑/↓ choose it).
 	guide int
 	out   pager
 }
@@ -109,7 +109,9 @@ func (m logModel) key(msg tea.KeyPressMsg) (logModel, tea.Cmd) {
 	if m.running {
 		return m, nil
 	}
-	if m.result != nil && m.out.scroll(msg.String(), true) {
+	// Up and down choose the guide (as they chose the diagnosis before the
+	// report was drawn whole); the page keys scroll the report.
+	if m.result != nil && m.out.scroll(msg.String(), false) {
 		return m, nil
 	}
 	switch msg.String() {
@@ -118,9 +120,13 @@ func (m logModel) key(msg tea.KeyPressMsg) (logModel, tea.Cmd) {
 			id := ids[m.guide]
 			return m, func() tea.Msg { return openGuideMsg{id: id, back: flow.Log} }
 		}
-	case "n":
-		if ids := m.guideIDs(); len(ids) > 1 {
-			m.guide = (m.guide + 1) % len(ids)
+	case "down", "j":
+		if m.guide < len(m.guideIDs())-1 {
+			m.guide++
+		}
+	case "up", "k":
+		if m.guide > 0 {
+			m.guide--
 		}
 	case "o":
 		m.result, m.err, m.source = nil, nil, ""
@@ -277,7 +283,7 @@ func (m logModel) view() string {
 	if ids := m.guideIDs(); len(ids) > 0 {
 		line := "g opens the guide " + ids[m.guide]
 		if len(ids) > 1 {
-			line += fmt.Sprintf(" (%d of %d; n: next)", m.guide+1, len(ids))
+			line += fmt.Sprintf(" (%d of %d; ↑/↓ choose)", m.guide+1, len(ids))
 		}
 		b.WriteString(st.hint.Render(truncate(line, m.c.width)) + "\n")
 	}
@@ -296,11 +302,11 @@ func (m logModel) keys() [][2]string {
 	if ids := m.guideIDs(); len(ids) > 0 {
 		ks = append(ks, [2]string{"g", "guide"})
 		if len(ids) > 1 {
-			ks = append(ks, [2]string{"n", "next guide"})
+			ks = append(ks, [2]string{"↑/↓", "choose guide"})
 		}
 	}
 	if m.out.scrolls() {
-		ks = append(ks, [2]string{"↑/↓/pgdn", "scroll"})
+		ks = append(ks, [2]string{"pgdn/pgup", "scroll"})
 	}
 	return append(ks, [2]string{"d", "check this machine"}, [2]string{"o", "other log"}, [2]string{"esc", "start"})
 }
