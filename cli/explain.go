@@ -18,6 +18,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/explain"
 	"github.com/ncclwiz/ncclwiz/internal/termio"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/tui"
 )
 
@@ -261,14 +262,13 @@ func fitLines(s string, width int) string {
 			out = append(out, l)
 			continue
 		}
-		ind := strings.Repeat(" ", len(l)-len(strings.TrimLeft(ansi.Strip(l), " "))+4)
-		parts := strings.Split(ansi.Wrap(l, width, ""), "\n")
-		out = append(out, parts[0])
-		if len(parts) > 1 {
-			rest := ansi.Wrap(strings.Join(parts[1:], " "), max(width-len(ind), 20), "")
-			for _, p := range strings.Split(rest, "\n") {
-				out = append(out, ind+p)
-			}
+		plain := ansi.Strip(l)
+		lead := len(plain) - len(strings.TrimLeft(plain, " "))
+		ind := strings.Repeat(" ", min(lead+4, width/3))
+		parts := textwrap.Lines(strings.TrimLeft(l, " "), width-len(ind))
+		out = append(out, strings.Repeat(" ", lead)+parts[0])
+		for _, p := range parts[1:] {
+			out = append(out, ind+p)
 		}
 	}
 	return strings.Join(out, "\n")

@@ -302,11 +302,12 @@ func (m logModel) keys() [][2]string {
 	if ids := m.guideIDs(); len(ids) > 0 {
 		ks = append(ks, [2]string{"g", "guide"})
 		if len(ids) > 1 {
-			ks = append(ks, [2]string{"↑/↓", "choose guide"})
+			ks = append(ks, [2]string{"↑/↓", "pick"})
 		}
 	}
 	if m.out.scrolls() {
-		ks = append(ks, [2]string{"pgdn/pgup", "scroll"})
+		ks = append(ks, [2]string{"pgdn", "scroll"})
 	}
-	return append(ks, [2]string{"d", "check this machine"}, [2]string{"o", "other log"}, [2]string{"esc", "start"})
+	// Short words: all of it fits in 80 columns with the root's "q quit".
+	return append(ks, [2]string{"o", "other log"}, [2]string{"d", "check"}, [2]string{"esc", "start"})
 }

@@ -76,6 +76,9 @@ func TestLogPaste(t *testing.T) {
 				t.Fatalf("log view:\n%s", v)
 			}
 			fits(t, m, "pasted log")
+			if !strings.Contains(v, "esc start") {
+				t.Errorf("the help bar lost keys at 80 columns:\n%s", v)
+			}
 			m = press(t, m, "down")
 			if v := view(m); !strings.Contains(v, "g opens the guide consequence-errors (2 of 2;") {
 				t.Errorf("down does not choose the second guide:\n%s", v)
