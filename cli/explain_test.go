@@ -259,3 +259,24 @@ func TestExplainColourOnTerminal(t *testing.T) {
 		t.Errorf("styling despite NO_COLOR:\n%q", scr)
 	}
 }
+
+// Pasted text may carry terminal escapes (a log copied from a coloured
+// terminal, or planted in it): none reaches the wizard's screen raw.
+func TestExplainTextForWizardSanitises(t *testing.T) {
+	src, err := os.ReadFile("testdata/paste-nodevice.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(src), "NCCL WARN Cuda failure", "NCCL WARN \x1b]0;owned\x07\x1b[2JCuda failure", 1) + "\x1b[31mred\x1b[0m\r\n"
+	r, err := ExplainTextForWizard(context.Background(), &App{Env: []string{"TERM=dumb"}}, "", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := r.Render(80)
+	if strings.ContainsAny(out, "\x1b\x07\r") {
+		t.Errorf("control bytes in the wizard's report: %q", out)
+	}
+	if len(r.Diagnoses) == 0 || r.Diagnoses[0].ID != "cuda-init-failure" {
+		t.Errorf("escapes changed the diagnosis: %+v", r.Diagnoses)
+	}
+}
