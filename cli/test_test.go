@@ -49,7 +49,7 @@ func TestTestCommandCannotRun(t *testing.T) {
 	// The wizard's Validate screen says the same, as prose: one sentence
 	// each, the backends by their names.
 	_, why := wizardDeps(&App{Stdin: strings.NewReader(""), Env: env}, nil).CanValidate(context.Background())
-	for _, want := range []string{"The torchrun backend cannot be used: no python3 or python on PATH", "The nccl-tests backend cannot be used: all_reduce_perf is not on PATH. ", "Install PyTorch"} {
+	for _, want := range []string{"The torchrun backend cannot be used: no python3 or python on PATH", "The nccl-tests backend cannot be used: all_reduce_perf is not on PATH.\n\nInstall PyTorch", "Install PyTorch"} {
 		if !strings.Contains(why, want) {
 			t.Errorf("wizard's reason lacks %q:\n%s", want, why)
 		}

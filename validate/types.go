@@ -381,9 +381,13 @@ func (e *CannotRunError) Error() string {
 	return "a collective test cannot run here: " + r
 }
 
-// Text is the reasons then the hints as one paragraph.
+// Text is the reasons as a paragraph, then the hints as another.
 func (e *CannotRunError) Text() string {
-	return strings.Join(append(append([]string(nil), e.Reasons...), e.Hints...), " ")
+	t := strings.Join(e.Reasons, " ")
+	if len(e.Hints) > 0 {
+		t = strings.TrimPrefix(t+"\n\n"+strings.Join(e.Hints, " "), "\n\n")
+	}
+	return t
 }
 
 // sentences makes each part a sentence: a capital first letter and a full
