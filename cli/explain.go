@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -11,12 +12,13 @@ import (
 	"syscall"
 
 	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/spf13/cobra"
 
 	"github.com/ncclwiz/ncclwiz/explain"
 	"github.com/ncclwiz/ncclwiz/internal/termio"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
-	"github.com/ncclwiz/ncclwiz/internal/units"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/tui"
 )
 
@@ -188,15 +190,14 @@ func explainInputs(ctx context.Context, a *App, args []string, maxStream int64) 
 
 // ExplainForWizard runs the explainer on one file for the wizard's
 // "Explain a log" stage (tui.Deps.ExplainLog).
-func ExplainForWizard(ctx context.Context, lang, path string) (tui.LogResult, error) {
+func ExplainForWizard(ctx context.Context, a *App, lang, path string) (tui.LogResult, error) {
 	path = strings.TrimSpace(path)
 	if strings.HasPrefix(path, "~/") {
 		if home, err := os.UserHomeDir(); err == nil {
 			path = home + path[1:]
 		}
 	}
-	a := &App{Stdin: strings.NewReader("")}
-	inputs, err := explainInputs(ctx, a, []string{path}, explain.DefaultStreamLimit)
+	inputs, err := explainInputs(ctx, &App{Stdin: strings.NewReader("")}, []string{path}, explain.DefaultStreamLimit)
 	if err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -209,6 +210,18 @@ func ExplainForWizard(ctx context.Context, lang, path string) (tui.LogResult, er
 	for i := range inputs {
 		inputs[i].Name = filepath.Base(inputs[i].Name)
 	}
+	return explainForWizard(ctx, a, lang, inputs)
+}
+
+// ExplainTextForWizard explains a log pasted into the wizard
+// (tui.Deps.ExplainText). Its evidence lines are named "paste:LINE".
+func ExplainTextForWizard(ctx context.Context, a *App, lang, text string) (tui.LogResult, error) {
+	return explainForWizard(ctx, a, lang, []explain.Input{explain.ReaderInput("paste", strings.NewReader(text))})
+}
+
+// explainForWizard analyses the inputs and gives the wizard the report and
+// its renderer: the log screen draws the same text `ncclwiz explain` prints.
+func explainForWizard(ctx context.Context, a *App, lang string, inputs []explain.Input) (tui.LogResult, error) {
 	rep, err := explain.Analyze(ctx, inputs, explain.Options{Lang: lang})
 	if err != nil {
 		return tui.LogResult{}, err
@@ -216,42 +229,50 @@ func ExplainForWizard(ctx context.Context, lang, path string) (tui.LogResult, er
 	if msg := badInput(rep); msg != "" {
 		return tui.LogResult{}, errors.New(msg)
 	}
-	return logResult(rep), nil
+	out := tui.LogResult{Summary: rep.Summary}
+	for _, d := range rep.Diagnoses {
+		out.Diagnoses = append(out.Diagnoses, tui.LogDiagnosis{ID: d.ID, Title: d.Title, RootCause: d.RootCause, Guide: d.Guide})
+		out.Nodes = max(out.Nodes, len(d.Hosts))
+	}
+	if d := rep.Digest; d != nil {
+		out.Nodes = max(out.Nodes, d.NNodes)
+	}
+	noColor, unicode := termio.NoColor(a.Env, a.NoColor), termio.UnicodeOK(a.Env)
+	out.Render = func(width int) string {
+		var b strings.Builder
+		w := io.Writer(&b)
+		if noColor {
+			// As the CLI does: no styling at all, bold included. Otherwise
+			// the wizard's renderer fits the styles to the terminal.
+			w = &colorprofile.Writer{Forward: &b, Profile: colorprofile.NoTTY}
+		}
+		if err := explain.WritePlain(w, rep, explain.PlainOptions{Unicode: unicode, Width: width, CutLines: true}); err != nil {
+			return err.Error()
+		}
+		return fitLines(b.String(), width)
+	}
+	return out, nil
 }
 
-// logResult maps a report onto the wizard's view of it.
-func logResult(r *explain.Report) tui.LogResult {
-	out := tui.LogResult{Summary: r.Summary, Version: r.NCCLVersion}
-	for _, d := range r.Diagnoses {
-		ld := tui.LogDiagnosis{ID: d.ID, Title: d.Title, Confidence: d.Confidence, RootCause: d.RootCause, Guide: d.Guide, Fixes: d.Fixes}
-		for _, ev := range d.Evidence {
-			where := fmt.Sprintf("%s:%d", ev.File, ev.Line)
-			if ev.Rank >= 0 {
-				where += fmt.Sprintf(" rank %d", ev.Rank)
-			}
-			ld.Evidence = append(ld.Evidence, where+": "+explain.Message(ev.Text))
+// fitLines wraps the report's lines that are wider than the window (a
+// heading with its id, a row of fields), continuing them under their own
+// indentation, so the wizard's pane shows them whole instead of cut.
+func fitLines(s string, width int) string {
+	lines := strings.Split(s, "\n")
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		if ansi.StringWidth(l) <= width {
+			out = append(out, l)
+			continue
 		}
-		if w := d.Watchdog; w != nil {
-			ld.Evidence = append(ld.Evidence, "verdict: "+w.Verdict)
-			for _, r := range w.Reasons {
-				ld.Evidence = append(ld.Evidence, "  "+r)
-			}
+		plain := ansi.Strip(l)
+		lead := len(plain) - len(strings.TrimLeft(plain, " "))
+		ind := strings.Repeat(" ", min(lead+4, width/3))
+		parts := textwrap.Lines(strings.TrimLeft(l, " "), width-len(ind))
+		out = append(out, strings.Repeat(" ", lead)+parts[0])
+		for _, p := range parts[1:] {
+			out = append(out, ind+p)
 		}
-		out.Nodes = max(out.Nodes, len(d.Hosts))
-		out.Diagnoses = append(out.Diagnoses, ld)
 	}
-	if d := r.Digest; d != nil {
-		out.Nodes = max(out.Nodes, d.NNodes)
-		if d.NRanks > 0 {
-			out.Digest = append(out.Digest, fmt.Sprintf("%s, %s, %d local", units.Count(d.NRanks, "rank"), units.Count(d.NNodes, "node"), d.LocalRanks))
-		}
-		for k, v := range d.Transports {
-			out.Digest = append(out.Digest, fmt.Sprintf("%s: %d links", k, v))
-		}
-		out.Digest = append(out.Digest, d.Readings...)
-	}
-	if e := r.FirstError; e != nil {
-		out.Digest = append(out.Digest, fmt.Sprintf("first non-NCCL error: %s:%d: %s", e.File, e.Line, e.Text))
-	}
-	return out
+	return strings.Join(out, "\n")
 }

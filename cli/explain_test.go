@@ -170,15 +170,65 @@ func TestExplainGzipByMagic(t *testing.T) {
 
 // The wizard's "Explain a log" entry uses the same engine.
 func TestExplainForWizard(t *testing.T) {
-	r, err := ExplainForWizard(context.Background(), "", filepath.Join(corpusDir, "socket-connect-224.log"))
+	a := &App{Env: []string{"TERM=dumb"}}
+	r, err := ExplainForWizard(context.Background(), a, "", filepath.Join(corpusDir, "socket-connect-224.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Diagnoses) == 0 || r.Diagnoses[0].ID != "socket-connect-failed" || !r.Diagnoses[0].RootCause || r.Version != "2.25.1+cuda12.8" {
+	if len(r.Diagnoses) == 0 || r.Diagnoses[0].ID != "socket-connect-failed" || !r.Diagnoses[0].RootCause || !strings.Contains(r.Render(80), "NCCL 2.25.1+cuda12.8") {
 		t.Fatalf("result = %+v", r)
 	}
-	if _, err := ExplainForWizard(context.Background(), "", filepath.Join(t.TempDir(), "missing.log")); err == nil || !strings.Contains(err.Error(), "no such file") {
+	if _, err := ExplainForWizard(context.Background(), a, "", filepath.Join(t.TempDir(), "missing.log")); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A log pasted into the wizard reads as `ncclwiz explain -` reads it, and
+// the wizard draws the CLI's own text: its notes and "Next" steps, wrapped
+// at the window's width. testdata/paste-nodevice.log is ours; its lines
+// follow PyTorch's deprecation warning (c10d Utils.hpp getCvarString),
+// NCCL's CUDACHECK "Cuda failure '%s'" (src/include/checks.h) and
+// C10D_NCCL_CHECK's DistBackendError (NCCLUtils.hpp).
+func TestExplainTextForWizardMatchesCLI(t *testing.T) {
+	src, err := os.ReadFile("testdata/paste-nodevice.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, _, code := runExplainCLI(t, string(src), "-")
+	if code != 0 {
+		t.Fatalf("explain -: exit %d\n%s", code, cli)
+	}
+	r, err := ExplainTextForWizard(context.Background(), &App{Env: []string{"TERM=dumb"}}, "", string(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Diagnoses) == 0 || r.Diagnoses[0].ID != "cuda-init-failure" || r.Diagnoses[0].Guide != "cuda-driver" {
+		t.Fatalf("diagnoses %+v", r.Diagnoses)
+	}
+	wiz := r.Render(80)
+	for _, want := range []string{"Notes (not failures)", "Deprecated PyTorch NCCL variable name", "Next:     - CUDA error 100", "paste:4 (rank 1"} {
+		if !strings.Contains(wiz, want) {
+			t.Errorf("wizard report lacks %q:\n%s", want, wiz)
+		}
+	}
+	// Line for line the CLI's text, but for the input's name, the log lines
+	// themselves (the wizard cuts them to the window) and where lines wrap.
+	squeeze := func(s string) string { return strings.Join(strings.Fields(s), "") }
+	words := squeeze(wiz)
+	lines := strings.Split(cli, "\n")
+	for i, l := range lines {
+		if i > 0 && strings.Contains(lines[i-1], "Evidence:") {
+			continue
+		}
+		l = squeeze(strings.ReplaceAll(l, "<stdin>:", "paste:"))
+		if !strings.Contains(words, l) {
+			t.Errorf("the wizard lacks the CLI's line %q", l)
+		}
+	}
+	for _, l := range strings.Split(wiz, "\n") {
+		if n := len([]rune(l)); n > 80 {
+			t.Errorf("line of %d cells in an 80-column report: %q", n, l)
+		}
 	}
 }
 
@@ -207,5 +257,26 @@ func TestExplainColourOnTerminal(t *testing.T) {
 	s.WaitFor(20*time.Second, "NCCLWIZ-EXIT=0", "Root cause")
 	if scr := s.ScreenEscapes(); strings.Contains(scr, "\x1b[1m") || strings.Contains(scr, "\x1b[3") {
 		t.Errorf("styling despite NO_COLOR:\n%q", scr)
+	}
+}
+
+// Pasted text may carry terminal escapes (a log copied from a coloured
+// terminal, or planted in it): none reaches the wizard's screen raw.
+func TestExplainTextForWizardSanitises(t *testing.T) {
+	src, err := os.ReadFile("testdata/paste-nodevice.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(src), "NCCL WARN Cuda failure", "NCCL WARN \x1b]0;owned\x07\x1b[2JCuda failure", 1) + "\x1b[31mred\x1b[0m\r\n"
+	r, err := ExplainTextForWizard(context.Background(), &App{Env: []string{"TERM=dumb"}}, "", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := r.Render(80)
+	if strings.ContainsAny(out, "\x1b\x07\r") {
+		t.Errorf("control bytes in the wizard's report: %q", out)
+	}
+	if len(r.Diagnoses) == 0 || r.Diagnoses[0].ID != "cuda-init-failure" {
+		t.Errorf("escapes changed the diagnosis: %+v", r.Diagnoses)
 	}
 }

@@ -40,7 +40,7 @@ func makeOrphans(t *testing.T, dir string, n int) {
 	}
 }
 
-var removedRe = regexp.MustCompile(`interrupted: removed (\d+) segments?`)
+var removedRe = regexp.MustCompile(`interrupted: removed ([\d,]+) segments?`)
 
 // TestFixInterrupted: SIGINT, SIGTERM or SIGHUP while fix --apply
 // shm.cleanup is removing thousands of orphans. Every time, ncclwiz exits
@@ -114,7 +114,7 @@ func TestFixInterrupted(t *testing.T) {
 		if code != 130 || m == nil || !strings.Contains(out.String(), "Interrupted (") {
 			t.Fatalf("run %d (%v): exit %d, no interrupted summary:\n%s", run, sig, code, tail(out.String()))
 		}
-		removed, _ := strconv.Atoi(m[1])
+		removed, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", "")) // thousands are grouped
 		if removed+left != n {
 			t.Errorf("run %d: summary says %d removed, %d of %d are left (some half-done?)", run, removed, left, n)
 		}

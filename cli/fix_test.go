@@ -226,18 +226,3 @@ func TestWizardVerdictNamesMatchSteps(t *testing.T) {
 		}
 	}
 }
-
-func TestSentences(t *testing.T) {
-	for _, c := range []struct {
-		in   []string
-		want string
-	}{
-		{[]string{"no usable GPU: no NVIDIA driver found", "run it on the GPU server."}, "No usable GPU: no NVIDIA driver found. Run it on the GPU server."},
-		{[]string{"", "  ", "élan"}, "Élan."},
-		{nil, ""},
-	} {
-		if got := sentences(c.in); got != c.want {
-			t.Errorf("sentences(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}

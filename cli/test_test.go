@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
@@ -39,10 +40,23 @@ func TestTestCommandCannotRun(t *testing.T) {
 	if code != 2 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"A collective test cannot run here:", "torchrun backend: no python3 or python on PATH",
-		"nccl-tests backend: all_reduce_perf is not on PATH", "What to do:", "pip install torch", "--nccl-tests"} {
+	for _, want := range []string{"A collective test cannot run here:", "  - The torchrun backend cannot be used: no python3 or python on PATH",
+		"  - The nccl-tests backend cannot be used: all_reduce_perf is not on PATH.", "What to do:", "  - Install PyTorch", "pip install torch", "--nccl-tests"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// The wizard's Validate screen says the same, as prose: one sentence
+	// each, the backends by their names.
+	_, why := wizardDeps(&App{Stdin: strings.NewReader(""), Env: env}, nil).CanValidate(context.Background())
+	for _, want := range []string{"The torchrun backend cannot be used: no python3 or python on PATH", "The nccl-tests backend cannot be used: all_reduce_perf is not on PATH.\n\nInstall PyTorch", "Install PyTorch"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("wizard's reason lacks %q:\n%s", want, why)
+		}
+	}
+	for _, bad := range []string{"Torchrun", "Nccl-tests", "; ", ".."} {
+		if strings.Contains(why, bad) {
+			t.Errorf("wizard's reason has %q:\n%s", bad, why)
 		}
 	}
 	if !strings.HasPrefix(errOut, "ncclwiz: a collective test cannot run here") {

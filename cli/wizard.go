@@ -7,13 +7,12 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
@@ -28,6 +27,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/guideui"
 	"github.com/ncclwiz/ncclwiz/hang"
 	hostpkg "github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/safefile"
 	"github.com/ncclwiz/ncclwiz/internal/termio"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 	"github.com/ncclwiz/ncclwiz/internal/units"
@@ -46,13 +46,7 @@ func runWizard(cmd *cobra.Command, a *App) error {
 	if err != nil {
 		return fmt.Errorf("build check registry: %w", err)
 	}
-	var quick []checks.Check
-	for _, c := range reg.All() {
-		if c.Tier != checks.Deep {
-			quick = append(quick, c)
-		}
-	}
-	deps := wizardDeps(a, reg, quick)
+	deps := wizardDeps(a, reg.All())
 	deps.Host = h
 	deps.MultiNode, deps.NodeList = multiNode(a.Env, h.Name)
 	if a.scenario != nil {
@@ -88,8 +82,8 @@ func runWizard(cmd *cobra.Command, a *App) error {
 }
 
 // wizardDeps connects the wizard to the rest of ncclwiz.
-func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
-	d := tui.Deps{Checks: quick}
+func wizardDeps(a *App, cs []checks.Check) tui.Deps {
+	d := tui.Deps{Checks: cs}
 	lib, err := guides.Load()
 	if err != nil {
 		d.GuidesError = err.Error()
@@ -171,7 +165,10 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		return out
 	}
 	d.ExplainLog = func(ctx context.Context, path string) (tui.LogResult, error) {
-		return ExplainForWizard(ctx, wizardLang(a), path)
+		return ExplainForWizard(ctx, a, wizardLang(a), path)
+	}
+	d.ExplainText = func(ctx context.Context, text string) (tui.LogResult, error) {
+		return ExplainTextForWizard(ctx, a, wizardLang(a), text)
 	}
 	d.HangJobs = func(ctx context.Context) ([]tui.HangJob, error) { return wizardHangJobs(ctx, a) }
 	d.InspectHang = func(ctx context.Context, id int, progress func(string)) (tui.HangReport, error) {
@@ -189,7 +186,7 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		if err != nil {
 			var cr *validate.CannotRunError
 			if errors.As(err, &cr) {
-				return false, sentences(append(slices.Clone(cr.Reasons), cr.Hints...))
+				return false, cr.Text()
 			}
 			return false, err.Error()
 		}
@@ -255,7 +252,27 @@ func wizardDeps(a *App, reg *checks.Registry, quick []checks.Check) tui.Deps {
 		}
 		return s
 	}
+	d.SaveEnvSnippet = saveEnvSnippet
 	return d
+}
+
+// saveEnvSnippet keeps the wizard's env snippet in the user's cache
+// directory ($XDG_CACHE_HOME or ~/.cache), readable by them alone: the
+// copy that reaches the user when OSC 52 does not.
+func saveEnvSnippet(snippet string) (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory: %w", err)
+	}
+	dir = filepath.Join(dir, "ncclwiz")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, "env-snippet.sh")
+	if err := safefile.Write(path, []byte(snippet), 0o600); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // wizardLang picks the guide language: --lang, else the locale.
@@ -296,25 +313,6 @@ func (s *planStore) fix(n int, id string) (steps.Fix, bool) {
 		return steps.Fix{}, false
 	}
 	return steps.ByID(s.plans[n], id)
-}
-
-// sentences turns validate's lower-case fragments into prose: each one
-// capitalised and ended with a full stop.
-func sentences(parts []string) string {
-	out := make([]string, 0, len(parts))
-	for _, p := range parts {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(p)
-		p = string(unicode.ToUpper(r)) + p[n:]
-		if !strings.HasSuffix(p, ".") {
-			p += "."
-		}
-		out = append(out, p)
-	}
-	return strings.Join(out, " ")
 }
 
 // wizardHangJobs lists the jobs `ncclwiz hang` would choose from. A

@@ -198,7 +198,7 @@ func TestWizardAppliesThePlanShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := wizardDeps(a, reg, reg.All())
+	d := wizardDeps(a, reg.All())
 	h, err := a.Host()
 	if err != nil {
 		t.Fatal(err)

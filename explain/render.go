@@ -12,6 +12,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // PlainOptions tune the plain rendering.
@@ -73,11 +74,7 @@ func WritePlain(w io.Writer, r *Report, o PlainOptions) error {
 	for _, in := range r.Inputs {
 		lines, bytes = lines+in.Lines, bytes+in.Bytes
 	}
-	lineWord := " lines"
-	if lines == 1 {
-		lineWord = " line"
-	}
-	head := fmt.Sprintf("ncclwiz explain: %s, %s, %s", plural(len(r.Inputs), "input", "inputs"), groupDigits(lines)+lineWord, humanBytes(bytes))
+	head := fmt.Sprintf("ncclwiz explain: %s, %s, %s", units.Count(len(r.Inputs), "input"), units.Count(lines, "line"), humanBytes(bytes))
 	if r.NCCLVersion != "" {
 		head += dot + "NCCL " + r.NCCLVersion
 	}
@@ -245,9 +242,9 @@ func writeWatchdog(b *strings.Builder, w *Watchdog, ind string, st plainStyles, 
 	}
 	if w.NumelIn >= 0 {
 		if w.NumelIn == w.NumelOut {
-			work = append(work, groupDigits(w.NumelIn)+" elements")
+			work = append(work, units.Count(w.NumelIn, "element"))
 		} else {
-			work = append(work, fmt.Sprintf("%s elements in, %s out", groupDigits(w.NumelIn), groupDigits(w.NumelOut)))
+			work = append(work, fmt.Sprintf("%s elements in, %s out", units.Digits(w.NumelIn), units.Digits(w.NumelOut)))
 		}
 	}
 	if w.TimeoutMS > 0 {
@@ -337,13 +334,13 @@ func writeDigest(b *strings.Builder, d *Digest, st plainStyles, dot, bullet stri
 	if d.NRanks > 0 || d.Comms > 0 {
 		var parts []string
 		if d.NRanks > 0 {
-			parts = append(parts, plural(d.NRanks, "rank", "ranks"))
+			parts = append(parts, units.Count(d.NRanks, "rank"))
 		}
 		if d.NNodes > 0 {
-			parts = append(parts, plural(d.NNodes, "node", "nodes"), fmt.Sprintf("%d local", d.LocalRanks))
+			parts = append(parts, units.Count(d.NNodes, "node"), fmt.Sprintf("%d local", d.LocalRanks))
 		}
 		if d.Comms > 0 {
-			parts = append(parts, plural(d.Comms, "communicator init", "communicator inits"))
+			parts = append(parts, units.Count(d.Comms, "communicator init"))
 		}
 		row("Ranks", strings.Join(parts, dot))
 	}
@@ -363,7 +360,7 @@ func writeDigest(b *strings.Builder, d *Digest, st plainStyles, dot, bullet stri
 		var parts []string
 		for _, c := range append(append([]string{}, transportClasses...), "other") {
 			if n := d.Transports[c]; n > 0 {
-				parts = append(parts, fmt.Sprintf("%s %s", c, plural(n, "link", "links")))
+				parts = append(parts, c+" "+units.Count(n, "link"))
 			}
 		}
 		row("Transports", strings.Join(parts, dot))
@@ -492,30 +489,6 @@ func shorten(s string, n int, full bool) string {
 // wrap breaks s at spaces to width, indenting continuation lines.
 func wrap(s string, width int, indent string) string {
 	return textwrap.String(s, max(width, 30), indent)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return groupDigits(int64(n)) + " " + many
-}
-
-func groupDigits(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var out []byte
-	for i := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if neg {
-		return "-" + string(out)
-	}
-	return string(out)
 }
 
 func intList(v []int) string {

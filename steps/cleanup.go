@@ -17,6 +17,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/shellquote"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // cleanupCandidates returns the segments shm.cleanup may remove: proven
@@ -104,13 +105,13 @@ func planCleanup(ctx context.Context, h *host.Host, r *request) *Fix {
 	}
 	f := &Fix{
 		ID:    "shm.cleanup",
-		Title: fmt.Sprintf("Remove %d orphaned segment%s (%s) from %s", len(cands), plural(len(cands)), shm.Human(uint64(total)), inv.Dir),
-		Summary: fmt.Sprintf("Removes %d file%s (%s) that nothing has open or mapped. Right before each removal ncclwiz takes the kernel's "+
+		Title: fmt.Sprintf("Remove %s (%s) from %s", units.Count(len(cands), "orphaned segment"), shm.Human(uint64(total)), inv.Dir),
+		Summary: fmt.Sprintf("Removes %s (%s) that nothing has open or mapped. Right before each removal ncclwiz takes the kernel's "+
 			"exclusive lease on it, which the kernel grants only when no other open file exists anywhere (any process, thread or container, "+
 			"or a descriptor in flight over a socket), checks it is still the same file (device and inode) and unlinks it while holding "+
 			"the lease; a file that cannot be leased is removed only if a fresh scan of every process and thread proves it unused. "+
 			"Symlinks, hard-linked files, files modified in the last %d minutes and other users' files are left alone.",
-			len(cands), plural(len(cands)), shm.Human(uint64(total)), int(shm.YoungAge.Minutes())),
+			units.Count(len(cands), "file"), shm.Human(uint64(total)), int(shm.YoungAge.Minutes())),
 		Guide: "shm-stale-segments", Risk: RiskLow,
 		NeedsRoot: len(others) > 0,
 		Steps:     steps,
@@ -201,7 +202,7 @@ batches:
 		done += len(batch)
 		if len(cands) > proofBatch {
 			verb := map[bool]string{true: "would be removed", false: "removed"}[o.DryRun]
-			o.progress("proved %d of %d files: %d %s so far (%s)", done, len(cands), c.removed, verb, shm.Human(uint64(c.freed)))
+			o.progress("proved %s of %s: %s %s so far (%s)", units.Digits(done), units.Count(len(cands), "file"), units.Digits(c.removed), verb, shm.Human(uint64(c.freed)))
 		}
 	}
 	if n := c.removed - c.listed; n > 0 {
@@ -216,14 +217,14 @@ batches:
 		out.After["used_bytes"] = after.Used()
 	}
 	n := c.removed
-	out.Summary = fmt.Sprintf("removed %d segment%s, %s freed", n, plural(n), shm.Human(uint64(c.freed)))
+	out.Summary = fmt.Sprintf("removed %s, %s freed", units.Count(n, "segment"), shm.Human(uint64(c.freed)))
 	if o.DryRun {
-		out.Summary = fmt.Sprintf("would remove %d segment%s (%s); nothing changed", n, plural(n), shm.Human(uint64(c.freed)))
+		out.Summary = fmt.Sprintf("would remove %s (%s); nothing changed", units.Count(n, "segment"), shm.Human(uint64(c.freed)))
 	} else if beforeErr == nil && afterErr == nil {
 		out.Summary += fmt.Sprintf(" (%s used: %s → %s)", dir, shm.Human(before.Used()), shm.Human(after.Used()))
 	}
 	if stopped {
-		out.Summary = "interrupted: " + out.Summary + fmt.Sprintf("; the other %d of %d files were not touched", len(cands)-done, len(cands))
+		out.Summary = "interrupted: " + out.Summary + fmt.Sprintf("; the other %s of %s were not touched", units.Digits(len(cands)-done), units.Count(len(cands), "file"))
 	}
 	if len(out.Skipped) > 0 {
 		out.Summary += fmt.Sprintf("; %d left alone", len(out.Skipped))
@@ -458,11 +459,4 @@ func (c *cleaner) putBack(s shm.Segment, q, why string) error {
 		return fmt.Errorf("%s, and it could not be moved back (%v): it is now %s", why, err, path.Join(c.dir, q))
 	}
 	return errors.New(why + "; put back")
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/internal/shmtest"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // The test binary, with these set, plans and applies shm.cleanup on a
@@ -351,11 +352,11 @@ func TestCleanupInterrupted(t *testing.T) {
 	if removed != proofBatch || removed+left != n || out.After["interrupted"] != true {
 		t.Errorf("removed %d, %d left of %d: %+v", removed, left, n, out.After)
 	}
-	want := fmt.Sprintf("interrupted: removed %d segments", proofBatch)
-	if !strings.HasPrefix(out.Summary, want) || !strings.Contains(out.Summary, fmt.Sprintf("the other %d of %d files were not touched", n-proofBatch, n)) {
+	want := "interrupted: removed " + units.Count(proofBatch, "segment")
+	if !strings.HasPrefix(out.Summary, want) || !strings.Contains(out.Summary, "the other "+units.Digits(n-proofBatch)+" of "+units.Count(n, "file")+" were not touched") {
 		t.Errorf("summary %q", out.Summary)
 	}
-	if len(progress) != 1 || !strings.HasPrefix(progress[0], fmt.Sprintf("proved %d of %d files", proofBatch, n)) {
+	if len(progress) != 1 || !strings.HasPrefix(progress[0], "proved "+units.Digits(proofBatch)+" of "+units.Count(n, "file")) {
 		t.Errorf("progress %q", progress)
 	}
 	if len(out.Changed) != changedListed+1 || !strings.Contains(out.Changed[changedListed], "more removed") {

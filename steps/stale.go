@@ -14,6 +14,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // staleGrace is how long proc.stale waits after SIGTERM before it asks
@@ -37,7 +38,7 @@ func (r rank) holds() string {
 		parts = append(parts, shm.Human(r.GPUMemory)+" of GPU memory")
 	}
 	if n := len(r.Segments); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d shared-memory segment%s", n, plural(n)))
+		parts = append(parts, units.Count(n, "shared-memory segment"))
 	}
 	if len(parts) == 0 {
 		return "no GPU memory or segments seen"
@@ -105,7 +106,7 @@ func staleFix(h *host.Host, targets []rank, skipped []string) *Fix {
 	}
 	f := &Fix{
 		ID:    "proc.stale",
-		Title: fmt.Sprintf("End %d leftover rank%s by PID (%s)", len(targets), plural(len(targets)), strings.Join(pids, ", ")),
+		Title: fmt.Sprintf("End %s by PID (%s)", units.Count(len(targets), "leftover rank"), strings.Join(pids, ", ")),
 		Summary: fmt.Sprintf("Sends SIGTERM to PID %s — each first re-checked to be the very process judged (same start time), so a recycled PID is never hit — "+
 			"then waits up to %s for it to exit. A rank that ignores SIGTERM gets SIGKILL only if you agree to that separately. Nothing is matched by name.",
 			strings.Join(pids, ", "), staleGrace),
@@ -160,7 +161,7 @@ func applyStale(ctx context.Context, h *host.Host, targets []rank, o ApplyOption
 		waiting = append(waiting, t)
 	}
 	if o.DryRun {
-		out.Summary = fmt.Sprintf("would send SIGTERM to %d process%s; nothing changed", len(out.Changed), pluralEs(len(out.Changed)))
+		out.Summary = fmt.Sprintf("would send SIGTERM to %s; nothing changed", units.Count(len(out.Changed), "process", "processes"))
 		return out, nil
 	}
 	grace := o.Grace
@@ -210,15 +211,8 @@ func applyStale(ctx context.Context, h *host.Host, targets []rank, o ApplyOption
 		out.Changed = append(out.Changed, fmt.Sprintf("pid %d killed (SIGKILL): %s", t.PID, clipText(t.Command, 60)))
 	}
 	out.After = map[string]any{"ended": ended}
-	out.Summary = fmt.Sprintf("ended %d of %d leftover rank%s", ended, len(targets), plural(len(targets)))
+	out.Summary = fmt.Sprintf("ended %d of %s", ended, units.Count(len(targets), "leftover rank"))
 	return out, nil
-}
-
-func pluralEs(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "es"
 }
 
 // clipText sanitises and shortens text from the machine for one line.

@@ -75,23 +75,24 @@ type FixResult struct {
 	Err       error
 }
 
-// LogDiagnosis is one diagnosis of an explained log.
+// LogDiagnosis is one diagnosis of an explained log: what the guide choice
+// needs (the rendered report shows the rest).
 type LogDiagnosis struct {
-	ID, Title, Confidence string
-	RootCause             bool
-	Guide                 string
-	Evidence              []string
-	Fixes                 []string
+	ID, Title string
+	RootCause bool
+	Guide     string
 }
 
 // LogResult is the explainer's answer for a log.
 type LogResult struct {
 	Summary   string
-	Version   string
 	Diagnoses []LogDiagnosis
-	Digest    []string
 	// Nodes is how many machines the log's ranks ran on (0: unknown).
 	Nodes int
+	// Render draws the report `ncclwiz explain` prints — diagnoses,
+	// evidence, notes, "Next" steps, digest, summary — wrapped at a width.
+	// Pure formatting: the view may call it.
+	Render func(width int) string
 }
 
 // ValidationResult is the collective test's verdict.
@@ -166,8 +167,15 @@ type Deps struct {
 	ExportScript func(path string, fixIDs []string, findings []checks.Finding) error
 	// EnvSnippet reads the machine (the shell's rc files): tea.Cmd only.
 	EnvSnippet func(findings []checks.Finding) string
+	// SaveEnvSnippet writes the snippet to a file of the user's (under
+	// their cache directory) and says where: c on Summary copies with OSC
+	// 52, which not every terminal takes over SSH or tmux. tea.Cmd only.
+	SaveEnvSnippet func(snippet string) (path string, err error)
 
 	ExplainLog func(ctx context.Context, path string) (LogResult, error)
+	// ExplainText explains a log pasted into the wizard (its text, not a
+	// path), as `ncclwiz explain -` would read it from a pipe.
+	ExplainText func(ctx context.Context, text string) (LogResult, error)
 	// SuggestedLog pre-fills the log path (a practice scenario's log).
 	SuggestedLog string
 

@@ -148,9 +148,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.summary.setPlan(msg.fixes)
 		m.summary.refresh()
 		return m, nil
-	case snippetMsg:
-		m.summary, _ = m.summary.update(msg)
-		return m, nil
+	case snippetMsg, snippetSavedMsg:
+		// Whatever the stage: a copy asked for before the snippet was made
+		// goes ahead when it arrives.
+		var cmd tea.Cmd
+		m.summary, cmd = m.summary.update(msg)
+		return m, cmd
 	case resultMsg, detectDoneMsg:
 		var cmd tea.Cmd
 		m.detect, cmd = m.detect.update(msg)
@@ -439,6 +442,7 @@ func (m Model) resize() (tea.Model, tea.Cmd) {
 	m.summary.refresh()
 	m.hang.refresh()
 	m.nodes.refresh()
+	m.logx.refresh()
 	if m.hasBrowser {
 		cmds = append(cmds, m.browser.SetSize(m.c.width, m.c.height-2))
 	}

@@ -267,8 +267,11 @@ func TestLogExplainEntry(t *testing.T) {
 		if path != "train.log" {
 			return LogResult{}, errors.New("open " + path + ": no such file")
 		}
-		return LogResult{Summary: "Root cause: /dev/shm too small", Version: "2.21.5",
-			Diagnoses: []LogDiagnosis{{Title: "/dev/shm is full", Confidence: "high", RootCause: true, Guide: "shm-stale-segments", Evidence: []string{"train.log:12 failed to extend"}}}}, nil
+		return LogResult{Summary: "Root cause: /dev/shm too small",
+			Diagnoses: []LogDiagnosis{{Title: "/dev/shm is full", RootCause: true, Guide: "shm-stale-segments"}},
+			Render: func(w int) string {
+				return fmt.Sprintf("Root cause: /dev/shm is full (drawn at %d)\nNext: look at /dev/shm", w)
+			}}, nil
 	}
 	m := newTestModel(t, d)
 	m = drive(t, m, key("2"))
@@ -280,7 +283,8 @@ func TestLogExplainEntry(t *testing.T) {
 	}
 	m = drive(t, m, key("enter"))
 	v := view(m)
-	if !strings.Contains(v, "Root cause: /dev/shm too small") || !strings.Contains(v, "root cause, high confidence") {
+	// The report is drawn by the explainer's renderer, at the window's width.
+	if !strings.Contains(v, "Root cause: /dev/shm is full (drawn at 79)") || !strings.Contains(v, "Next: look at /dev/shm") || !strings.Contains(v, "g opens the guide shm-stale-segments") {
 		t.Fatalf("log view:\n%s", v)
 	}
 	m = drive(t, m, key("g"))

@@ -36,6 +36,13 @@ type summaryModel struct {
 	exported        string
 	snippet         string
 	showEnv         bool
+	// copyWanted is set when c was pressed before the snippet was made:
+	// it is copied as soon as it arrives.
+	copyWanted bool
+	// savedTo is where the snippet was last saved in full, saveErr why it
+	// could not be.
+	savedTo string
+	saveErr error
 }
 
 func newSummaryModel(c *common) summaryModel {
@@ -70,10 +77,12 @@ func (m *summaryModel) load(s flow.State, gen int, before []checks.Result, appli
 	m.setPlan(plan)
 	var cmd tea.Cmd
 	if snip := m.c.deps.EnvSnippet; snip != nil && m.snippetGen != gen {
-		// A snippet for earlier problems is not shown for these.
-		m.snippet, m.showEnv = "", false
-		now := m.now
-		cmd = func() tea.Msg { return snippetMsg{gen: gen, snippet: snip(now)} }
+		// A snippet for earlier findings is not shown for these.
+		m.snippet, m.showEnv, m.savedTo, m.saveErr = "", false, "", nil
+		// All the findings, as `ncclwiz env` reads them: a recommendation
+		// may come with an informational finding, not only a problem.
+		all := checks.Flatten(s.Results)
+		cmd = func() tea.Msg { return snippetMsg{gen: gen, snippet: snip(all)} }
 	}
 	m.refresh()
 	return cmd
@@ -101,10 +110,24 @@ func (m summaryModel) update(msg tea.Msg) (summaryModel, tea.Cmd) {
 func (m summaryModel) handle(msg tea.Msg) (summaryModel, tea.Cmd) {
 	switch msg := msg.(type) {
 	case snippetMsg:
-		if msg.gen == m.gen {
-			m.snippet, m.snippetGen = msg.snippet, msg.gen
+		if msg.gen != m.gen {
+			return m, nil
+		}
+		m.snippet, m.snippetGen = msg.snippet, msg.gen
+		if m.copyWanted {
+			m.copyWanted = false
+			return m, m.copySnippet()
 		}
 		return m, nil
+	case snippetSavedMsg:
+		if msg.snippet != m.snippet {
+			return m, nil // made for earlier findings
+		}
+		m.savedTo, m.saveErr = msg.path, msg.err
+		if msg.err != nil {
+			return m, status("env snippet sent with OSC 52; saving it to a file failed (see below)")
+		}
+		return m, status("env snippet sent with OSC 52 and saved to a file (path below)")
 	case exportDoneMsg:
 		m.exporting = false
 		if msg.err != nil {
@@ -117,6 +140,12 @@ func (m summaryModel) handle(msg tea.Msg) (summaryModel, tea.Cmd) {
 			}
 		}
 		return m, func() tea.Msg { return statusMsg("wrote " + msg.path + " (dry run by default; run it with --apply)") }
+	case tea.PasteMsg:
+		if m.exporting {
+			var cmd tea.Cmd
+			m.input, cmd = m.input.Update(msg)
+			return m, cmd
+		}
 	case tea.KeyPressMsg:
 		if m.exporting {
 			switch msg.String() {
@@ -148,17 +177,41 @@ func (m summaryModel) handle(msg tea.Msg) (summaryModel, tea.Cmd) {
 				return m, m.input.Focus()
 			}
 		case "c":
-			if m.snippet != "" {
-				m.showEnv = true
-				return m, tea.Batch(tea.SetClipboard(m.snippet), func() tea.Msg {
-					return statusMsg("env snippet sent to the clipboard (OSC 52); it is also shown below")
-				})
+			switch {
+			case m.snippet != "":
+				return m, m.copySnippet()
+			case m.c.deps.EnvSnippet != nil && m.snippetGen != m.gen:
+				m.copyWanted = true
+				return m, status("making the env snippet; it is copied when ready")
+			default:
+				return m, status("no environment change is recommended here, so there is no snippet to copy")
 			}
 		case "esc":
 			return m, goTo(flow.Start)
 		}
 	}
 	return m, nil
+}
+
+// snippetSavedMsg says where the env snippet was saved (or why not).
+type snippetSavedMsg struct {
+	snippet, path string
+	err           error
+}
+
+// copySnippet shows the snippet, sends it to the clipboard with OSC 52 and
+// saves it in full to a file: OSC 52 does not reach every terminal (tmux
+// without set-clipboard, some SSH clients), a file always does.
+func (m *summaryModel) copySnippet() tea.Cmd {
+	m.showEnv = true
+	snip, save := m.snippet, m.c.deps.SaveEnvSnippet
+	if save == nil {
+		return tea.Batch(tea.SetClipboard(snip), status("env snippet sent with OSC 52; it is shown below"))
+	}
+	return tea.Batch(tea.SetClipboard(snip), func() tea.Msg {
+		path, err := save(snip)
+		return snippetSavedMsg{snippet: snip, path: path, err: err}
+	})
 }
 
 func (m summaryModel) view() string {
@@ -221,7 +274,16 @@ func (m summaryModel) text() string {
 		b.WriteString(st.dim.Render(textwrap.String("review it, then run: bash "+textsafe.Sanitize(m.exported)+" --apply", m.c.width-2, "  ")) + "\n")
 	}
 	if m.showEnv && m.snippet != "" {
-		b.WriteString("\n" + st.dim.Render("environment for the next run:") + "\n")
+		// OSC 52 may not reach the user's clipboard (SSH, tmux without
+		// set-clipboard): say where the whole snippet is.
+		head := "environment for the next run (the clipboard copy used OSC 52, which SSH or tmux may drop):"
+		switch {
+		case m.savedTo != "":
+			head = "environment for the next run, saved in full to " + textsafe.Sanitize(m.savedTo) + " (the clipboard copy used OSC 52, which SSH or tmux may drop):"
+		case m.saveErr != nil:
+			head = "environment for the next run (saving it to a file failed: " + textsafe.Clean(m.saveErr.Error()) + "):"
+		}
+		b.WriteString("\n" + st.dim.Render(textwrap.String(head, m.c.width-2, "  ")) + "\n")
 		for _, l := range strings.Split(strings.TrimRight(m.snippet, "\n"), "\n") {
 			b.WriteString("  " + st.hint.Render(truncate(textsafe.Clean(l), m.c.width-2)) + "\n")
 		}
@@ -237,7 +299,7 @@ func (m summaryModel) keys() [][2]string {
 	if m.c.deps.ExportScript != nil {
 		ks = append(ks, [2]string{"e", "export fix script"})
 	}
-	if m.snippet != "" {
+	if m.snippet != "" || (m.c.deps.EnvSnippet != nil && m.snippetGen != m.gen) {
 		ks = append(ks, [2]string{"c", "copy env snippet"})
 	}
 	if m.out.scrolls() {

@@ -36,7 +36,7 @@ const (
 		"or point ncclwiz at it with --python /path/to/venv/bin/python"
 	hintNCCLTests = "build nccl-tests (needs CUDA and NCCL): `git clone https://github.com/NVIDIA/nccl-tests && make -C nccl-tests` " +
 		"(add CUDA_HOME=… NCCL_HOME=… if they are not in /usr/local/cuda and /usr), then pass --nccl-tests nccl-tests/build"
-	hintNoGPU = "`ncclwiz check` still inspects /dev/shm, processes and the environment without a GPU; run `ncclwiz test` on the GPU server itself"
+	hintNoGPU = "without a GPU, `ncclwiz check` still inspects /dev/shm, processes and the environment. Run `ncclwiz test` on the GPU server itself"
 )
 
 // probeInfo is probe.py's answer.
@@ -109,13 +109,11 @@ func Prepare(ctx context.Context, h *host.Host, opts Options) (plan *Plan, err e
 		return nil, errors.New("validate: no host")
 	}
 	if h.Simulated {
-		return nil, &CannotRunError{
-			Reasons: []string{"this is a simulated practice server: there are no real GPUs to launch NCCL on"},
-			Hints:   []string{"run `ncclwiz test` without --scenario on a machine with GPUs"},
-		}
+		return nil, newCannotRun([]string{"this is a simulated practice server: there are no real GPUs to launch NCCL on"},
+			[]string{"run `ncclwiz test` without --scenario on a machine with GPUs"})
 	}
 	if h.Kind == "fixture" {
-		return nil, &CannotRunError{Reasons: []string{"the machine is read from a fixture tree: a collective test needs the real machine"}}
+		return nil, newCannotRun([]string{"the machine is read from a fixture tree: a collective test needs the real machine"}, nil)
 	}
 	p := &Plan{h: h, opts: opts, Skipped: map[string]string{}}
 	defer func() {
@@ -195,11 +193,11 @@ func Prepare(ctx context.Context, h *host.Host, opts Options) (plan *Plan, err e
 	}
 	if p.Backend == "" {
 		if torchWhy != "" {
-			reasons = append(reasons, "torchrun backend: "+torchWhy)
+			reasons = append(reasons, "the torchrun backend cannot be used: "+torchWhy)
 			hints = append(hints, hintTorch)
 		}
 		if ntWhy != "" {
-			reasons = append(reasons, "nccl-tests backend: "+ntWhy)
+			reasons = append(reasons, "the nccl-tests backend cannot be used: "+ntWhy)
 			hints = append(hints, hintNCCLTests)
 		}
 	}
@@ -207,7 +205,7 @@ func Prepare(ctx context.Context, h *host.Host, opts Options) (plan *Plan, err e
 		if gpuReason != "" {
 			hints = append(hints, hintNoGPU)
 		}
-		return nil, &CannotRunError{Reasons: reasons, Hints: hints}
+		return nil, newCannotRun(reasons, hints)
 	}
 	if err := p.layout(); err != nil {
 		return nil, err

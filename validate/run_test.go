@@ -521,7 +521,7 @@ func TestCannotRun(t *testing.T) {
 			t.Fatalf("want CannotRunError, got %v", err)
 		}
 		text := strings.Join(cr.Reasons, "\n") + "\n" + strings.Join(cr.Hints, "\n")
-		for _, want := range []string{"no usable GPU: libnvidia-ml.so.1", "cannot import torch: ModuleNotFoundError: No module named 'torch'",
+		for _, want := range []string{"No usable GPU: libnvidia-ml.so.1", "cannot import torch: ModuleNotFoundError: No module named 'torch'",
 			"all_reduce_perf is not on PATH", "pip install torch", "make -C nccl-tests", "ncclwiz check"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("message lacks %q:\n%s", want, text)

@@ -17,7 +17,10 @@ package validate
 
 import (
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Backend names.
@@ -352,14 +355,57 @@ type Result struct {
 
 // CannotRunError says why no collective test can run here and what to
 // install or do. Run and Prepare return it (wrapped) before starting anything.
+// Reasons and Hints are sentences of their own (capital, full stop), so the
+// CLI can list them and the wizard can set them as prose (Text).
 type CannotRunError struct {
 	Reasons []string
 	Hints   []string
+}
+
+// newCannotRun makes each reason and hint a sentence.
+func newCannotRun(reasons, hints []string) *CannotRunError {
+	return &CannotRunError{Reasons: sentences(reasons), Hints: sentences(hints)}
 }
 
 func (e *CannotRunError) Error() string {
 	if len(e.Reasons) == 0 {
 		return "a collective test cannot run here"
 	}
-	return "a collective test cannot run here: " + e.Reasons[0]
+	// One line after "ncclwiz: ": the first reason, as a clause.
+	r := strings.TrimSuffix(e.Reasons[0], ".")
+	if c, n := utf8.DecodeRuneInString(r); n < len(r) {
+		if next, _ := utf8.DecodeRuneInString(r[n:]); !unicode.IsUpper(next) { // not "NVML", "CUDA_…"
+			r = string(unicode.ToLower(c)) + r[n:]
+		}
+	}
+	return "a collective test cannot run here: " + r
+}
+
+// Text is the reasons as a paragraph, then the hints as another.
+func (e *CannotRunError) Text() string {
+	t := strings.Join(e.Reasons, " ")
+	if len(e.Hints) > 0 {
+		t = strings.TrimPrefix(t+"\n\n"+strings.Join(e.Hints, " "), "\n\n")
+	}
+	return t
+}
+
+// sentences makes each part a sentence: a capital first letter and a full
+// stop. Names that must stay lower case (torchrun, nccl-tests) are never
+// put first: "the torchrun backend …".
+func sentences(parts []string) []string {
+	var out []string
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(p)
+		p = string(unicode.ToUpper(r)) + p[n:]
+		if !strings.HasSuffix(p, ".") {
+			p += "."
+		}
+		out = append(out, p)
+	}
+	return out
 }

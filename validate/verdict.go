@@ -64,7 +64,7 @@ func judge(rr *RungResult, in judgeInput) {
 	for _, s := range rr.Sizes {
 		if s.Checked && !s.OK {
 			if s.Wrong > 0 {
-				fail("wrong values: %d wrong element%s in %s at %s", s.Wrong, plural(s.Wrong), s.Op, FormatBytes(s.Bytes))
+				fail("wrong values: %s in %s at %s", units.Count(s.Wrong, "wrong element"), s.Op, FormatBytes(s.Bytes))
 			} else {
 				fail("a rank reported incorrect results in %s at %s", s.Op, FormatBytes(s.Bytes))
 			}
@@ -492,13 +492,6 @@ func transportList(ts []Transport) string {
 		out = append(out, t.Via)
 	}
 	return strings.Join(out, " + ")
-}
-
-func plural(n int64) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 func clip(s string, n int) string {

@@ -11,6 +11,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // Caps on lists in evidence; the counts stay exact.
@@ -134,10 +135,10 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			sev = checks.Error
 			detail = fmt.Sprintf("Orphaned segments fill %d%% of %s. ", p, dir) + detail
 		}
-		title := fmt.Sprintf("%d orphaned NCCL segment%s %s %s in %s (left by a crashed job)", n, plural(n), verb(n), Human(uint64(ownNCCLBytes)), dir)
+		title := fmt.Sprintf("%s %s %s in %s (left by a crashed job)", units.Count(n, "orphaned NCCL segment"), units.Word(n, "holds", "hold"), Human(uint64(ownNCCLBytes)), dir)
 		if m := len(ownOther); m > 0 {
-			title = fmt.Sprintf("%d orphaned NCCL segment%s and %d other%s hold %s in %s (left by a crashed job)",
-				n, plural(n), m, plural(m), Human(uint64(ownNCCLBytes+ownOtherBytes)), dir)
+			title = fmt.Sprintf("%s and %s hold %s in %s (left by a crashed job)",
+				units.Count(n, "orphaned NCCL segment"), units.Count(m, "other"), Human(uint64(ownNCCLBytes+ownOtherBytes)), dir)
 		}
 		add(checks.Finding{Severity: sev, Title: title, Detail: detail, Guide: "shm-stale-segments", Fixes: []string{"shm.cleanup"}})
 	} else if m := len(ownOther); m > 0 {
@@ -148,7 +149,7 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			sev, detail = checks.Error, fmt.Sprintf("Orphaned files fill %d%% of %s, leaving little room for NCCL's ~9.2 MiB segments. ", p, dir)+detail
 		}
 		add(checks.Finding{Severity: sev,
-			Title:  fmt.Sprintf("%d orphaned PyTorch/semaphore file%s %s %s in %s", m, plural(m), verb(m), Human(uint64(ownOtherBytes)), dir),
+			Title:  fmt.Sprintf("%s %s %s in %s", units.Count(m, "orphaned PyTorch/semaphore file"), units.Word(m, "holds", "hold"), Human(uint64(ownOtherBytes)), dir),
 			Detail: detail, Guide: "shm-stale-segments", Fixes: []string{"shm.cleanup"}})
 	}
 	if n := len(others); n > 0 {
@@ -162,7 +163,7 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			detail = fmt.Sprintf("Other users' orphaned segments fill %d%% of %s. ", p, dir) + detail
 		}
 		add(checks.Finding{Severity: sev,
-			Title:  fmt.Sprintf("%d orphaned segment%s of other users %s %s in %s (uid %s)", n, plural(n), verb(n), Human(uint64(othersBytes)), dir, uidList(others)),
+			Title:  fmt.Sprintf("%s of other users %s %s in %s (uid %s)", units.Count(n, "orphaned segment"), units.Word(n, "holds", "hold"), Human(uint64(othersBytes)), dir, uidList(others)),
 			Detail: detail, Guide: "shm-stale-segments"})
 	}
 	if len(inUse) > 0 {
@@ -176,22 +177,22 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 				unseen++
 			}
 		}
-		title := fmt.Sprintf("%d segment%s in use by %d running process%s; they will not be touched",
-			len(inUse), plural(len(inUse)), len(pids), pluralEs(len(pids)))
+		title := fmt.Sprintf("%s in use by %s; they will not be touched",
+			units.Count(len(inUse), "segment"), units.Count(len(pids), "running process", "running processes"))
 		detail := "A running job has them open or mapped. If that job is hung or left over from a failed run, gpu.processes and proc.ranks show it; " +
 			"end it first, and NCCL (or the cleanup) removes its files."
 		if unseen > 0 {
 			// The kernel refused a lease, so something holds them, but no
 			// /proc file here names it.
-			title = fmt.Sprintf("%d segment%s in use (%d held where /proc does not show by whom); they will not be touched",
-				len(inUse), plural(len(inUse)), unseen)
+			title = fmt.Sprintf("%s in use (%d held where /proc does not show by whom); they will not be touched",
+				units.Count(len(inUse), "segment"), unseen)
 			detail += " " + heldWhy + "."
 		}
 		add(checks.Finding{Severity: checks.Info, Title: title, Detail: detail})
 	}
 	if len(young) > 0 {
 		add(checks.Finding{Severity: checks.Info,
-			Title:  fmt.Sprintf("%d segment%s modified in the last %s", len(young), plural(len(young)), shortDur(YoungAge)),
+			Title:  fmt.Sprintf("%s modified in the last %s", units.Count(len(young), "segment"), shortDur(YoungAge)),
 			Detail: "A job may be setting up its communicators right now; they are not counted as orphaned until they are older. Run the check again in a few minutes."})
 	}
 	if n := len(unknown); n > 0 {
@@ -204,7 +205,7 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			b += s.Allocated
 		}
 		add(checks.Finding{Severity: checks.Info,
-			Title:  fmt.Sprintf("%d segment%s (%s) could not be proven unused", n, plural(n), Human(uint64(b))),
+			Title:  fmt.Sprintf("%s (%s) could not be proven unused", units.Count(n, "segment"), Human(uint64(b))),
 			Detail: detail})
 	}
 	for _, s := range symlinks {
@@ -219,21 +220,21 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	}
 	if len(irregular) > 0 {
 		add(checks.Finding{Severity: checks.Info,
-			Title:  fmt.Sprintf("%d entr%s with a segment name %s: %s", len(irregular), pluralY(len(irregular)), notRegular(len(irregular)), nameList(irregular)),
+			Title:  fmt.Sprintf("%s with a segment name %s: %s", units.Count(len(irregular), "entry", "entries"), units.Word(len(irregular), "is not a regular file", "are not regular files"), nameList(irregular)),
 			Detail: "Directories, FIFOs or sockets named like NCCL or PyTorch files; ncclwiz leaves them alone."})
 	}
 	if len(hardlinks) > 0 {
 		add(checks.Finding{Severity: checks.Info,
-			Title:  fmt.Sprintf("%d segment%s %s other hard links: %s", len(hardlinks), plural(len(hardlinks)), hasHave(len(hardlinks)), nameList(hardlinks)),
+			Title:  fmt.Sprintf("%s %s other hard links: %s", units.Count(len(hardlinks), "segment"), units.Word(len(hardlinks), "has", "have"), nameList(hardlinks)),
 			Detail: "Removing the name here would not free the space, and the data is reachable elsewhere; ncclwiz leaves them alone."})
 	}
 	if len(oddNames) > 0 {
 		add(checks.Finding{Severity: checks.Info,
-			Title:  fmt.Sprintf("%d name%s contain%s control or invalid bytes (shown escaped): %s", len(oddNames), plural(len(oddNames)), verbS(len(oddNames)), nameList(oddNames)),
+			Title:  fmt.Sprintf("%s %s control or invalid bytes (shown escaped): %s", units.Count(len(oddNames), "name"), units.Word(len(oddNames), "contains", "contain"), nameList(oddNames)),
 			Detail: "Such names can hide terminal escape sequences; ncclwiz shows them escaped, never prints them raw and does not remove them automatically."})
 	}
 	if len(out) == 0 {
-		add(checks.Finding{Severity: checks.OK, Title: fmt.Sprintf("%d segment%s in %s, none orphaned", len(inv.Segments), plural(len(inv.Segments)), dir)})
+		add(checks.Finding{Severity: checks.OK, Title: fmt.Sprintf("%s in %s, none orphaned", units.Count(len(inv.Segments), "segment"), dir)})
 	}
 	return out, nil
 }
@@ -296,46 +297,4 @@ func shortDur(d time.Duration) string {
 		return fmt.Sprintf("%d minutes", int(d/time.Minute))
 	}
 	return d.String()
-}
-
-func verb(n int) string {
-	if n == 1 {
-		return "holds"
-	}
-	return "hold"
-}
-
-func verbS(n int) string {
-	if n == 1 {
-		return "s"
-	}
-	return ""
-}
-
-func hasHave(n int) string {
-	if n == 1 {
-		return "has"
-	}
-	return "have"
-}
-
-func notRegular(n int) string {
-	if n == 1 {
-		return "is not a regular file"
-	}
-	return "are not regular files"
-}
-
-func pluralEs(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "es"
-}
-
-func pluralY(n int) string {
-	if n == 1 {
-		return "y"
-	}
-	return "ies"
 }

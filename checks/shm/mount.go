@@ -410,7 +410,7 @@ func runMount(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 				cleanupFirst+grow,
 			"shm-no-space", "shm.cleanup", "shm.remount", "container.shm")
 	case pct >= 90 && m.Free < nodeSegments*SegmentBytes:
-		add(checks.Error, fmt.Sprintf("%s is %.0f%% full: %s free, room for %d NCCL segment%s", dir, pct, Human(m.Free), m.Free/SegmentBytes, plural(int(m.Free/SegmentBytes))),
+		add(checks.Error, fmt.Sprintf("%s is %.0f%% full: %s free, room for %s", dir, pct, Human(m.Free), units.Count(m.Free/SegmentBytes, "NCCL segment")),
 			"Each NCCL shared-memory receive segment is about 9.2 MiB; an 8-GPU job without P2P needs on the order of 150 MiB. "+cleanupFirst+grow,
 			"shm-no-space", "shm.cleanup", "shm.remount", "container.shm")
 	case pct >= 90:
@@ -419,7 +419,7 @@ func runMount(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 				"shm.segments shows which NCCL and PyTorch files are orphaned.",
 			"shm-no-space", "shm.cleanup")
 	case m.Free < pairSegments*SegmentBytes && m.Total > DockerDefault:
-		add(checks.Warn, fmt.Sprintf("%s has only %s free, room for %d NCCL segment%s", dir, Human(m.Free), m.Free/SegmentBytes, plural(int(m.Free/SegmentBytes))),
+		add(checks.Warn, fmt.Sprintf("%s has only %s free, room for %s", dir, Human(m.Free), units.Count(m.Free/SegmentBytes, "NCCL segment")),
 			"Two ranks talking over shared memory already need about four ~9.2 MiB segments (one per peer and channel). "+cleanupFirst+grow,
 			"shm-no-space", "shm.cleanup", "shm.remount", "container.shm")
 	}
@@ -433,9 +433,9 @@ func runMount(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			title = fmt.Sprintf("%s is 64 MiB, the Docker and Kubernetes default", dir)
 		}
 		add(sev, title,
-			fmt.Sprintf("It holds at most %d NCCL shared-memory segment%s of ~9.2 MiB (one per receiving rank, peer and channel with default buffer sizes), "+
+			fmt.Sprintf("It holds at most %s of ~9.2 MiB (one per receiving rank, peer and channel with default buffer sizes), "+
 				"so a few local ranks exhaust it: NCCL fails with 'failed to extend /dev/shm/nccl-…' or, on NCCL 2.12-2.18, a Bus error. ",
-				m.Total/SegmentBytes, plural(int(m.Total/SegmentBytes)))+grow,
+				units.Count(m.Total/SegmentBytes, "NCCL shared-memory segment"))+grow,
 			"container-shm", "container.shm", "shm.remount")
 	}
 	return out, nil
@@ -462,13 +462,6 @@ func orUnknown(s string) string {
 		return "an unknown filesystem"
 	}
 	return s
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // Human formats bytes with binary units ("9.2 MiB").

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncclwiz/ncclwiz/internal/shellquote"
 	"github.com/ncclwiz/ncclwiz/report"
 )
 
@@ -37,14 +38,9 @@ const (
 	exitBadSum     = 98
 )
 
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // wrap runs script with sh whatever the user's login shell is (ssh hands
 // the command to it as one string).
-func wrap(script string) string { return "sh -c " + shellQuote(script) }
+func wrap(script string) string { return "sh -c " + shellquote.Quote(script) }
 
 // probeScript prints the node's clock and whether ncclwiz is at path, with
 // its version and checksum.
@@ -56,7 +52,7 @@ if [ -x "$P" ]; then
   echo %s $(sha256sum "$P" 2>/dev/null | cut -d ' ' -f 1)
 else
   echo %s
-fi`, markDate, shellQuote(path), markVersion, markSum, markMissing)
+fi`, markDate, shellquote.Quote(path), markVersion, markSum, markMissing)
 }
 
 // clockScript prints only the clock: over an open ControlMaster the
@@ -66,14 +62,6 @@ func clockScript() string { return "echo " + markDate + " $(date +%s.%N)" }
 // checkCmd is the ncclwiz command line of the check on each node.
 func checkCmd(extra []string) []string {
 	return append([]string{"check", "--json", "--no-color"}, extra...)
-}
-
-func quoteArgs(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = shellQuote(a)
-	}
-	return strings.Join(q, " ")
 }
 
 // timeoutPrefix bounds the check on the node too, so a check stuck on a
@@ -88,7 +76,7 @@ func timeoutPrefix(d time.Duration) string {
 
 // sharedScript runs ncclwiz (args) from the shared path.
 func sharedScript(path string, args []string, d time.Duration) string {
-	return timeoutPrefix(d) + "exec $T " + shellQuote(path) + " " + quoteArgs(args)
+	return timeoutPrefix(d) + "exec $T " + shellquote.Quote(path) + " " + shellquote.Join(args)
 }
 
 // copyScript receives the binary on stdin into a private temp directory,
@@ -103,7 +91,7 @@ command -v sha256sum >/dev/null 2>&1 || { echo "no sha256sum on the node: an unv
 s=$(sha256sum "$d/ncclwiz" | cut -d ' ' -f 1)
 [ "$s" = %[3]s ] || { echo "checksum mismatch after copy: $s" >&2; exit %[4]d; }
 chmod 700 "$d/ncclwiz"
-%[5]s$T "$d/ncclwiz" %[6]s`, exitCopyFailed, exitNoSum, shellQuote(sum), exitBadSum, timeoutPrefix(d), quoteArgs(args))
+%[5]s$T "$d/ncclwiz" %[6]s`, exitCopyFailed, exitNoSum, shellquote.Quote(sum), exitBadSum, timeoutPrefix(d), shellquote.Join(args))
 }
 
 // probe is what the probe learned about one node.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/cluster"
+	"github.com/ncclwiz/ncclwiz/internal/shellquote"
 )
 
 // SlurmSpec says which nodes srun reaches.
@@ -209,7 +210,7 @@ func (s *Slurm) Run(ctx context.Context) (Outcome, error) {
 		// Remove the broadcast copies whatever happened, and hear each
 		// node say so.
 		rmTasks, _, rmErr := s.step(context.WithoutCancel(ctx), "", "sh", "-c",
-			nodeLine+"rm -f -- "+shellQuote(dest)+" && echo "+markRemoved)
+			nodeLine+"rm -f -- "+shellquote.Quote(dest)+" && echo "+markRemoved)
 		var kept []string
 		if rmErr == nil {
 			done := byNode(rmTasks, taskNodes(rmTasks))

@@ -24,6 +24,16 @@ func Quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// Join quotes each word and joins them with spaces: a command line a shell
+// splits back into exactly these words.
+func Join(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = Quote(w)
+	}
+	return strings.Join(q, " ")
+}
+
 func bare(r rune) bool {
 	switch r {
 	case '/', '.', '_', '-', '=', ':', ',', '+', '@':

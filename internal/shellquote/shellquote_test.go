@@ -56,3 +56,16 @@ func TestQuote(t *testing.T) {
 		}
 	}
 }
+
+// A joined command line comes back from sh as the same words.
+func TestJoinThroughSh(t *testing.T) {
+	words := []string{"plain", "with space", "it's", `$(rm -rf /)`, "`x`", "a\nb", `\'"`, "", "--only=shm.mount"}
+	out, err := exec.Command("sh", "-c", `for w in `+Join(words)+`; do printf '<%s>' "$w"; done`).Output()
+	want := ""
+	for _, w := range words {
+		want += "<" + w + ">"
+	}
+	if err != nil || string(out) != want {
+		t.Errorf("sh split %q into %q (%v), want %q", Join(words), out, err, want)
+	}
+}

@@ -111,3 +111,17 @@ func (s *Session) Resize(w, h int) {
 	s.t.Helper()
 	s.tmux("resize-window", "-t", s.name, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h))
 }
+
+// Paste pastes text as a terminal does: through a tmux buffer, bracketed
+// (paste-buffer -p) when the program asked for bracketed paste, with its
+// newlines sent as carriage returns like a real paste.
+func (s *Session) Paste(text string) {
+	s.t.Helper()
+	buf := s.name + "-paste"
+	cmd := exec.Command("tmux", "-S", s.sock, "load-buffer", "-b", buf, "-")
+	cmd.Stdin = strings.NewReader(text)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		s.t.Fatalf("tmux load-buffer: %v\n%s", err, out)
+	}
+	s.tmux("paste-buffer", "-p", "-d", "-b", buf, "-t", s.name)
+}

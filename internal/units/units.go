@@ -1,4 +1,4 @@
-// Package units formats sizes for people.
+// Package units formats sizes and counts for people.
 package units
 
 import (
@@ -26,13 +26,41 @@ func Bytes(b uint64) string {
 }
 
 // Count says "1 GPU" or "8 GPUs": findings read as sentences, not "GPU(s)".
-// The plural is singular+"s" unless one is given.
+// The plural is singular+"s" unless one is given; thousands are grouped
+// ("1,024 ranks").
 func Count[N ~int | ~int64 | ~uint64](n N, singular string, plural ...string) string {
+	word := singular + "s"
+	switch {
+	case n == 1:
+		word = singular
+	case len(plural) > 0:
+		word = plural[0]
+	}
+	return Digits(n) + " " + word
+}
+
+// Word is the form of a word that agrees with n, without the number:
+// Word(n, "holds", "hold"), Word(n, "entry", "entries").
+func Word[N ~int | ~int64 | ~uint64](n N, singular, plural string) string {
 	if n == 1 {
-		return fmt.Sprintf("%d %s", n, singular)
+		return singular
 	}
-	if len(plural) > 0 {
-		return fmt.Sprintf("%d %s", n, plural[0])
+	return plural
+}
+
+// Digits writes n with its thousands grouped: "9,637,892".
+func Digits[N ~int | ~int64 | ~uint64](n N) string {
+	s := fmt.Sprint(n)
+	sign := ""
+	if strings.HasPrefix(s, "-") {
+		sign, s = "-", s[1:]
 	}
-	return fmt.Sprintf("%d %ss", n, singular)
+	var b strings.Builder
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte(s[i])
+	}
+	return sign + b.String()
 }

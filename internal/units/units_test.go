@@ -27,3 +27,21 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+func TestCountGroupsAndWord(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{Count(1024, "rank"), "1,024 ranks"},
+		{Count(int64(9637892), "byte"), "9,637,892 bytes"},
+		{Count(uint64(999), "link"), "999 links"},
+		{Digits(-1234567), "-1,234,567"},
+		{Digits(0), "0"},
+		{Digits(int64(100000)), "100,000"},
+		{Word(1, "holds", "hold"), "holds"},
+		{Word(0, "entry", "entries"), "entries"},
+		{Word(uint64(2), "has", "have"), "have"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
