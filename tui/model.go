@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -25,6 +27,8 @@ type common struct {
 	ctx    context.Context
 	width  int
 	height int
+	// list are the cursor and scrolling keys every list screen shares.
+	list listKeys
 }
 
 // bodyHeight is the space between the header and the help bar.
@@ -45,6 +49,10 @@ type Model struct {
 	stage  flow.Stage
 	state  flow.State
 	status string
+	// keys are the global keys; help draws the help bar (? toggles its
+	// full form).
+	keys globalKeys
+	help help.Model
 	// gen counts finished check runs, so the Fix step re-plans only when
 	// the findings changed.
 	gen int
@@ -71,8 +79,8 @@ type Model struct {
 // New builds the wizard. ctx bounds every command the wizard starts.
 func New(ctx context.Context, deps Deps, opt Options) Model {
 	ctx, cancel := context.WithCancel(ctx)
-	c := &common{deps: deps, opt: opt, st: newStyles(opt.ASCII), ctx: ctx, width: 80, height: 24}
-	m := Model{c: c, cancel: cancel, stage: flow.Start}
+	c := &common{deps: deps, opt: opt, st: newStyles(opt.ASCII), ctx: ctx, width: 80, height: 24, list: newListKeys()}
+	m := Model{c: c, cancel: cancel, stage: flow.Start, keys: newGlobalKeys(), help: newHelp(c.st)}
 	m.start = newStartModel(c)
 	m.detect = newDetectModel(c)
 	m.findings = findingsModel{c: c, detail: newPager()}
@@ -107,6 +115,10 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.c.width, m.c.height = msg.Width, msg.Height
 		return m.resize()
 	case tea.KeyPressMsg:
+		if key.Matches(msg, m.keys.Help) && !m.typing() && !m.browsing() {
+			m.help.ShowAll = !m.help.ShowAll
+			return m, nil
+		}
 		if cmd, handled := m.globalKey(msg); handled {
 			return m, cmd
 		}
@@ -228,6 +240,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = tea.Batch(cmd, c2)
 	}
 	return m, cmd
+}
+
+// browsing reports whether the guide browser has the screen (it draws
+// its own help, and ? is its own).
+func (m Model) browsing() bool {
+	return m.hasBrowser && (m.stage == flow.Learn || m.stage == flow.Guides)
 }
 
 // typing reports whether a text input has focus, so that letters are text
@@ -448,7 +466,6 @@ func (m Model) resize() (tea.Model, tea.Cmd) {
 // screen is what every child model offers the root for drawing.
 type screen interface {
 	view() string
-	keys() [][2]string
 }
 
 // current returns the child model of the current stage.
@@ -498,8 +515,11 @@ func (m Model) View() tea.View {
 		return v
 	}
 	body := m.current().view()
-	body = fitHeight(body, m.c.bodyHeight())
-	out := m.header() + "\n" + body + "\n" + m.helpBar()
+	bar := m.helpBar()
+	// The full help covers the bottom of the body rather than re-laying
+	// the screen out: it is open for a glance.
+	body = fitHeight(body, m.c.bodyHeight()+2-lipgloss.Height(bar))
+	out := m.header() + "\n" + body + "\n" + bar
 	v := tea.NewView(out)
 	v.AltScreen = true
 	v.WindowTitle = "ncclwiz"
@@ -547,37 +567,46 @@ func (m Model) header() string {
 }
 
 func (m Model) helpBar() string {
-	keys := m.current().keys()
-	keys = append(keys, [2]string{"q", "quit"})
-	if onPath(m.stage) && m.stage != flow.Start && !m.apply.running {
-		keys = append(keys, [2]string{"tab/shift+tab", "next/back"})
-	}
+	bar := m.helpView()
 	st := m.c.st
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, st.key.Render(k[0])+" "+st.dim.Render(k[1]))
-	}
-	bar := joinFit(parts, " · ", m.c.width)
 	if m.status != "" {
 		return truncate(st.hint.Render(textsafe.Clean(m.status)), m.c.width) + "\n" + bar
 	}
 	return "\n" + bar
 }
 
-// joinFit joins parts until the width is used up.
-func joinFit(parts []string, sep string, width int) string {
-	out := ""
-	for _, p := range parts {
-		cand := p
-		if out != "" {
-			cand = out + sep + p
-		}
-		if lipgloss.Width(cand) > width {
-			break
-		}
-		out = cand
+// screenKeys is the current screen's keyMap (adapting screens that still
+// list pairs).
+func (m Model) screenKeys() keyMap {
+	switch s := m.current().(type) {
+	case keyMapper:
+		return s.keyMap()
+	case interface{ keys() [][2]string }:
+		return legacyKeys(s.keys())
 	}
-	return out
+	return keyMap{}
+}
+
+// globalHelp are the root's keys that apply on this stage.
+func (m Model) globalHelp() []key.Binding {
+	out := []key.Binding{m.keys.Quit}
+	if onPath(m.stage) && m.stage != flow.Start && !m.apply.running {
+		out = append(out, bind("tab/shift+tab", "next/back", "tab", "shift+tab"))
+	}
+	return append(out, m.keys.Help)
+}
+
+// helpView draws the help: one line, or the full columns after ?. Lines
+// are cut to the width: help adds an item that does not fit when not even
+// its ellipsis would.
+func (m Model) helpView() string {
+	h := m.help
+	h.SetWidth(m.c.width)
+	lines := strings.Split(h.View(helpFor(m.screenKeys(), m.globalHelp())), "\n")
+	for i, l := range lines {
+		lines[i] = truncate(l, m.c.width)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // fitHeight pads or cuts s to exactly h lines.
