@@ -57,8 +57,8 @@ func (d rowDelegate) Render(w io.Writer, m list.Model, i int, _ list.Item) {
 	fmt.Fprint(w, strings.Join(lines, "\n"))
 }
 
-func (d rowDelegate) Height() int                          { return d.h }
-func (d rowDelegate) Spacing() int                         { return 0 }
+func (d rowDelegate) Height() int                         { return d.h }
+func (d rowDelegate) Spacing() int                        { return 0 }
 func (d rowDelegate) Update(tea.Msg, *list.Model) tea.Cmd { return nil }
 
 // newListView makes a list whose rows are rowH lines high; wrap makes the

@@ -83,7 +83,7 @@ func New(ctx context.Context, deps Deps, opt Options) Model {
 	m := Model{c: c, cancel: cancel, stage: flow.Start, keys: newGlobalKeys(), help: newHelp(c.st)}
 	m.start = newStartModel(c)
 	m.detect = newDetectModel(c)
-	m.findings = findingsModel{c: c, detail: newPager()}
+	m.findings = newFindingsModel(c)
 	m.explain = newGuidesModel(c, "explain")
 	m.fix = newFixModel(c)
 	m.apply = newApplyModel(c)
