@@ -367,3 +367,72 @@ func TestWordFilter(t *testing.T) {
 		t.Errorf("an empty filter keeps everything: %v", got)
 	}
 }
+
+// A subset in a given order (the wizard's guides for what it found),
+// embedded: ] and [ step through the subset, esc from a guide opened with
+// Open leaves at once, esc from a guide picked in the list returns to the
+// list, and esc on the list leaves.
+func TestSubsetEmbedded(t *testing.T) {
+	ids := []string{"shm-no-space", "no-such-guide", "shm-stale-segments", "gpu-xid"}
+	m := sized(t, Options{Style: render.NoTTY, IDs: ids, Title: "Guides for what was found", Embedded: true}, 80, 24)
+	var got []string
+	for _, it := range m.list.Items() {
+		got = append(got, it.(item).g.ID)
+	}
+	if strings.Join(got, ",") != "shm-no-space,shm-stale-segments,gpu-xid" {
+		t.Fatalf("subset list = %v", got)
+	}
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "Guides for what was found") || !strings.Contains(v, "esc back") || strings.Contains(v, "q quit") {
+		t.Errorf("embedded subset list view:\n%s", v)
+	}
+	m, _ = press(t, m, "tab")
+	if len(m.list.Items()) != 3 {
+		t.Errorf("tab switched a fixed subset to %d guides", len(m.list.Items()))
+	}
+	// Picked from the list: ] steps to the next of the subset, esc returns
+	// to the list on the guide read last.
+	m, _ = press(t, m, "down", "enter")
+	if m.Current() == nil || m.Current().ID != "shm-stale-segments" {
+		t.Fatalf("enter opened %v", m.Current())
+	}
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "guide 2/3") {
+		t.Errorf("header lacks the position in the subset:\n%s", v)
+	}
+	m, _ = press(t, m, "]")
+	if m.Current().ID != "gpu-xid" {
+		t.Fatalf("] opened %s, want gpu-xid", m.Current().ID)
+	}
+	m, msgs := press(t, m, "esc")
+	if m.Viewing() || len(msgs) != 0 {
+		t.Fatalf("esc in a guide picked from the list: viewing %v, msgs %v", m.Viewing(), msgs)
+	}
+	if it := m.list.SelectedItem().(item); it.g.ID != "gpu-xid" {
+		t.Errorf("back on the list at %s", it.g.ID)
+	}
+	_, msgs = press(t, m, "esc")
+	if len(msgs) == 0 {
+		t.Fatal("esc on the list sent nothing")
+	}
+	if _, ok := msgs[len(msgs)-1].(ExitMsg); !ok {
+		t.Errorf("esc on the list sent %T", msgs[len(msgs)-1])
+	}
+	// Opened directly: the first esc closes the search, the next leaves.
+	m, _ = run(t, m, Open("shm-no-space"))
+	m, _ = press(t, m, "/")
+	m = typeText(t, m, "shm")
+	m, _ = press(t, m, "enter")
+	if m, msgs = press(t, m, "esc"); len(msgs) != 0 || !m.Viewing() {
+		t.Fatalf("esc with a search open should clear it: viewing %v, msgs %v", m.Viewing(), msgs)
+	}
+	if _, msgs = press(t, m, "esc"); len(msgs) == 0 {
+		t.Fatal("esc in a guide opened with Open did not leave")
+	} else if _, ok := msgs[len(msgs)-1].(ExitMsg); !ok {
+		t.Errorf("esc in a guide opened with Open sent %T", msgs[len(msgs)-1])
+	}
+	// Standalone (not embedded), the same esc returns to the list.
+	s := sized(t, Options{Style: render.NoTTY, IDs: ids}, 80, 24)
+	s, _ = run(t, s, Open("gpu-xid"))
+	if s, msgs = press(t, s, "esc"); s.Viewing() || len(msgs) != 0 {
+		t.Errorf("standalone esc: viewing %v, msgs %v", s.Viewing(), msgs)
+	}
+}
