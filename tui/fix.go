@@ -232,11 +232,8 @@ func (m fixModel) confirmKey(k string) (fixModel, tea.Cmd) {
 
 func (m fixModel) listKey(k tea.KeyPressMsg) (fixModel, tea.Cmd) {
 	if m.planning {
-		switch {
-		case k.String() == "esc":
-			return m, goTo(flow.Findings)
-		case key.Matches(k, m.keys.Choose, m.keys.Confirm):
-			return m, status("still planning the fixes for what was found; esc goes back to the findings")
+		if key.Matches(k, m.keys.Choose, m.keys.Confirm) {
+			return m, status("still planning the fixes for what was found; esc goes back")
 		}
 		return m, nil
 	}
@@ -258,8 +255,6 @@ func (m fixModel) listKey(k tea.KeyPressMsg) (fixModel, tea.Cmd) {
 			return m, nil
 		}
 		return m, goTo(flow.Validate)
-	case k.String() == "esc":
-		return m, goTo(flow.Findings)
 	}
 	return m, nil
 }

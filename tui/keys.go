@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"slices"
+
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 )
@@ -85,8 +87,13 @@ func (k listKeys) Move(desc string) key.Binding {
 }
 
 // helpFor is the help.KeyMap the root shows: the screen's keys, then the
-// global ones that apply here.
+// global ones that apply here and that the screen does not already name.
 func helpFor(screen keyMap, globals []key.Binding) help.KeyMap {
+	named := map[string]bool{}
+	for _, b := range screen.Short {
+		named[b.Help().Key] = true
+	}
+	globals = slices.DeleteFunc(slices.Clone(globals), func(b key.Binding) bool { return named[b.Help().Key] })
 	short := append(append([]key.Binding(nil), screen.Short...), globals...)
 	full := append(append([][]key.Binding(nil), screen.FullHelp()...), globals)
 	return keyMap{Short: short, Full: full}

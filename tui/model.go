@@ -57,10 +57,12 @@ type Model struct {
 	// the findings changed.
 	gen int
 
+	// nav is the way the user came (Esc goes back along it).
+	nav history
+
 	start    startModel
 	detect   detectModel
 	findings findingsModel
-	explain  guidesModel
 	fix      fixModel
 	apply    applyModel
 	validate validateModel
@@ -68,12 +70,11 @@ type Model struct {
 	logx     logModel
 	hang     hangModel
 	nodes    nodesModel
-	learn    guidesModel
-	browse   guidesModel
-	// browser is the full guide browser (Learn and Guides stages) when the
-	// guides library is available.
-	browser    guideui.Model
-	hasBrowser bool
+	// guides is the guide browser of the Explain, Learn and Guides stages
+	// (only one of them is ever on the way back), when the library is
+	// available.
+	guides    guideui.Model
+	hasGuides bool
 }
 
 // New builds the wizard. ctx bounds every command the wizard starts.
@@ -84,7 +85,6 @@ func New(ctx context.Context, deps Deps, opt Options) Model {
 	m.start = newStartModel(c)
 	m.detect = newDetectModel(c)
 	m.findings = newFindingsModel(c)
-	m.explain = newGuidesModel(c, "explain")
 	m.fix = newFixModel(c)
 	m.apply = newApplyModel(c)
 	m.validate = validateModel{c: c}
@@ -95,8 +95,6 @@ func New(ctx context.Context, deps Deps, opt Options) Model {
 	}
 	m.hang = newHangModel(c)
 	m.nodes = newNodesModel(c)
-	m.learn = newGuidesModel(c, "learn")
-	m.browse = newGuidesModel(c, "browse")
 	return m
 }
 
@@ -121,6 +119,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		if cmd, handled := m.globalKey(msg); handled {
 			return m, cmd
+		}
+		if key.Matches(msg, m.keys.Back) && !m.ownsEsc() {
+			return m.goBack()
 		}
 		if s, ok := m.navTarget(msg); ok {
 			return m.enter(s)
@@ -172,21 +173,19 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case openGuideMsg:
 		ids := guideIDsFor(m.state.Problems(), m.c.deps)
-		idx := -1
-		for i, id := range ids {
-			if id == msg.id {
-				idx = i
-			}
-		}
-		if idx < 0 {
+		if !slices.Contains(ids, msg.id) {
 			ids = append([]string{msg.id}, ids...)
-			idx = 0
 		}
 		m.fix.leave()
+		m.status = ""
+		m.nav = m.nav.visit(m.stage, flow.Explain)
 		m.stage = flow.Explain
-		m.explain.back = msg.back
-		m.explain.loadIDs(ids)
-		return m, m.explain.open(idx)
+		return m, m.openGuides(flow.Explain, guideui.Options{IDs: ids, Title: explainTitle(ids)}, msg.id)
+	case guideui.ExitMsg:
+		if m.guideStage() {
+			return m.goBack()
+		}
+		return m, nil
 	case recheckDoneMsg:
 		m.detect.results = map[string]checks.Result{}
 		for _, r := range msg.results {
@@ -203,8 +202,6 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.detect, cmd = m.detect.update(msg)
 	case flow.Findings:
 		m.findings, cmd = m.findings.update(msg)
-	case flow.Explain:
-		m.explain, cmd = m.explain.update(msg)
 	case flow.Fix:
 		// Ticking fixes does not route: the Apply stage is reached only by
 		// the confirm step's y (applyMsg), never by Tab.
@@ -221,17 +218,13 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.hang, cmd = m.hang.update(msg)
 	case flow.Nodes:
 		m.nodes, cmd = m.nodes.update(msg)
-	case flow.Learn, flow.Guides:
-		if m.hasBrowser {
-			if _, ok := msg.(guideui.ExitMsg); ok {
-				return m.enter(flow.Start)
-			}
-			m.browser, cmd = m.browser.Update(msg)
-		} else if m.stage == flow.Learn {
-			m.learn, cmd = m.learn.update(msg)
-		} else {
-			m.browse, cmd = m.browse.update(msg)
-		}
+	}
+	// The browser gets its messages (a rendering that lands after the
+	// reader left) whatever the stage; keys only on its own stages.
+	if _, isKey := msg.(tea.KeyPressMsg); m.hasGuides && (m.guideStage() || !isKey) {
+		var c2 tea.Cmd
+		m.guides, c2 = m.guides.Update(msg)
+		cmd = tea.Batch(cmd, c2)
 	}
 	// Spinner ticks must keep flowing whatever the stage.
 	if _, ok := msg.(spinTick); ok && m.stage != flow.Detect {
@@ -244,9 +237,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 // browsing reports whether the guide browser has the screen (it draws
 // its own help, and ? is its own).
-func (m Model) browsing() bool {
-	return m.hasBrowser && (m.stage == flow.Learn || m.stage == flow.Guides)
-}
+func (m Model) browsing() bool { return m.hasGuides && m.guideStage() }
 
 // typing reports whether a text input has focus, so that letters are text
 // and not shortcuts.
@@ -258,18 +249,47 @@ func (m Model) typing() bool {
 		return m.nodes.input.Focused()
 	case flow.Summary:
 		return m.summary.exporting
-	case flow.Explain:
-		return m.explain.searching
-	case flow.Learn, flow.Guides:
-		if m.hasBrowser {
-			return m.browser.Typing()
-		}
-		if m.stage == flow.Learn {
-			return m.learn.searching
-		}
-		return m.browse.searching || m.browse.filtering
+	case flow.Explain, flow.Learn, flow.Guides:
+		return m.hasGuides && m.guides.Typing()
 	}
 	return false
+}
+
+// guideStage reports whether the stage is one of the guide browser's.
+func (m Model) guideStage() bool {
+	return m.stage == flow.Explain || m.stage == flow.Learn || m.stage == flow.Guides
+}
+
+// ownsEsc reports whether the screen uses esc itself, to close something
+// open inside it (a confirm step, a search, a running inspection) rather
+// than to leave. Otherwise esc is the root's: back along the history.
+func (m Model) ownsEsc() bool {
+	switch m.stage {
+	case flow.Fix:
+		return m.fix.confirming
+	case flow.Explain, flow.Learn, flow.Guides:
+		return m.hasGuides // the browser sends ExitMsg when it is done
+	case flow.Summary:
+		return m.summary.exporting
+	case flow.Hang:
+		return m.hang.phase == hangFinding || m.hang.phase == hangInspecting || (m.hang.phase == hangDone && len(m.hang.jobs) > 1)
+	case flow.Nodes:
+		return m.nodes.running
+	}
+	return false
+}
+
+// goBack returns to where the user came from. It never applies anything:
+// it only enters a stage (consent_test.go walks it at random).
+func (m Model) goBack() (tea.Model, tea.Cmd) {
+	if m.apply.running {
+		return m, status("applying the fixes you confirmed; wait for them to finish (ctrl+c stops)")
+	}
+	s, ok := m.nav.back()
+	if !ok || m.stage == flow.Start {
+		return m, status("this is the start; q quits")
+	}
+	return m.enter(s)
 }
 
 func (m Model) globalKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
@@ -324,6 +344,7 @@ func (m Model) startApply(msg applyMsg) (tea.Model, tea.Cmd) {
 	}
 	m.fix.leave()
 	m.status = ""
+	m.nav = m.nav.visit(m.stage, flow.Apply)
 	m.stage = flow.Apply
 	return m, m.apply.startRun(msg.chosen, msg.plan)
 }
@@ -336,6 +357,10 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 		m.fix.leave()
 	}
 	prev := m.stage
+	// Back along the way (esc, shift+tab, a screen's own back key) the
+	// screen is as it was left: the open guide, the log result.
+	returning := m.nav.returning(s)
+	m.nav = m.nav.visit(prev, s)
 	m.stage = s
 	switch s {
 	case flow.Hang:
@@ -352,9 +377,16 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 	case flow.Findings:
 		m.findings.load(m.detect.ordered())
 	case flow.Explain:
-		m.explain.back = ""
-		m.explain.loadIDs(guideIDsFor(m.state.Problems(), m.c.deps))
-		return m, m.explain.open(0)
+		if returning && m.hasGuides {
+			return m, nil
+		}
+		// One guide opens at once (esc leaves it); several are a list.
+		ids := guideIDsFor(m.state.Problems(), m.c.deps)
+		open := ""
+		if len(ids) == 1 {
+			open = ids[0]
+		}
+		return m, m.openGuides(s, guideui.Options{IDs: ids, Title: explainTitle(ids)}, open)
 	case flow.Fix:
 		m.fix.refresh()
 	case flow.Apply:
@@ -375,20 +407,10 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 		}
 		return m, m.summary.load(m.state, m.gen, m.detect.before, m.apply.results, m.validate.result, ids, plan)
 	case flow.Learn, flow.Guides:
-		if m.c.deps.Browser != nil {
-			m.browser, m.hasBrowser = m.c.deps.Browser(s == flow.Learn), true
-			return m, m.browser.SetSize(m.c.width, m.c.height-2)
+		if returning && m.hasGuides {
+			return m, nil
 		}
-		if s == flow.Learn {
-			if m.c.deps.Learn != nil {
-				m.learn.loadDocs(m.c.deps.Learn())
-			}
-			return m, m.learn.open(0)
-		}
-		if m.c.deps.AllGuides != nil {
-			m.browse.loadDocs(m.c.deps.AllGuides())
-		}
-		m.browse.viewing = false
+		return m, m.openGuides(s, guideui.Options{Learn: s == flow.Learn}, "")
 	case flow.Log:
 		return m, m.logx.focus()
 	}
@@ -416,7 +438,14 @@ func (m Model) detected(cmd tea.Cmd) (tea.Model, tea.Cmd) {
 		m.state.CanValidate = false
 	}
 	if m.stage == flow.Detect {
-		return m.enterWith(flow.Findings, cmd)
+		// Detect moves on by itself: esc from Findings goes to where
+		// Detect was started from.
+		nm, c2 := m.enterWith(flow.Findings, cmd)
+		mm := nm.(Model)
+		if s, ok := mm.nav.back(); ok && s == flow.Detect {
+			mm.nav = mm.nav[:len(mm.nav)-1]
+		}
+		return mm, c2
 	}
 	if m.stage == flow.Findings {
 		m.findings.load(m.state.Results)
@@ -443,13 +472,6 @@ type recheckDoneMsg struct{ results []checks.Result }
 
 func (m Model) resize() (tea.Model, tea.Cmd) {
 	var cmds []tea.Cmd
-	var c tea.Cmd
-	m.explain, c = m.explain.resize()
-	cmds = append(cmds, c)
-	m.learn, c = m.learn.resize()
-	cmds = append(cmds, c)
-	m.browse, c = m.browse.resize()
-	cmds = append(cmds, c)
 	m.detect.resize()
 	m.fix.refresh()
 	m.apply.refresh()
@@ -457,8 +479,8 @@ func (m Model) resize() (tea.Model, tea.Cmd) {
 	m.summary.refresh()
 	m.hang.refresh()
 	m.nodes.refresh()
-	if m.hasBrowser {
-		cmds = append(cmds, m.browser.SetSize(m.c.width, m.c.height-2))
+	if m.hasGuides {
+		cmds = append(cmds, m.guides.SetSize(m.c.width, m.c.height-2))
 	}
 	return m, tea.Batch(cmds...)
 }
@@ -475,8 +497,8 @@ func (m Model) current() screen {
 		return m.detect
 	case flow.Findings:
 		return m.findings
-	case flow.Explain:
-		return m.explain
+	case flow.Explain, flow.Learn, flow.Guides:
+		return noGuides{m.c}
 	case flow.Fix:
 		f := m.fix
 		f.spin = m.detect.spin.View()
@@ -497,19 +519,15 @@ func (m Model) current() screen {
 		n := m.nodes
 		n.spin = m.detect.spin.View()
 		return n
-	case flow.Learn:
-		return m.learn
-	case flow.Guides:
-		return m.browse
 	}
 	return m.start
 }
 
 // View implements tea.Model; only the root returns a tea.View.
 func (m Model) View() tea.View {
-	if m.hasBrowser && (m.stage == flow.Learn || m.stage == flow.Guides) {
+	if m.browsing() {
 		// The browser draws its own help bar; it gets the whole body.
-		v := tea.NewView(m.header() + "\n" + fitHeight(m.browser.View(), m.c.height-2))
+		v := tea.NewView(m.header() + "\n" + fitHeight(m.guides.View(), m.c.height-2))
 		v.AltScreen = true
 		v.WindowTitle = "ncclwiz"
 		return v
@@ -589,7 +607,11 @@ func (m Model) screenKeys() keyMap {
 
 // globalHelp are the root's keys that apply on this stage.
 func (m Model) globalHelp() []key.Binding {
-	out := []key.Binding{m.keys.Quit}
+	var out []key.Binding
+	if _, ok := m.nav.back(); ok && !m.ownsEsc() && m.stage != flow.Start {
+		out = append(out, m.keys.Back)
+	}
+	out = append(out, m.keys.Quit)
 	if onPath(m.stage) && m.stage != flow.Start && !m.apply.running {
 		out = append(out, bind("tab/shift+tab", "next/back", "tab", "shift+tab"))
 	}

@@ -100,14 +100,9 @@ func (w *fakeWorld) deps() Deps {
 	env := checks.Check{ID: "env.nccl", Title: "Environment", Run: func(context.Context, *host.Host) ([]checks.Finding, error) {
 		return []checks.Finding{{Severity: checks.OK, Title: "fine"}}, nil
 	}}
-	guide := GuideDoc{ID: "shm-stale-segments", Title: "Orphaned segments in /dev/shm", Markdown: "## Symptom\n\nline one\n\nthe needle is here\n"}
-	return Deps{
+	return withGuides(Deps{
 		Host:   &host.Host{Kind: "fixture", Name: "practice", Simulated: true, EUID: 1000},
 		Checks: []checks.Check{shm, env},
-		Guide: func(id string) (GuideDoc, bool) {
-			return guide, id == guide.ID
-		},
-		Render: func(md string, width int) (string, error) { return md, nil },
 		PlanFixes: func(_ context.Context, fs []checks.Finding) []FixView {
 			for _, f := range fs {
 				if f.Check == "shm.segments" {
@@ -130,7 +125,7 @@ func (w *fakeWorld) deps() Deps {
 		},
 		EnvSnippet:  func([]checks.Finding) string { return "export NCCL_DEBUG=INFO\n" },
 		CanValidate: func(context.Context) (bool, string) { return false, "no NVIDIA GPU found" },
-	}
+	})
 }
 
 func newTestModel(t testing.TB, d Deps) Model {
@@ -166,7 +161,7 @@ func TestWizardFullFlow(t *testing.T) {
 	if !strings.Contains(view(m), `match 1/1 for "needle"`) {
 		t.Errorf("in-page search:\n%s", view(m))
 	}
-	m = drive(t, m, keyPress("enter")) // → fix
+	m = drive(t, m, keyPress("tab")) // → fix
 	if m.Stage() != flow.Fix || !strings.Contains(view(m), "rm -- /dev/shm/nccl-AbC123") {
 		t.Fatalf("fix:\n%s", view(m))
 	}
