@@ -338,7 +338,7 @@ func (m Model) headerLine() string {
 	// The rendered document starts with the title; the header says where
 	// the reader is.
 	parts := []string{m.st.header.Render("ncclwiz guides › " + g.ID)}
-	if i, n := m.trackPos(g.ID); i > 0 {
+	if i, n := m.trackPos(g.ID); i > 0 && n > 1 {
 		parts = append(parts, fmt.Sprintf("%s %d/%d", m.seqName(), i, n))
 	}
 	if guides.NormalizeLang(m.opt.Lang) == guides.Chinese && g.Lang != guides.Chinese {

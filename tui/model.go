@@ -605,11 +605,15 @@ func (m Model) screenKeys() keyMap {
 	return keyMap{}
 }
 
-// globalHelp are the root's keys that apply on this stage.
+// globalHelp are the root's keys that apply on this stage. While a text
+// input has the keyboard, q and ? are text: ctrl+c quits.
 func (m Model) globalHelp() []key.Binding {
 	var out []key.Binding
 	if _, ok := m.nav.back(); ok && !m.ownsEsc() && m.stage != flow.Start {
 		out = append(out, m.keys.Back)
+	}
+	if m.typing() {
+		return append(out, bind("ctrl+c", "quit", "ctrl+c"))
 	}
 	out = append(out, m.keys.Quit)
 	if onPath(m.stage) && m.stage != flow.Start && !m.apply.running {
