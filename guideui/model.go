@@ -376,17 +376,16 @@ func (m Model) seqName() string {
 
 // neighbours are the guides before and after id in the sequence.
 func (m Model) neighbours(id string) (prev, next *guides.Guide) {
+	if m.opt.IDs == nil {
+		return m.lib.LearnNeighbours(id, m.opt.Lang)
+	}
 	seq := m.sequence()
-	for i, g := range seq {
-		if g.ID != id {
-			continue
-		}
-		if i > 0 {
-			prev = seq[i-1]
-		}
-		if i+1 < len(seq) {
-			next = seq[i+1]
-		}
+	i, n := m.trackPos(id) // 1-based; 0 when id is not in seq
+	if i > 1 {
+		prev = seq[i-2]
+	}
+	if i > 0 && i < n {
+		next = seq[i]
 	}
 	return prev, next
 }

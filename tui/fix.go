@@ -48,10 +48,8 @@ type fixModel struct {
 	// pending is a plan that arrived while the confirm step was open; it
 	// replaces the list when the step closes.
 	pending *plannedMsg
-	// spin is the spinner frame the root lends for the planning state.
-	spin   string
-	detail pager // the selected fix's preview
-	plan   pager // the confirm step's plan
+	detail  pager // the selected fix's preview
+	plan    pager // the confirm step's plan
 	// built says what the pagers were last built for, so keys that only
 	// scroll do not rebuild a plan of 100,000 lines.
 	built string
@@ -401,7 +399,7 @@ func (m fixModel) view() string {
 	st := m.c.st
 	var b strings.Builder
 	if m.planning && !m.confirming {
-		return m.spin + " " + st.title.Render("Planning fixes for what was found…") + "\n\n" +
+		return m.c.spin + " " + st.title.Render("Planning fixes for what was found…") + "\n\n" +
 			st.dim.Render(wrapText("Reading the machine: segments are proven unused and leftover ranks are watched for progress. Nothing runs until you confirm.", m.c.width-2))
 	}
 	if len(m.fixes) == 0 && !m.confirming {

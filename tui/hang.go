@@ -37,10 +37,9 @@ type hangModel struct {
 	doing  string
 	report *HangReport
 	// raw shows RAS's reply as NCCL wrote it.
-	raw  bool
-	err  string
-	out  pager
-	spin string
+	raw bool
+	err string
+	out pager
 }
 
 func newHangModel(c *common) hangModel { return hangModel{c: c, out: newPager()} }
@@ -217,7 +216,7 @@ func (m hangModel) view() string {
 	b.WriteString(st.title.Render("My job is hanging") + "\n\n")
 	switch m.phase {
 	case hangFinding, hangInspecting:
-		b.WriteString(m.spin + " " + textsafe.Clean(m.doing) + "…\n\n")
+		b.WriteString(m.c.spin + " " + textsafe.Clean(m.doing) + "…\n\n")
 		b.WriteString(st.dim.Render(wrapText("Read-only: ncclwiz looks at the ranks (/proc, NVML), NCCL's RAS port and PyTorch's flight-recorder dumps; it signals and attaches to nothing. Esc stops.", m.c.width-2)))
 	case hangPicking:
 		b.WriteString(wrapText(fmt.Sprintf("%d distributed jobs run on this machine. Which one hangs?", len(m.jobs)), m.c.width-2) + "\n\n")

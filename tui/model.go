@@ -29,6 +29,8 @@ type common struct {
 	height int
 	// list are the cursor and scrolling keys every list screen shares.
 	list listKeys
+	// spin is the spinner's frame, for every screen that waits.
+	spin string
 }
 
 // bodyHeight is the space between the header and the help bar.
@@ -84,6 +86,7 @@ func New(ctx context.Context, deps Deps, opt Options) Model {
 	m := Model{c: c, cancel: cancel, stage: flow.Start, keys: newGlobalKeys(), help: newHelp(c.st)}
 	m.start = newStartModel(c)
 	m.detect = newDetectModel(c)
+	c.spin = m.detect.spin.View()
 	m.findings = newFindingsModel(c)
 	m.fix = newFixModel(c)
 	m.apply = newApplyModel(c)
@@ -194,30 +197,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.detected(nil)
 	}
 
+	// Ticking fixes does not route: the Apply stage is reached only by the
+	// confirm step's y (applyMsg), never by Tab.
 	var cmd tea.Cmd
-	switch m.stage {
-	case flow.Start:
-		m.start, cmd = m.start.update(msg)
-	case flow.Detect:
-		m.detect, cmd = m.detect.update(msg)
-	case flow.Findings:
-		m.findings, cmd = m.findings.update(msg)
-	case flow.Fix:
-		// Ticking fixes does not route: the Apply stage is reached only by
-		// the confirm step's y (applyMsg), never by Tab.
-		m.fix, cmd = m.fix.update(msg)
-	case flow.Apply:
-		m.apply, cmd = m.apply.update(msg)
-	case flow.Validate:
-		m.validate, cmd = m.validate.update(msg)
-	case flow.Summary:
-		m.summary, cmd = m.summary.update(msg)
-	case flow.Log:
-		m.logx, cmd = m.logx.update(msg)
-	case flow.Hang:
-		m.hang, cmd = m.hang.update(msg)
-	case flow.Nodes:
-		m.nodes, cmd = m.nodes.update(msg)
+	if k, ok := m.children()[m.stage]; ok {
+		cmd = k.update(msg)
 	}
 	// The browser gets its messages (a rendering that lands after the
 	// reader left) whatever the stage; keys only on its own stages.
@@ -226,11 +210,15 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.guides, c2 = m.guides.Update(msg)
 		cmd = tea.Batch(cmd, c2)
 	}
-	// Spinner ticks must keep flowing whatever the stage.
-	if _, ok := msg.(spinTick); ok && m.stage != flow.Detect {
-		var c2 tea.Cmd
-		m.detect, c2 = m.detect.update(msg)
-		cmd = tea.Batch(cmd, c2)
+	// Spinner ticks must keep flowing whatever the stage; the frame is
+	// lent to every screen that waits.
+	if _, ok := msg.(spinTick); ok {
+		if m.stage != flow.Detect {
+			var c2 tea.Cmd
+			m.detect, c2 = m.detect.update(msg)
+			cmd = tea.Batch(cmd, c2)
+		}
+		m.c.spin = m.detect.spin.View()
 	}
 	return m, cmd
 }
@@ -490,37 +478,43 @@ type screen interface {
 	view() string
 }
 
+// child is a stage's model as the root sees it: update it, draw it.
+type child struct {
+	update func(tea.Msg) tea.Cmd
+	screen func() screen
+}
+
+// via makes the child of the model at p (a field of the root).
+func via[T interface {
+	screen
+	update(tea.Msg) (T, tea.Cmd)
+}](p *T) child {
+	return child{
+		update: func(msg tea.Msg) tea.Cmd {
+			var cmd tea.Cmd
+			*p, cmd = (*p).update(msg)
+			return cmd
+		},
+		screen: func() screen { return *p },
+	}
+}
+
+// children is the one place that says which model serves which stage
+// (the guide stages are the browser's, outside this table).
+func (m *Model) children() map[flow.Stage]child {
+	return map[flow.Stage]child{
+		flow.Start: via(&m.start), flow.Detect: via(&m.detect), flow.Findings: via(&m.findings), flow.Fix: via(&m.fix),
+		flow.Apply: via(&m.apply), flow.Validate: via(&m.validate), flow.Summary: via(&m.summary),
+		flow.Log: via(&m.logx), flow.Hang: via(&m.hang), flow.Nodes: via(&m.nodes),
+	}
+}
+
 // current returns the child model of the current stage.
 func (m Model) current() screen {
-	switch m.stage {
-	case flow.Detect:
-		return m.detect
-	case flow.Findings:
-		return m.findings
-	case flow.Explain, flow.Learn, flow.Guides:
-		return noGuides{m.c}
-	case flow.Fix:
-		f := m.fix
-		f.spin = m.detect.spin.View()
-		return f
-	case flow.Apply:
-		return m.apply
-	case flow.Validate:
-		return m.validate
-	case flow.Summary:
-		return m.summary
-	case flow.Log:
-		return m.logx
-	case flow.Hang:
-		h := m.hang
-		h.spin = m.detect.spin.View()
-		return h
-	case flow.Nodes:
-		n := m.nodes
-		n.spin = m.detect.spin.View()
-		return n
+	if k, ok := m.children()[m.stage]; ok {
+		return k.screen()
 	}
-	return m.start
+	return noGuides{m.c}
 }
 
 // View implements tea.Model; only the root returns a tea.View.

@@ -10,20 +10,23 @@ import (
 	"github.com/ncclwiz/ncclwiz/steps/flow"
 )
 
+// historyCases are walks from Start and the way back each leaves.
+var historyCases = []struct {
+	name  string
+	moves []flow.Stage // the stages visited in turn, from Start
+	want  []flow.Stage
+}{
+	{"nowhere yet", nil, nil},
+	{"forward", []flow.Stage{flow.Detect, flow.Findings, flow.Explain}, []flow.Stage{flow.Start, flow.Detect, flow.Findings}},
+	{"a side trip", []flow.Stage{flow.Log, flow.Explain}, []flow.Stage{flow.Start, flow.Log}},
+	{"back cuts the way", []flow.Stage{flow.Findings, flow.Explain, flow.Fix, flow.Findings}, []flow.Stage{flow.Start}},
+	{"back to the start", []flow.Stage{flow.Log, flow.Explain, flow.Start}, nil},
+	{"staying is no move", []flow.Stage{flow.Findings, flow.Findings}, []flow.Stage{flow.Start}},
+	{"a loop forward", []flow.Stage{flow.Findings, flow.Nodes, flow.Findings, flow.Nodes}, []flow.Stage{flow.Start, flow.Findings}},
+}
+
 func TestHistory(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		moves []flow.Stage // the stages visited in turn, from Start
-		want  []flow.Stage
-	}{
-		{"nowhere yet", nil, nil},
-		{"forward", []flow.Stage{flow.Detect, flow.Findings, flow.Explain}, []flow.Stage{flow.Start, flow.Detect, flow.Findings}},
-		{"a side trip", []flow.Stage{flow.Log, flow.Explain}, []flow.Stage{flow.Start, flow.Log}},
-		{"back cuts the way", []flow.Stage{flow.Findings, flow.Explain, flow.Fix, flow.Findings}, []flow.Stage{flow.Start}},
-		{"back to the start", []flow.Stage{flow.Log, flow.Explain, flow.Start}, nil},
-		{"staying is no move", []flow.Stage{flow.Findings, flow.Findings}, []flow.Stage{flow.Start}},
-		{"a loop forward", []flow.Stage{flow.Findings, flow.Nodes, flow.Findings, flow.Nodes}, []flow.Stage{flow.Start, flow.Findings}},
-	} {
+	for _, c := range historyCases {
 		t.Run(c.name, func(t *testing.T) {
 			var h history
 			at := flow.Start

@@ -24,7 +24,6 @@ type nodesModel struct {
 	report  *ClusterReport
 	err     string
 	out     pager
-	spin    string
 }
 
 func newNodesModel(c *common) nodesModel {
@@ -158,7 +157,7 @@ func (m nodesModel) view() string {
 		}
 		b.WriteString("\n" + st.dim.Render(wrapText("The same as `ncclwiz cluster check --hosts LIST` (or --slurm inside an allocation); the CLI also has --mesh, --hostfile and --from-json.", m.c.width-2)))
 	case m.running:
-		b.WriteString(m.spin + " " + textsafe.Clean(m.doing) + "…\n\n")
+		b.WriteString(m.c.spin + " " + textsafe.Clean(m.doing) + "…\n\n")
 		b.WriteString(st.dim.Render("Esc stops and goes back to the node list."))
 	case m.err != "":
 		b.WriteString(st.err.Render(wrapText(textsafe.Clean(m.err), m.c.width-2)) + "\n\n" + st.dim.Render("o: edit the node list · esc: back to Findings"))
