@@ -20,8 +20,7 @@ import (
 // in it returns to the screen that asked (the history records it).
 type openGuideMsg struct {
 	id string
-	// back is the stage that asked. The history already knows it; the
-	// field says so at the call site.
+	// back is where Esc returns ("": the stage that asked).
 	back flow.Stage
 }
 

@@ -181,7 +181,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.fix.leave()
 		m.status = ""
-		m.nav = m.nav.visit(m.stage, flow.Explain)
+		from := m.stage
+		if msg.back != "" {
+			from = msg.back
+		}
+		m.nav = m.nav.visit(from, flow.Explain)
 		m.stage = flow.Explain
 		return m, m.openGuides(flow.Explain, guideui.Options{IDs: ids, Title: explainTitle(ids)}, msg.id)
 	case guideui.ExitMsg:
@@ -484,15 +488,13 @@ type child struct {
 	screen func() screen
 }
 
-// via makes the child of the model at p (a field of the root).
-func via[T interface {
-	screen
-	update(tea.Msg) (T, tea.Cmd)
-}](p *T) child {
+// via makes the child of the model at p (a field of the root) and its
+// update method.
+func via[T screen](p *T, update func(T, tea.Msg) (T, tea.Cmd)) child {
 	return child{
 		update: func(msg tea.Msg) tea.Cmd {
 			var cmd tea.Cmd
-			*p, cmd = (*p).update(msg)
+			*p, cmd = update(*p, msg)
 			return cmd
 		},
 		screen: func() screen { return *p },
@@ -503,9 +505,11 @@ func via[T interface {
 // (the guide stages are the browser's, outside this table).
 func (m *Model) children() map[flow.Stage]child {
 	return map[flow.Stage]child{
-		flow.Start: via(&m.start), flow.Detect: via(&m.detect), flow.Findings: via(&m.findings), flow.Fix: via(&m.fix),
-		flow.Apply: via(&m.apply), flow.Validate: via(&m.validate), flow.Summary: via(&m.summary),
-		flow.Log: via(&m.logx), flow.Hang: via(&m.hang), flow.Nodes: via(&m.nodes),
+		flow.Start: via(&m.start, startModel.update), flow.Detect: via(&m.detect, detectModel.update),
+		flow.Findings: via(&m.findings, findingsModel.update), flow.Fix: via(&m.fix, fixModel.update),
+		flow.Apply: via(&m.apply, applyModel.update), flow.Validate: via(&m.validate, validateModel.update),
+		flow.Summary: via(&m.summary, summaryModel.update), flow.Log: via(&m.logx, logModel.update),
+		flow.Hang: via(&m.hang, hangModel.update), flow.Nodes: via(&m.nodes, nodesModel.update),
 	}
 }
 
