@@ -324,11 +324,12 @@ func (m Model) View() string {
 	var b strings.Builder
 	b.WriteString(m.headerLine() + "\n")
 	if v.loading {
-		b.WriteString(m.st.dim.Render("rendering…"))
-		return b.String()
+		// The help stays where it will be: the keys work while it renders.
+		b.WriteString(m.st.dim.Render("rendering…") + strings.Repeat("\n", max(v.vp.Height(), 1)+1))
+	} else {
+		b.WriteString(v.vp.View() + "\n")
+		b.WriteString(m.statusLine() + "\n")
 	}
-	b.WriteString(v.vp.View() + "\n")
-	b.WriteString(m.statusLine() + "\n")
 	b.WriteString(m.helpView())
 	return b.String()
 }

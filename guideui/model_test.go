@@ -436,3 +436,14 @@ func TestSubsetEmbedded(t *testing.T) {
 		t.Errorf("standalone esc: viewing %v, msgs %v", s.Viewing(), msgs)
 	}
 }
+
+// While a guide renders, the frame keeps its height and the help sits on
+// the last line, where it will stay.
+func TestRenderingKeepsTheHelp(t *testing.T) {
+	m := sized(t, Options{Style: render.NoTTY}, 80, 24)
+	m, _ = m.Update(Open("shm-no-space")())
+	lines := strings.Split(ansi.Strip(m.View()), "\n")
+	if !m.v.loading || len(lines) != 24 || !strings.Contains(lines[1], "rendering") || !strings.Contains(lines[23], "esc back") {
+		t.Errorf("while rendering (%d lines):\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+}
