@@ -155,7 +155,7 @@ func (m *findingsModel) refresh() {
 		m.detail = newPager()
 	}
 	m.list.setSize(m.c.width, max(m.c.bodyHeight()/2-2, 3)+1) // rows, and the position line when it pages
-	used := 2 + m.list.height() + 1 + 1 // summary, blank, list, blank, position line
+	used := 2 + m.list.height() + 1 + 1                       // summary, blank, list, blank, position line
 	m.detail.set(m.detailText(), m.c.width, m.c.bodyHeight()-used)
 }
 
