@@ -154,8 +154,9 @@ func (m *findingsModel) refresh() {
 	if m.detail.vp.Width() == 0 {
 		m.detail = newPager()
 	}
-	m.list.setSize(m.c.width, max(m.c.bodyHeight()/2-2, 3)+1) // rows, and the position line when it pages
-	used := 2 + m.list.height() + 1 + 1                       // summary, blank, list, blank, position line
+	// The list's room holds its rows and, when it pages, its position line.
+	m.list.setSize(m.c.width, max(m.c.bodyHeight()/2-2, 3)+1)
+	used := 2 + m.list.height() + 1 + 1 // summary, blank, list, blank, pager position line
 	m.detail.set(m.detailText(), m.c.width, m.c.bodyHeight()-used)
 }
 

@@ -285,7 +285,8 @@ func (m fixModel) row(i int, selected bool) string {
 // refresh rebuilds the pagers' content for the current state and size.
 func (m *fixModel) refresh() {
 	w, h := m.c.width, m.c.bodyHeight()
-	m.list.setSize(w, max(h/3, 3)+1) // rows, and the position line when it pages
+	// The list's room holds its rows and, when it pages, its position line.
+	m.list.setSize(w, max(h/3, 3)+1)
 	sig := fmt.Sprint(w, h, m.confirming, m.expanded, m.list.index(), m.chosenIDs(), m.gen, m.planning, len(m.fixes), len(m.shown), m.c.deps.Host != nil && m.c.deps.Host.Simulated)
 	if len(m.fixes) > 0 {
 		sig += fmt.Sprint(m.fixes[0].Plan)
