@@ -62,9 +62,10 @@ func waitWithout(t *testing.T, s *tmuxtest.Session, timeout time.Duration, marke
 
 // Esc goes back to where the user came from, on every stage: a finding's
 // guide returns to Findings with the cursor on that finding (its search
-// closes first), a log result's guide to the log result, Fix to the guides
-// it was reached from, side stages to Start; on Start it stays and says
-// that q quits.
+// closes first), a log result's guide to the log result, Summary to
+// Validate to Fix to the guides it was reached from, side stages (log,
+// Learn, guides, hang, Detect) to Start; on Start it stays and says that
+// q quits.
 func TestWizardEscGoesBackInTmux(t *testing.T) {
 	s := navSession(t)
 	start := []string{"Start (1/8)", "Diagnose this machine"}
@@ -94,6 +95,14 @@ func TestWizardEscGoesBackInTmux(t *testing.T) {
 	fits(t, s.WaitFor(10*time.Second, "Explain (4/8)", "ncclwiz guides › stale-ranks"))
 	s.Keys("Tab") // Fix
 	fits(t, s.WaitFor(10*time.Second, "Fix (5/8)"))
+	s.Keys("Tab") // Validate (nothing chosen: Apply is skipped)
+	fits(t, s.WaitFor(10*time.Second, "Validate (7/8)"))
+	s.Keys("Tab")
+	fits(t, s.WaitFor(10*time.Second, "Summary (8/8)"))
+	s.Keys("Escape")
+	fits(t, s.WaitFor(5*time.Second, "Validate (7/8)"))
+	s.Keys("Escape")
+	fits(t, s.WaitFor(5*time.Second, "Fix (5/8)"))
 	s.Keys("Escape")
 	fits(t, s.WaitFor(5*time.Second, "Explain (4/8)", "ncclwiz guides › stale-ranks"))
 	s.Keys("Escape")
@@ -134,6 +143,11 @@ func TestWizardEscGoesBackInTmux(t *testing.T) {
 
 	s.Keys("3") // My job is hanging: nothing runs in a practice scenario
 	fits(t, s.WaitFor(15*time.Second, "My job is hanging"))
+	s.Keys("Escape")
+	fits(t, s.WaitFor(5*time.Second, start...))
+
+	s.Keys("1") // Detect, its checks already run: back to Start
+	fits(t, s.WaitFor(5*time.Second, "Detect (2/8)", "done in"))
 	s.Keys("Escape")
 	fits(t, s.WaitFor(5*time.Second, start...))
 
