@@ -14,7 +14,8 @@ import (
 )
 
 // navSession starts the real binary at 80×24 on the watchdog-timeout
-// practice server (two problems, a suggested log, 23 check results).
+// practice server (two problems, a suggested log, 23 check results), in a
+// Slurm job's environment so that Findings offers "Check all nodes".
 func navSession(t *testing.T) *tmuxtest.Session {
 	t.Helper()
 	if testing.Short() {
@@ -22,7 +23,7 @@ func navSession(t *testing.T) *tmuxtest.Session {
 	}
 	bin := tmuxtest.Build(t, "..")
 	work := t.TempDir()
-	s := tmuxtest.Start(t, 80, 24, work, []string{"TERM=xterm-256color", "LANG=C.UTF-8", "HOME=" + work}, bin+" --scenario watchdog-timeout")
+	s := tmuxtest.Start(t, 80, 24, work, []string{"TERM=xterm-256color", "LANG=C.UTF-8", "HOME=" + work, "SLURM_JOB_NODELIST=gpu01,gpu02"}, bin+" --scenario watchdog-timeout")
 	fits(t, s.WaitFor(10*time.Second, "Diagnose this machine"))
 	return s
 }
@@ -89,6 +90,10 @@ func TestWizardEscGoesBackInTmux(t *testing.T) {
 		t.Fatalf("esc with a search open left the guide:\n%s", scr)
 	}
 	s.Keys("Escape") // back to Findings, on the same finding
+	fits(t, s.WaitFor(5*time.Second, "Findings (3/8)", "› ! gpu.processes"))
+	s.Keys("n") // Check all nodes, and back
+	fits(t, s.WaitFor(5*time.Second, "Check all nodes", "gpu01,gpu02"))
+	s.Keys("Escape")
 	fits(t, s.WaitFor(5*time.Second, "Findings (3/8)", "› ! gpu.processes"))
 
 	s.Keys("Tab") // Explain: the one guide for what was found

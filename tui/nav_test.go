@@ -183,3 +183,17 @@ func TestListViewPages(t *testing.T) {
 		t.Errorf("a wrapping list: up from the first row is %d", w.index())
 	}
 }
+
+// After fixes were applied, esc from Apply returns to the Fix step and
+// applies nothing more.
+func TestEscFromApply(t *testing.T) {
+	w := &longWorld{}
+	m := press(t, newTestModel(t, w.deps()), "enter", "tab", "tab", "space", "enter", "end", "y")
+	if m.Stage() != flow.Apply || len(w.applied) != 1 {
+		t.Fatalf("stage %s, %d applied", m.Stage(), len(w.applied))
+	}
+	m = press(t, m, "esc")
+	if m.Stage() != flow.Fix || m.fix.confirming || len(w.applied) != 1 {
+		t.Errorf("esc from Apply: stage %s, confirming %v, %d applied", m.Stage(), m.fix.confirming, len(w.applied))
+	}
+}
