@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -374,7 +375,8 @@ func TestWordFilter(t *testing.T) {
 // list, and esc on the list leaves.
 func TestSubsetEmbedded(t *testing.T) {
 	ids := []string{"shm-no-space", "no-such-guide", "shm-stale-segments", "gpu-xid"}
-	m := sized(t, Options{Style: render.NoTTY, IDs: ids, Title: "Guides for what was found", Embedded: true}, 80, 24)
+	parent := key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "fixes"))
+	m := sized(t, Options{Style: render.NoTTY, IDs: ids, Title: "Guides for what was found", Embedded: true, Keys: []key.Binding{parent}}, 100, 24)
 	var got []string
 	for _, it := range m.list.Items() {
 		got = append(got, it.(item).g.ID)
@@ -395,8 +397,8 @@ func TestSubsetEmbedded(t *testing.T) {
 	if m.Current() == nil || m.Current().ID != "shm-stale-segments" {
 		t.Fatalf("enter opened %v", m.Current())
 	}
-	if v := ansi.Strip(m.View()); !strings.Contains(v, "guide 2/3") {
-		t.Errorf("header lacks the position in the subset:\n%s", v)
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "guide 2/3") || !strings.Contains(v, "tab fixes") {
+		t.Errorf("header lacks the position in the subset, or help the parent's key:\n%s", v)
 	}
 	m, _ = press(t, m, "]")
 	if m.Current().ID != "gpu-xid" {
