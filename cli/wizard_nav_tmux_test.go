@@ -28,20 +28,30 @@ func navSession(t *testing.T) *tmuxtest.Session {
 	return s
 }
 
-// fits checks a frame: the header on the first line, no line wider than
+// fitsOK checks a frame: the header on the first line, no line wider than
 // 80 cells, the help bar on the last of the 24 lines (a frame taller than
 // the window would push one of them off).
-func fits(t *testing.T, screen string) string {
+func fitsOK(t *testing.T, screen string) bool {
 	t.Helper()
+	ok := true
 	lines := strings.Split(strings.TrimRight(screen, "\n"), "\n")
 	if len(lines) != 24 || !strings.HasPrefix(lines[0], "ncclwiz") || strings.TrimSpace(lines[23]) == "" {
 		t.Errorf("the frame does not fit 80×24 (%d lines):\n%s", len(lines), screen)
+		ok = false
 	}
 	for i, l := range lines {
 		if w := ansi.StringWidth(l); w > 80 {
 			t.Errorf("line %d is %d cells wide:\n%s", i+1, w, screen)
+			ok = false
 		}
 	}
+	return ok
+}
+
+// fits is fitsOK for a screen a test goes on reading.
+func fits(t *testing.T, screen string) string {
+	t.Helper()
+	fitsOK(t, screen)
 	return screen
 }
 
@@ -70,92 +80,74 @@ func waitWithout(t *testing.T, s *tmuxtest.Session, timeout time.Duration, marke
 func TestWizardEscGoesBackInTmux(t *testing.T) {
 	s := navSession(t)
 	start := []string{"Start (1/8)", "Diagnose this machine"}
-
-	s.Keys("Escape")
-	fits(t, s.WaitFor(5*time.Second, "this is the start; q quits"))
-
-	s.Keys("Enter")
-	fits(t, s.WaitFor(30*time.Second, "Findings (3/8)", "2 problems"))
-	s.Keys("Down")
-	fits(t, s.WaitFor(5*time.Second, "› ! gpu.processes"))
-	s.Keys("g") // the selected finding's guide
-	fits(t, s.WaitFor(10*time.Second, "ncclwiz guides › stale-ranks", "## Symptom"))
-	s.Keys("/")
-	s.Type("rank")
-	s.Keys("Enter")
-	fits(t, s.WaitFor(5*time.Second, "match 1/"))
-	s.Keys("Escape") // closes the search, stays in the guide
-	scr := waitWithout(t, s, 5*time.Second, "match 1/")
-	if !strings.Contains(scr, "ncclwiz guides › stale-ranks") {
-		t.Fatalf("esc with a search open left the guide:\n%s", scr)
+	findings := []string{"Findings (3/8)", "› ! gpu.processes"}
+	guide := []string{"Explain (4/8)", "ncclwiz guides › stale-ranks"}
+	logResult := []string{"Explain a failing log", "Root cause:", "› A collective timed out"}
+	// Each step: keys (tmux names), then text typed, then what the screen
+	// must show, or (gone) must stop showing.
+	steps := []struct {
+		keys       []string
+		text       string
+		want       []string
+		gone       string
+		timeoutSec int
+	}{
+		{keys: []string{"Escape"}, want: []string{"this is the start; q quits"}},
+		{keys: []string{"Enter"}, want: []string{"Findings (3/8)", "2 problems"}, timeoutSec: 30},
+		{keys: []string{"Down"}, want: findings},
+		{keys: []string{"g"}, want: []string{"ncclwiz guides › stale-ranks", "## Symptom"}}, // the finding's guide
+		{keys: []string{"/"}, text: "rank", want: []string{"/rank"}},
+		{keys: []string{"Enter"}, want: []string{"match 1/"}},
+		{keys: []string{"Escape"}, gone: "match 1/"}, // closes the search, stays in the guide
+		{want: []string{"ncclwiz guides › stale-ranks"}},
+		{keys: []string{"Escape"}, want: findings}, // back on the same finding
+		{keys: []string{"n"}, want: []string{"Check all nodes", "gpu01,gpu02"}},
+		{keys: []string{"Escape"}, want: findings},
+		{keys: []string{"Tab"}, want: guide}, // the one guide for what was found
+		{keys: []string{"Tab"}, want: []string{"Fix (5/8)"}},
+		{keys: []string{"Tab"}, want: []string{"Validate (7/8)"}}, // nothing chosen: no Apply
+		{keys: []string{"Tab"}, want: []string{"Summary (8/8)"}},
+		{keys: []string{"Escape"}, want: []string{"Validate (7/8)"}},
+		{keys: []string{"Escape"}, want: []string{"Fix (5/8)"}},
+		{keys: []string{"Escape"}, want: guide},
+		{keys: []string{"Escape"}, want: findings},
+		{keys: []string{"Escape"}, want: start},
+		{keys: []string{"2"}, want: []string{"Explain a failing log", "log file:"}}, // the scenario's log
+		{keys: []string{"Enter"}, want: logResult, timeoutSec: 15},
+		{keys: []string{"g"}, want: []string{"ncclwiz guides › watchdog-timeout"}},
+		{keys: []string{"Escape"}, want: logResult}, // the log result, not Findings
+		{keys: []string{"Escape"}, want: start},
+		{keys: []string{"4"}, want: []string{"Learn: 7 steps"}},
+		{keys: []string{"Enter"}, want: []string{"Learn 1/7"}},
+		{keys: []string{"Escape"}, want: []string{"Learn: 7 steps"}},
+		{keys: []string{"Escape"}, want: start},
+		{keys: []string{"5"}, want: []string{"ncclwiz guides ("}},
+		{keys: []string{"/"}, text: "sigbus", want: []string{"Filter: sigbus"}},
+		{keys: []string{"Enter"}, want: []string{"“sigbus”", "Bus error"}},
+		{keys: []string{"Escape"}, gone: "“sigbus”"}, // clears the filter
+		{keys: []string{"Escape"}, want: start},
+		{keys: []string{"3"}, want: []string{"My job is hanging"}, timeoutSec: 15}, // a practice server: no live job
+		{keys: []string{"Escape"}, want: start},
+		{keys: []string{"1"}, want: []string{"Detect (2/8)", "done in"}}, // checks already run
+		{keys: []string{"Escape"}, want: start},
 	}
-	s.Keys("Escape") // back to Findings, on the same finding
-	fits(t, s.WaitFor(5*time.Second, "Findings (3/8)", "› ! gpu.processes"))
-	s.Keys("n") // Check all nodes, and back
-	fits(t, s.WaitFor(5*time.Second, "Check all nodes", "gpu01,gpu02"))
-	s.Keys("Escape")
-	fits(t, s.WaitFor(5*time.Second, "Findings (3/8)", "› ! gpu.processes"))
-
-	s.Keys("Tab") // Explain: the one guide for what was found
-	fits(t, s.WaitFor(10*time.Second, "Explain (4/8)", "ncclwiz guides › stale-ranks"))
-	s.Keys("Tab") // Fix
-	fits(t, s.WaitFor(10*time.Second, "Fix (5/8)"))
-	s.Keys("Tab") // Validate (nothing chosen: Apply is skipped)
-	fits(t, s.WaitFor(10*time.Second, "Validate (7/8)"))
-	s.Keys("Tab")
-	fits(t, s.WaitFor(10*time.Second, "Summary (8/8)"))
-	s.Keys("Escape")
-	fits(t, s.WaitFor(5*time.Second, "Validate (7/8)"))
-	s.Keys("Escape")
-	fits(t, s.WaitFor(5*time.Second, "Fix (5/8)"))
-	s.Keys("Escape")
-	fits(t, s.WaitFor(5*time.Second, "Explain (4/8)", "ncclwiz guides › stale-ranks"))
-	s.Keys("Escape")
-	fits(t, s.WaitFor(5*time.Second, "Findings (3/8)", "› ! gpu.processes"))
-	s.Keys("Escape")
-	fits(t, s.WaitFor(5*time.Second, start...))
-
-	s.Keys("2") // Explain a log: the scenario's log is suggested
-	fits(t, s.WaitFor(5*time.Second, "Explain a failing log", "log file:"))
-	s.Keys("Enter")
-	fits(t, s.WaitFor(15*time.Second, "Root cause:", "› A collective timed out"))
-	s.Keys("g")
-	fits(t, s.WaitFor(10*time.Second, "ncclwiz guides › watchdog-timeout"))
-	s.Keys("Escape") // back to the log result, not to Findings
-	fits(t, s.WaitFor(5*time.Second, "Explain a failing log", "Root cause:", "› A collective timed out"))
-	s.Keys("Escape")
-	fits(t, s.WaitFor(5*time.Second, start...))
-
-	s.Keys("4") // Learn: the track, a step, back to the track, back to Start
-	fits(t, s.WaitFor(10*time.Second, "Learn: 7 steps"))
-	s.Keys("Enter")
-	fits(t, s.WaitFor(10*time.Second, "Learn 1/7"))
-	s.Keys("Escape")
-	fits(t, s.WaitFor(5*time.Second, "Learn: 7 steps"))
-	s.Keys("Escape")
-	fits(t, s.WaitFor(5*time.Second, start...))
-
-	s.Keys("5") // Browse guides: a filter, cleared by esc, then back
-	fits(t, s.WaitFor(10*time.Second, "ncclwiz guides ("))
-	s.Keys("/")
-	s.Type("sigbus")
-	s.Keys("Enter")
-	fits(t, s.WaitFor(5*time.Second, "Bus error"))
-	s.Keys("Escape")
-	waitWithout(t, s, 5*time.Second, "“sigbus”")
-	s.Keys("Escape")
-	fits(t, s.WaitFor(5*time.Second, start...))
-
-	s.Keys("3") // My job is hanging: nothing runs in a practice scenario
-	fits(t, s.WaitFor(15*time.Second, "My job is hanging"))
-	s.Keys("Escape")
-	fits(t, s.WaitFor(5*time.Second, start...))
-
-	s.Keys("1") // Detect, its checks already run: back to Start
-	fits(t, s.WaitFor(5*time.Second, "Detect (2/8)", "done in"))
-	s.Keys("Escape")
-	fits(t, s.WaitFor(5*time.Second, start...))
-
+	for i, st := range steps {
+		s.Keys(st.keys...)
+		if st.text != "" {
+			s.Type(st.text)
+		}
+		timeout := time.Duration(max(st.timeoutSec, 10)) * time.Second
+		var scr string
+		if st.gone != "" {
+			scr = waitWithout(t, s, timeout, st.gone)
+		}
+		if len(st.want) > 0 {
+			scr = s.WaitFor(timeout, st.want...)
+		}
+		if !fitsOK(t, scr) {
+			t.Fatalf("step %d (%v) left a frame that does not fit", i, st.keys)
+		}
+	}
 	s.Keys("q")
 	s.WaitFor(10*time.Second, "NCCLWIZ-EXIT=")
 }
