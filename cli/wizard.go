@@ -89,39 +89,20 @@ func wizardDeps(a *App, cs []checks.Check) tui.Deps {
 		d.GuidesError = err.Error()
 	} else {
 		lang := wizardLang(a)
-		doc := func(g *guides.Guide) tui.GuideDoc {
-			return tui.GuideDoc{ID: g.ID, Title: g.Title, Summary: g.Summary, Markdown: g.Document()}
-		}
 		d.Guide = func(id string) (tui.GuideDoc, bool) {
 			g, ok := lib.Get(id, lang)
 			if !ok {
 				return tui.GuideDoc{}, false
 			}
-			return doc(g), true
-		}
-		d.Learn = func() []tui.GuideDoc {
-			var out []tui.GuideDoc
-			for _, g := range lib.Learn(lang) {
-				out = append(out, doc(g))
-			}
-			return out
-		}
-		d.AllGuides = func() []tui.GuideDoc {
-			var out []tui.GuideDoc
-			for _, g := range lib.List(lang) {
-				out = append(out, doc(g))
-			}
-			return out
+			return tui.GuideDoc{ID: g.ID, Title: g.Title, Summary: g.Summary}, true
 		}
 		style := render.Dark
 		if termio.NoColor(a.Env, a.NoColor) || !termio.UnicodeOK(a.Env) {
 			style = render.ASCII
 		}
-		d.Render = func(md string, width int) (string, error) {
-			return render.Markdown(md, render.Options{Width: width, Style: style})
-		}
-		d.Browser = func(learn bool) guideui.Model {
-			return guideui.New(lib, guideui.Options{Lang: lang, Style: style, Dark: true, Learn: learn})
+		d.Browser = func(o guideui.Options) guideui.Model {
+			o.Lang, o.Style, o.Dark = lang, style, true
+			return guideui.New(lib, o)
 		}
 	}
 	// Each planning run is kept: the views the wizard shows carry the run's

@@ -18,11 +18,17 @@ type keyMap struct {
 	Accept, Cancel key.Binding
 }
 
-func newKeyMap() keyMap {
+// newKeyMap builds the bindings; embedded in a larger program, the list's
+// esc goes back there rather than quitting.
+func newKeyMap(embedded bool) keyMap {
+	quit := key.NewBinding(key.WithKeys("q", "esc"), key.WithHelp("q", "quit"))
+	if embedded {
+		quit = key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back"))
+	}
 	return keyMap{
 		Open:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
 		Track:     key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "learn track / all")),
-		Quit:      key.NewBinding(key.WithKeys("q", "esc"), key.WithHelp("q", "quit")),
+		Quit:      quit,
 		Up:        key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
 		Down:      key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
 		Scroll:    key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "scroll")),
@@ -46,6 +52,7 @@ func newKeyMap() keyMap {
 type viewerHelp struct {
 	k       keyMap
 	inTrack bool
+	extra   []key.Binding // the parent's keys
 }
 
 // ShortHelp is ordered so that what matters most survives a narrow
@@ -55,13 +62,15 @@ func (h viewerHelp) ShortHelp() []key.Binding {
 	if h.inTrack {
 		out = append(out, h.k.NextGuide)
 	}
+	out = append(out, h.extra...)
 	return append(out, h.k.Help)
 }
 
 func (h viewerHelp) FullHelp() [][]key.Binding {
 	nav := []key.Binding{h.k.Up, h.k.Down, h.k.PageUp, h.k.PageDown, h.k.Top, h.k.Bottom}
 	find := []key.Binding{h.k.Search, h.k.Next, h.k.Prev}
-	other := []key.Binding{h.k.Back, h.k.Help}
+	other := append([]key.Binding{h.k.Back}, h.extra...)
+	other = append(other, h.k.Help)
 	if h.inTrack {
 		other = append([]key.Binding{h.k.NextGuide, h.k.PrevGuide}, other...)
 	}

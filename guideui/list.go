@@ -79,13 +79,22 @@ func wordFilter(term string, targets []string) []list.Rank {
 func (m Model) newList() list.Model {
 	var items []list.Item
 	title := fmt.Sprintf("ncclwiz guides (%d)", len(m.lib.IDs()))
-	if m.learn {
+	switch {
+	case m.opt.IDs != nil:
+		for _, g := range m.sequence() {
+			items = append(items, item{g: g})
+		}
+		title = m.opt.Title
+		if title == "" {
+			title = fmt.Sprintf("%d guides", len(items))
+		}
+	case m.learn:
 		track := m.lib.Learn(m.opt.Lang)
 		for i, g := range track {
 			items = append(items, item{g: g, step: i + 1})
 		}
 		title = fmt.Sprintf("Learn: %d steps, in order", len(track))
-	} else {
+	default:
 		for _, g := range m.lib.List(m.opt.Lang) {
 			items = append(items, item{g: g})
 		}
@@ -98,8 +107,12 @@ func (m Model) newList() list.Model {
 	l.SetStatusBarItemName("guide", "guides")
 	l.DisableQuitKeybindings()
 	l.Filter = wordFilter
-	keys := m.keys
-	l.AdditionalShortHelpKeys = func() []key.Binding { return []key.Binding{keys.Open, keys.Track, keys.Quit} }
-	l.AdditionalFullHelpKeys = func() []key.Binding { return []key.Binding{keys.Open, keys.Track, keys.Quit} }
+	extra := []key.Binding{m.keys.Open, m.keys.Track, m.keys.Quit}
+	if m.opt.IDs != nil {
+		extra = []key.Binding{m.keys.Open, m.keys.Quit} // a fixed set: no track to switch to
+	}
+	extra = append(extra, m.opt.Keys...)
+	l.AdditionalShortHelpKeys = func() []key.Binding { return extra }
+	l.AdditionalFullHelpKeys = func() []key.Binding { return extra }
 	return l
 }

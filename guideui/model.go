@@ -41,11 +41,25 @@ type Options struct {
 	Learn bool
 	// Open names a guide to show first.
 	Open string
+	// IDs, when set, are the only guides listed, in this order (the guides
+	// for what the wizard found); ] and [ step through them, and Title
+	// names the list. IDs the library lacks are left out.
+	IDs   []string
+	Title string
+	// Embedded says the browser is part of a larger program: its help says
+	// esc goes back rather than q quits, and esc in a guide opened with
+	// Open (rather than picked from the list) leaves the browser at once,
+	// back to where the reader came from.
+	Embedded bool
+	// Keys are the parent's keys, added to the help (the wizard's tab).
+	Keys []key.Binding
 }
 
 // ExitMsg is sent when the reader leaves the browser (q or esc in the
 // list). The standalone program quits; the wizard goes back.
 type ExitMsg struct{}
+
+func exit() tea.Msg { return ExitMsg{} }
 
 // renderedMsg carries a guide rendered for one width.
 type renderedMsg struct {
@@ -67,8 +81,10 @@ type Model struct {
 	learn   bool // the list shows the Learn track
 	list    list.Model
 	viewing bool
-	v       viewer
-	help    help.Model
+	// direct says the open guide came from Open, not from the list.
+	direct bool
+	v      viewer
+	help   help.Model
 }
 
 type styles struct {
@@ -83,7 +99,7 @@ func New(lib *guides.Library, opt Options) Model {
 	m := Model{
 		lib:    lib,
 		opt:    opt,
-		keys:   newKeyMap(),
+		keys:   newKeyMap(opt.Embedded),
 		learn:  opt.Learn,
 		width:  80,
 		height: 24,
@@ -168,7 +184,9 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		if !ok {
 			return m, m.list.NewStatusMessage(fmt.Sprintf("no guide %q", msg.id))
 		}
-		return m, m.open(g)
+		cmd := m.open(g)
+		m.direct = true
+		return m, cmd
 	case renderedMsg:
 		if m.v.guide == nil || msg.id != m.v.guide.ID || msg.lang != m.v.guide.Lang || msg.width != m.textWidth() {
 			return m, nil // stale: another guide or width since
@@ -199,10 +217,11 @@ func (m Model) listKey(k tea.KeyPressMsg) (Model, tea.Cmd) {
 	switch {
 	case key.Matches(k, m.keys.Open):
 		if it, ok := m.list.SelectedItem().(item); ok {
+			m.direct = false
 			return m, m.open(it.g)
 		}
 		return m, nil
-	case key.Matches(k, m.keys.Track):
+	case key.Matches(k, m.keys.Track) && m.opt.IDs == nil:
 		m.learn = !m.learn
 		m.list = m.newList()
 		m.resize()
@@ -210,7 +229,7 @@ func (m Model) listKey(k tea.KeyPressMsg) (Model, tea.Cmd) {
 	case k.String() == "esc" && m.list.IsFiltered():
 		// esc first clears an applied filter (the list does that).
 	case key.Matches(k, m.keys.Quit):
-		return m, func() tea.Msg { return ExitMsg{} }
+		return m, exit
 	}
 	var cmd tea.Cmd
 	m.list, cmd = m.list.Update(k)
@@ -266,6 +285,9 @@ func (m Model) viewerKey(k tea.KeyPressMsg) (Model, tea.Cmd) {
 			v.search("", m.st) // esc first clears the search
 			return m, nil
 		}
+		if m.direct && m.opt.Embedded {
+			return m, exit
+		}
 		m.viewing = false
 		m.resize()
 		return m, nil
@@ -278,7 +300,7 @@ func (m Model) viewerKey(k tea.KeyPressMsg) (Model, tea.Cmd) {
 	case key.Matches(k, m.keys.Prev):
 		v.step(-1, m.st)
 	case key.Matches(k, m.keys.NextGuide), key.Matches(k, m.keys.PrevGuide):
-		prev, next := m.lib.LearnNeighbours(v.guide.ID, m.opt.Lang)
+		prev, next := m.neighbours(v.guide.ID)
 		to := next
 		if key.Matches(k, m.keys.PrevGuide) {
 			to = prev
@@ -310,11 +332,12 @@ func (m Model) View() string {
 	var b strings.Builder
 	b.WriteString(m.headerLine() + "\n")
 	if v.loading {
-		b.WriteString(m.st.dim.Render("rendering…"))
-		return b.String()
+		// The help stays where it will be: the keys work while it renders.
+		b.WriteString(m.st.dim.Render("rendering…") + strings.Repeat("\n", max(v.vp.Height(), 1)+1))
+	} else {
+		b.WriteString(v.vp.View() + "\n")
+		b.WriteString(m.statusLine() + "\n")
 	}
-	b.WriteString(v.vp.View() + "\n")
-	b.WriteString(m.statusLine() + "\n")
 	b.WriteString(m.helpView())
 	return b.String()
 }
@@ -324,8 +347,8 @@ func (m Model) headerLine() string {
 	// The rendered document starts with the title; the header says where
 	// the reader is.
 	parts := []string{m.st.header.Render("ncclwiz guides › " + g.ID)}
-	if i, n := m.trackPos(g.ID); i > 0 {
-		parts = append(parts, fmt.Sprintf("Learn %d/%d", i, n))
+	if i, n := m.trackPos(g.ID); i > 0 && n > 1 {
+		parts = append(parts, fmt.Sprintf("%s %d/%d", m.seqName(), i, n))
 	}
 	if guides.NormalizeLang(m.opt.Lang) == guides.Chinese && g.Lang != guides.Chinese {
 		parts = append(parts, "英文版（暂无中文）")
@@ -337,10 +360,49 @@ func (m Model) headerLine() string {
 	return truncate(line, m.width)
 }
 
-// trackPos returns the 1-based position of id in the Learn track and the
-// track's length (0, n when it is not in the track).
+// sequence is what ] and [ step through: the guides of Options.IDs, or
+// else the Learn track.
+func (m Model) sequence() []*guides.Guide {
+	if m.opt.IDs == nil {
+		return m.lib.Learn(m.opt.Lang)
+	}
+	var out []*guides.Guide
+	for _, id := range m.opt.IDs {
+		if g, ok := m.lib.Get(id, m.opt.Lang); ok {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// seqName names the sequence in the header.
+func (m Model) seqName() string {
+	if m.opt.IDs == nil {
+		return "Learn"
+	}
+	return "guide"
+}
+
+// neighbours are the guides before and after id in the sequence.
+func (m Model) neighbours(id string) (prev, next *guides.Guide) {
+	if m.opt.IDs == nil {
+		return m.lib.LearnNeighbours(id, m.opt.Lang)
+	}
+	seq := m.sequence()
+	i, n := m.trackPos(id) // 1-based; 0 when id is not in seq
+	if i > 1 {
+		prev = seq[i-2]
+	}
+	if i > 0 && i < n {
+		next = seq[i]
+	}
+	return prev, next
+}
+
+// trackPos returns the 1-based position of id in the sequence and the
+// sequence's length (0, n when it is not in it).
 func (m Model) trackPos(id string) (int, int) {
-	track := m.lib.Learn(m.opt.Lang)
+	track := m.sequence()
 	for i, g := range track {
 		if g.ID == id {
 			return i + 1, len(track)
@@ -364,9 +426,9 @@ func (m Model) statusLine() string {
 		s += fmt.Sprintf("  match %d/%d for %q", v.cur+1, len(v.matches), v.query)
 	}
 	if i, n := m.trackPos(v.guide.ID); i > 0 {
-		if _, next := m.lib.LearnNeighbours(v.guide.ID, m.opt.Lang); next != nil && v.vp.AtBottom() {
+		if _, next := m.neighbours(v.guide.ID); next != nil && v.vp.AtBottom() {
 			s += "  ] next: " + next.Title
-		} else if i == n && v.vp.AtBottom() {
+		} else if i == n && v.vp.AtBottom() && m.opt.IDs == nil {
 			s += "  end of the Learn track"
 		}
 	}
@@ -378,8 +440,8 @@ func (m Model) helpView() string {
 	if m.v.searching {
 		s = m.help.View(searchHelp{m.keys})
 	} else {
-		i, _ := m.trackPos(m.v.guide.ID)
-		s = m.help.View(viewerHelp{k: m.keys, inTrack: i > 0})
+		i, n := m.trackPos(m.v.guide.ID)
+		s = m.help.View(viewerHelp{k: m.keys, inTrack: i > 0 && n > 1, extra: m.opt.Keys})
 	}
 	// help drops items that do not fit only while an ellipsis still fits;
 	// cut what is left so narrow windows never wrap.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -365,5 +366,86 @@ func TestWordFilter(t *testing.T) {
 	}
 	if got := wordFilter("", targets); len(got) != len(targets) {
 		t.Errorf("an empty filter keeps everything: %v", got)
+	}
+}
+
+// A subset in a given order (the wizard's guides for what it found),
+// embedded: ] and [ step through the subset, esc from a guide opened with
+// Open leaves at once, esc from a guide picked in the list returns to the
+// list, and esc on the list leaves.
+func TestSubsetEmbedded(t *testing.T) {
+	ids := []string{"shm-no-space", "no-such-guide", "shm-stale-segments", "gpu-xid"}
+	parent := key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "fixes"))
+	m := sized(t, Options{Style: render.NoTTY, IDs: ids, Title: "Guides for what was found", Embedded: true, Keys: []key.Binding{parent}}, 100, 24)
+	var got []string
+	for _, it := range m.list.Items() {
+		got = append(got, it.(item).g.ID)
+	}
+	if strings.Join(got, ",") != "shm-no-space,shm-stale-segments,gpu-xid" {
+		t.Fatalf("subset list = %v", got)
+	}
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "Guides for what was found") || !strings.Contains(v, "esc back") || strings.Contains(v, "q quit") {
+		t.Errorf("embedded subset list view:\n%s", v)
+	}
+	m, _ = press(t, m, "tab")
+	if len(m.list.Items()) != 3 {
+		t.Errorf("tab switched a fixed subset to %d guides", len(m.list.Items()))
+	}
+	// Picked from the list: ] steps to the next of the subset, esc returns
+	// to the list on the guide read last.
+	m, _ = press(t, m, "down", "enter")
+	if m.Current() == nil || m.Current().ID != "shm-stale-segments" {
+		t.Fatalf("enter opened %v", m.Current())
+	}
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "guide 2/3") || !strings.Contains(v, "tab fixes") {
+		t.Errorf("header lacks the position in the subset, or help the parent's key:\n%s", v)
+	}
+	m, _ = press(t, m, "]")
+	if m.Current().ID != "gpu-xid" {
+		t.Fatalf("] opened %s, want gpu-xid", m.Current().ID)
+	}
+	m, msgs := press(t, m, "esc")
+	if m.Viewing() || len(msgs) != 0 {
+		t.Fatalf("esc in a guide picked from the list: viewing %v, msgs %v", m.Viewing(), msgs)
+	}
+	if it := m.list.SelectedItem().(item); it.g.ID != "gpu-xid" {
+		t.Errorf("back on the list at %s", it.g.ID)
+	}
+	_, msgs = press(t, m, "esc")
+	if len(msgs) == 0 {
+		t.Fatal("esc on the list sent nothing")
+	}
+	if _, ok := msgs[len(msgs)-1].(ExitMsg); !ok {
+		t.Errorf("esc on the list sent %T", msgs[len(msgs)-1])
+	}
+	// Opened directly: the first esc closes the search, the next leaves.
+	m, _ = run(t, m, Open("shm-no-space"))
+	m, _ = press(t, m, "/")
+	m = typeText(t, m, "shm")
+	m, _ = press(t, m, "enter")
+	if m, msgs = press(t, m, "esc"); len(msgs) != 0 || !m.Viewing() {
+		t.Fatalf("esc with a search open should clear it: viewing %v, msgs %v", m.Viewing(), msgs)
+	}
+	if _, msgs = press(t, m, "esc"); len(msgs) == 0 {
+		t.Fatal("esc in a guide opened with Open did not leave")
+	} else if _, ok := msgs[len(msgs)-1].(ExitMsg); !ok {
+		t.Errorf("esc in a guide opened with Open sent %T", msgs[len(msgs)-1])
+	}
+	// Standalone (not embedded), the same esc returns to the list.
+	s := sized(t, Options{Style: render.NoTTY, IDs: ids}, 80, 24)
+	s, _ = run(t, s, Open("gpu-xid"))
+	if s, msgs = press(t, s, "esc"); s.Viewing() || len(msgs) != 0 {
+		t.Errorf("standalone esc: viewing %v, msgs %v", s.Viewing(), msgs)
+	}
+}
+
+// While a guide renders, the frame keeps its height and the help sits on
+// the last line, where it will stay.
+func TestRenderingKeepsTheHelp(t *testing.T) {
+	m := sized(t, Options{Style: render.NoTTY}, 80, 24)
+	m, _ = m.Update(Open("shm-no-space")())
+	lines := strings.Split(ansi.Strip(m.View()), "\n")
+	if !m.v.loading || len(lines) != 24 || !strings.Contains(lines[1], "rendering") || !strings.Contains(lines[23], "esc back") {
+		t.Errorf("while rendering (%d lines):\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 }

@@ -250,16 +250,16 @@ func (m applyModel) view() string {
 	return b.String()
 }
 
-func (m applyModel) keys() [][2]string {
+func (m applyModel) keyMap() keyMap {
+	var k keyMap
 	if m.running {
-		return nil
+		return k
 	}
-	ks := [][2]string{}
 	if m.done() {
-		ks = append(ks, [2]string{"enter", "validate"})
+		k.Short = append(k.Short, bind("enter", "validate", "enter"))
 	}
 	if m.out.scrolls() {
-		ks = append(ks, [2]string{"pgup/pgdn", "scroll"})
+		k.Short = append(k.Short, m.c.list.Scroll)
 	}
-	return ks
+	return k
 }

@@ -39,20 +39,13 @@ func (w *longWorld) deps() Deps {
 	mount := checks.Check{ID: "shm.mount", Title: "/dev/shm", Run: func(context.Context, *host.Host) ([]checks.Finding, error) {
 		return []checks.Finding{{Severity: checks.Error, Title: "/dev/shm is full", Guide: "shm-no-space", Fixes: []string{"shm.cleanup", "shm.remount"}}}, nil
 	}}
-	guide := GuideDoc{ID: "shm-stale-segments", Title: "Orphaned segments in /dev/shm", Markdown: "## Symptom\n\nline one\n"}
 	var rm []string
 	for i := range 30 {
 		rm = append(rm, fmt.Sprintf("rm -- /dev/shm/nccl-seg%02d   # 1.0 MiB, 2 h old", i))
 	}
-	return withSideTrips(Deps{
+	return withSideTrips(withGuides(Deps{
 		Host:   &host.Host{Kind: "fixture", Name: "practice", Simulated: true, EUID: 1000},
 		Checks: []checks.Check{segs, mount},
-		Guide: func(id string) (GuideDoc, bool) {
-			return guide, id == guide.ID
-		},
-		Learn:     func() []GuideDoc { return []GuideDoc{guide} },
-		AllGuides: func() []GuideDoc { return []GuideDoc{guide} },
-		Render:    func(md string, width int) (string, error) { return md, nil },
 		PlanFixes: func(context.Context, []checks.Finding) []FixView {
 			w.plans++
 			return []FixView{
@@ -84,7 +77,7 @@ func (w *longWorld) deps() Deps {
 			w.tested++
 			return ValidationResult{Pass: true, Verdict: "passed"}, nil
 		},
-	})
+	}))
 }
 
 func evidence(n int) map[string]any {
@@ -130,7 +123,9 @@ var wizardStates = []struct {
 	{"summary", []string{"enter", "tab", "tab", "tab", "tab"}, flow.Summary},
 	{"summary, after applying", []string{"enter", "tab", "tab", "space", "enter", "y", "enter", "enter"}, flow.Summary},
 	{"summary, export prompt", []string{"enter", "tab", "tab", "tab", "tab", "e"}, flow.Summary},
-	{"detect, after a run", []string{"enter", "tab", "tab", "tab", "tab", "esc", "enter"}, flow.Detect},
+	// esc walks back Summary → Validate → Fix → Explain (its list) →
+	// Findings → Start.
+	{"detect, after a run", []string{"enter", "tab", "tab", "tab", "tab", "esc", "esc", "esc", "esc", "esc", "enter"}, flow.Detect},
 	{"log", []string{"2"}, flow.Log},
 	{"learn", []string{"4"}, flow.Learn},
 	{"guides", []string{"5"}, flow.Guides},

@@ -15,11 +15,9 @@ import (
 	"github.com/ncclwiz/ncclwiz/host"
 )
 
-// GuideDoc is a guide as the wizard shows it.
+// GuideDoc names a guide.
 type GuideDoc struct {
 	ID, Title, Summary string
-	// Markdown is the body without front matter.
-	Markdown string
 }
 
 // FixView describes a fix for the checklist and its preview.
@@ -143,16 +141,15 @@ type Deps struct {
 	Host   *host.Host
 	Checks []checks.Check
 
-	Guide     func(id string) (GuideDoc, bool)
-	Learn     func() []GuideDoc
-	AllGuides func() []GuideDoc
-	// Browser builds the guide browser for the Learn (learn=true) and
-	// Guides stages; nil falls back to the simple viewer.
-	Browser func(learn bool) guideui.Model
+	// Guide says whether a guide exists (and what it is called), so the
+	// Explain stage lists only guides the library has.
+	Guide func(id string) (GuideDoc, bool)
+	// Browser builds the guide browser of the Explain, Learn and Guides
+	// stages: the wizard sets the subset, Learn, Embedded and Keys; Browser
+	// adds the language and style. Nil says guides are unavailable.
+	Browser func(opt guideui.Options) guideui.Model
 	// GuidesError says why guides are unavailable, when they are.
 	GuidesError string
-	// Render turns markdown into styled text wrapped at width.
-	Render func(md string, width int) (string, error)
 
 	// PlanFixes plans the fixes for the findings and keeps the plan, so that
 	// ApplyFix can later apply exactly the fix a view was made from. It

@@ -142,4 +142,4 @@ func headline(r checks.Result) checks.Finding {
 	return best
 }
 
-func (m detectModel) keys() [][2]string { return nil }
+func (m detectModel) keyMap() keyMap { return keyMap{} }

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
@@ -15,12 +16,39 @@ import (
 
 type findingsModel struct {
 	c       *common
+	keys    findingsKeys
 	all     []checks.Finding
 	shown   []checks.Finding
-	cursor  int
+	list    listView
 	showAll bool
 	// detail scrolls the selected finding's detail and full evidence.
 	detail pager
+}
+
+type findingsKeys struct {
+	Guide, All, Nodes, Continue key.Binding
+}
+
+func newFindingsModel(c *common) findingsModel {
+	return findingsModel{
+		c: c,
+		keys: findingsKeys{
+			Guide:    bind("g", "guide", "g"),
+			All:      bind("a", "all/problems", "a"),
+			Nodes:    bind("n", "check all nodes", "n"),
+			Continue: bind("enter", "continue", "enter", "right", "l"),
+		},
+		list:   newListView(c.list, 1, false),
+		detail: newPager(),
+	}
+}
+
+// selected is the finding under the cursor.
+func (m findingsModel) selected() (checks.Finding, bool) {
+	if i := m.list.index(); i < len(m.shown) {
+		return m.shown[i], true
+	}
+	return checks.Finding{}, false
 }
 
 func (m *findingsModel) load(rs []checks.Result) {
@@ -39,9 +67,7 @@ func (m *findingsModel) filter() {
 			m.shown = append(m.shown, f)
 		}
 	}
-	if m.cursor >= len(m.shown) {
-		m.cursor = max(len(m.shown)-1, 0)
-	}
+	m.list.setRows(len(m.shown))
 	m.refresh()
 }
 
@@ -50,37 +76,29 @@ func (m findingsModel) update(msg tea.Msg) (findingsModel, tea.Cmd) {
 	if !ok {
 		return m, nil
 	}
-	m, cmd := m.key(k.String())
+	m, cmd := m.key(k)
 	m.refresh()
 	return m, cmd
 }
 
-func (m findingsModel) key(k string) (findingsModel, tea.Cmd) {
-	if m.detail.scroll(k, false) {
+func (m findingsModel) key(k tea.KeyPressMsg) (findingsModel, tea.Cmd) {
+	if m.detail.scroll(k.String(), false) || m.list.update(k) {
 		return m, nil
 	}
-	switch k {
-	case "up", "k":
-		if m.cursor > 0 {
-			m.cursor--
-		}
-	case "down", "j":
-		if m.cursor < len(m.shown)-1 {
-			m.cursor++
-		}
-	case "a":
+	switch {
+	case key.Matches(k, m.keys.All):
 		m.showAll = !m.showAll
 		m.filter()
-	case "g":
-		if m.cursor < len(m.shown) && m.shown[m.cursor].Guide != "" {
-			id := m.shown[m.cursor].Guide
+	case key.Matches(k, m.keys.Guide):
+		if f, ok := m.selected(); ok && f.Guide != "" {
+			id := f.Guide
 			return m, func() tea.Msg { return openGuideMsg{id: id} }
 		}
-	case "n":
+	case key.Matches(k, m.keys.Nodes):
 		if m.c.nodesOffered() {
 			return m, goTo(flow.Nodes)
 		}
-	case "enter", "right", "l":
+	case key.Matches(k, m.keys.Continue):
 		return m, goTo(flow.Explain)
 	}
 	return m, nil
@@ -110,34 +128,21 @@ func (m findingsModel) view() string {
 		b.WriteString(st.dim.Render("Nothing to show; press a to list every check result.") + "\n")
 		return b.String()
 	}
-	top, listH := m.listWindow()
-	for i := top; i < min(top+listH, len(m.shown)); i++ {
-		f := m.shown[i]
-		cur := "  "
-		if i == m.cursor {
-			cur = st.sel.Render(st.m.cursor) + " "
-		}
-		line := fmt.Sprintf("%s%s %-14s %s", cur, st.mark(f.Severity), f.Check, f.Title)
-		if i == m.cursor {
-			line = cur + st.mark(f.Severity) + " " + st.sel.Render(fmt.Sprintf("%-14s %s", f.Check, f.Title))
-		}
-		b.WriteString(truncate(line, m.c.width) + "\n")
-	}
-	if len(m.shown) > listH {
-		b.WriteString(st.dim.Render(fmt.Sprintf("  (%d of %d)", m.cursor+1, len(m.shown))) + "\n")
-	}
+	b.WriteString(m.list.view(m.row, st.dim) + "\n")
 	b.WriteString("\n" + m.detail.view() + "\n")
 	b.WriteString(st.dim.Render(truncate(m.detail.position(), m.c.width)))
 	return b.String()
 }
 
-// listWindow is the first visible row and the height of the list.
-func (m findingsModel) listWindow() (top, h int) {
-	h = min(len(m.shown), max(m.c.bodyHeight()/2-2, 3))
-	if m.cursor >= h {
-		top = m.cursor - h + 1
+// row draws finding i of the list.
+func (m findingsModel) row(i int, selected bool) string {
+	st := m.c.st
+	f := m.shown[i]
+	text := fmt.Sprintf("%-14s %s", f.Check, f.Title)
+	if selected {
+		return st.sel.Render(st.m.cursor) + " " + st.mark(f.Severity) + " " + st.sel.Render(text)
 	}
-	return top, h
+	return "  " + st.mark(f.Severity) + " " + text
 }
 
 // refresh puts the selected finding's detail, every evidence line and its
@@ -149,20 +154,18 @@ func (m *findingsModel) refresh() {
 	if m.detail.vp.Width() == 0 {
 		m.detail = newPager()
 	}
-	_, listH := m.listWindow()
-	used := 2 + listH + 1 + 1 // summary, blank, list, blank, position line
-	if len(m.shown) > listH {
-		used++
-	}
+	// The list's room holds its rows and, when it pages, its position line.
+	m.list.setSize(m.c.width, max(m.c.bodyHeight()/2-2, 3)+1)
+	used := 2 + m.list.height() + 1 + 1 // summary, blank, list, blank, pager position line
 	m.detail.set(m.detailText(), m.c.width, m.c.bodyHeight()-used)
 }
 
 func (m findingsModel) detailText() string {
-	if m.cursor >= len(m.shown) {
+	f, ok := m.selected()
+	if !ok {
 		return ""
 	}
 	st := m.c.st
-	f := m.shown[m.cursor]
 	var b strings.Builder
 	if f.Detail != "" {
 		b.WriteString(wrapText(f.Detail, m.c.width-2) + "\n")
@@ -195,14 +198,14 @@ func evidenceLines(ev map[string]any) []string {
 	return out
 }
 
-func (m findingsModel) keys() [][2]string {
-	ks := [][2]string{{"↑/↓", "select"}, {"g", "guide"}}
+func (m findingsModel) keyMap() keyMap {
+	k := keyMap{Short: []key.Binding{m.c.list.Move("select"), m.keys.Guide}}
 	if m.c.nodesOffered() {
-		ks = append(ks, [2]string{"n", "check all nodes"})
+		k.Short = append(k.Short, m.keys.Nodes)
 	}
-	ks = append(ks, [2]string{"a", "all/problems"}, [2]string{"enter", "continue"})
+	k.Short = append(k.Short, m.keys.All, m.keys.Continue)
 	if m.detail.scrolls() {
-		ks = append(ks, [2]string{"pgup/pgdn", "scroll"})
+		k.Short = append(k.Short, m.c.list.Scroll)
 	}
-	return ks
+	return k
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
@@ -28,8 +29,9 @@ const collapseOver = 4
 
 type fixModel struct {
 	c          *common
+	keys       fixKeys
 	fixes      []FixView
-	cursor     int
+	list       listView
 	chosen     map[string]bool
 	confirming bool
 	// shown is what the open confirm step shows: the chosen views and the
@@ -46,10 +48,8 @@ type fixModel struct {
 	// pending is a plan that arrived while the confirm step was open; it
 	// replaces the list when the step closes.
 	pending *plannedMsg
-	// spin is the spinner frame the root lends for the planning state.
-	spin   string
-	detail pager // the selected fix's preview
-	plan   pager // the confirm step's plan
+	detail  pager // the selected fix's preview
+	plan    pager // the confirm step's plan
 	// built says what the pagers were last built for, so keys that only
 	// scroll do not rebuild a plan of 100,000 lines.
 	built string
@@ -61,8 +61,28 @@ type plannedMsg struct {
 	fixes []FixView
 }
 
+// fixKeys are the Fix step's keys. The confirm step's y, n and e stay
+// plain strings in confirmKey: that step's consent logic is tested key by
+// key (consent_test.go) and is not a list.
+type fixKeys struct {
+	Choose, Confirm key.Binding
+}
+
 func newFixModel(c *common) fixModel {
-	return fixModel{c: c, chosen: map[string]bool{}, gen: -1, detail: newPager(), plan: newPager()}
+	return fixModel{c: c, chosen: map[string]bool{}, gen: -1, detail: newPager(), plan: newPager(),
+		list: newListView(c.list, 1, false),
+		keys: fixKeys{
+			Choose:  bind("space", "choose", "space", "x"),
+			Confirm: bind("enter", "confirm chosen / skip", "enter"),
+		}}
+}
+
+// selected is the fix under the cursor.
+func (m fixModel) selected() (FixView, bool) {
+	if i := m.list.index(); i < len(m.fixes) {
+		return m.fixes[i], true
+	}
+	return FixView{}, false
 }
 
 // planFixes plans the fixes for check run gen in the background: planning
@@ -100,9 +120,10 @@ func (m *fixModel) load(fixes []FixView, gen int) {
 			delete(m.chosen, id)
 		}
 	}
-	if m.cursor >= len(m.fixes) {
-		m.cursor = 0
+	if m.list.index() >= len(m.fixes) {
+		m.list.selectRow(0)
 	}
+	m.list.setRows(len(m.fixes))
 	m.confirming = false
 	m.refresh()
 }
@@ -176,7 +197,7 @@ func (m fixModel) update(msg tea.Msg) (fixModel, tea.Cmd) {
 	if m.confirming {
 		m, cmd = m.confirmKey(k.String())
 	} else {
-		m, cmd = m.listKey(k.String())
+		m, cmd = m.listKey(k)
 	}
 	m.refresh()
 	return m, cmd
@@ -207,67 +228,66 @@ func (m fixModel) confirmKey(k string) (fixModel, tea.Cmd) {
 	return m, nil
 }
 
-func (m fixModel) listKey(k string) (fixModel, tea.Cmd) {
+func (m fixModel) listKey(k tea.KeyPressMsg) (fixModel, tea.Cmd) {
 	if m.planning {
-		switch k {
-		case "esc":
-			return m, goTo(flow.Findings)
-		case "enter", "space", "x":
-			return m, status("still planning the fixes for what was found; esc goes back to the findings")
+		if key.Matches(k, m.keys.Choose, m.keys.Confirm) {
+			return m, status("still planning the fixes for what was found; esc goes back")
 		}
 		return m, nil
 	}
-	if m.detail.scroll(k, false) {
+	if m.detail.scroll(k.String(), false) || m.list.update(k) {
 		return m, nil
 	}
-	switch k {
-	case "up", "k":
-		if m.cursor > 0 {
-			m.cursor--
-		}
-	case "down", "j":
-		if m.cursor < len(m.fixes)-1 {
-			m.cursor++
-		}
-	case "space", "x":
-		if m.cursor < len(m.fixes) {
-			f := m.fixes[m.cursor]
+	switch {
+	case key.Matches(k, m.keys.Choose):
+		if f, ok := m.selected(); ok {
 			if why := m.blocked(f); why != "" {
 				return m, status("cannot apply " + f.ID + " here: " + why)
 			}
 			m.chosen[f.ID] = !m.chosen[f.ID]
 		}
-	case "enter":
+	case key.Matches(k, m.keys.Confirm):
 		if m.countChosen() > 0 {
 			m.confirming, m.expanded = true, false
 			m.shown, m.shownPlan = m.chosenFixes(), slices.Clone(m.fixes)
 			return m, nil
 		}
 		return m, goTo(flow.Validate)
-	case "esc":
-		return m, goTo(flow.Findings)
 	}
 	return m, nil
 }
 
-// Layout of the list: title, blank, the fixes, blank, then the selected
-// fix's details in a pager with a position line under it.
-func (m fixModel) listHeight() int {
-	return min(len(m.fixes), max(m.c.bodyHeight()/3, 3))
-}
-
-func (m fixModel) listTop() int {
-	h := m.listHeight()
-	if m.cursor >= h {
-		return m.cursor - h + 1
+// row draws fix i of the checklist: its box, title and tags.
+func (m fixModel) row(i int, selected bool) string {
+	st := m.c.st
+	f := m.fixes[i]
+	box := st.m.off
+	if m.chosen[f.ID] {
+		box = st.ok.Render(st.m.on)
 	}
-	return 0
+	cur := "  "
+	title := textsafe.Clean(f.Title)
+	if selected {
+		cur = st.sel.Render(st.m.cursor) + " "
+		title = st.sel.Render(title)
+	}
+	tags := []string{"risk " + f.Risk}
+	if f.NeedsRoot {
+		tags = append(tags, "root")
+	}
+	if why := m.blocked(f); why != "" {
+		box = st.dim.Render(" - ")
+		tags = append(tags, "not here")
+	}
+	return cur + box + " " + title + "  " + st.dim.Render(strings.Join(tags, ", "))
 }
 
 // refresh rebuilds the pagers' content for the current state and size.
 func (m *fixModel) refresh() {
 	w, h := m.c.width, m.c.bodyHeight()
-	sig := fmt.Sprint(w, h, m.confirming, m.expanded, m.cursor, m.chosenIDs(), m.gen, m.planning, len(m.fixes), len(m.shown), m.c.deps.Host != nil && m.c.deps.Host.Simulated)
+	// The list's room holds its rows and, when it pages, its position line.
+	m.list.setSize(w, max(h/3, 3)+1)
+	sig := fmt.Sprint(w, h, m.confirming, m.expanded, m.list.index(), m.chosenIDs(), m.gen, m.planning, len(m.fixes), len(m.shown), m.c.deps.Host != nil && m.c.deps.Host.Simulated)
 	if len(m.fixes) > 0 {
 		sig += fmt.Sprint(m.fixes[0].Plan)
 	}
@@ -280,10 +300,7 @@ func (m *fixModel) refresh() {
 		m.plan.set(m.planText(), w, h-4)
 		return
 	}
-	used := 2 + m.listHeight() + 1
-	if len(m.fixes) > m.listHeight() {
-		used++
-	}
+	used := 2 + m.list.height() + 1
 	m.detail.set(m.detailText(), w, h-used-1)
 }
 
@@ -353,12 +370,12 @@ func (m fixModel) planText() string {
 
 // detailText is the selected fix's summary and its exact lines.
 func (m fixModel) detailText() string {
-	if m.cursor >= len(m.fixes) {
+	f, ok := m.selected()
+	if !ok {
 		return ""
 	}
 	st := m.c.st
 	w := m.c.width
-	f := m.fixes[m.cursor]
 	var b strings.Builder
 	b.WriteString(wrapText(textsafe.Clean(f.Summary), w-2) + "\n")
 	if why := m.blocked(f); why != "" {
@@ -383,7 +400,7 @@ func (m fixModel) view() string {
 	st := m.c.st
 	var b strings.Builder
 	if m.planning && !m.confirming {
-		return m.spin + " " + st.title.Render("Planning fixes for what was found…") + "\n\n" +
+		return m.c.spin + " " + st.title.Render("Planning fixes for what was found…") + "\n\n" +
 			st.dim.Render(wrapText("Reading the machine: segments are proven unused and leftover ranks are watched for progress. Nothing runs until you confirm.", m.c.width-2))
 	}
 	if len(m.fixes) == 0 && !m.confirming {
@@ -411,51 +428,27 @@ func (m fixModel) view() string {
 		return b.String()
 	}
 	b.WriteString(truncate(st.title.Render("Fixes for what was found")+st.dim.Render("  (space to choose; nothing runs until you confirm)"), m.c.width) + "\n\n")
-	top, h := m.listTop(), m.listHeight()
-	for i := top; i < min(top+h, len(m.fixes)); i++ {
-		f := m.fixes[i]
-		box := st.m.off
-		if m.chosen[f.ID] {
-			box = st.ok.Render(st.m.on)
-		}
-		cur := "  "
-		title := textsafe.Clean(f.Title)
-		if i == m.cursor {
-			cur = st.sel.Render(st.m.cursor) + " "
-			title = st.sel.Render(title)
-		}
-		tags := []string{"risk " + f.Risk}
-		if f.NeedsRoot {
-			tags = append(tags, "root")
-		}
-		if why := m.blocked(f); why != "" {
-			box = st.dim.Render(" - ")
-			tags = append(tags, "not here")
-		}
-		b.WriteString(truncate(cur+box+" "+title+"  "+st.dim.Render(strings.Join(tags, ", ")), m.c.width) + "\n")
-	}
-	if len(m.fixes) > h {
-		b.WriteString(st.dim.Render(fmt.Sprintf("  (%d of %d)", m.cursor+1, len(m.fixes))) + "\n")
-	}
+	b.WriteString(m.list.view(m.row, st.dim) + "\n")
 	b.WriteString("\n" + m.detail.view() + "\n")
 	b.WriteString(st.dim.Render(truncate(m.detail.position(), m.c.width)))
 	return b.String()
 }
 
-func (m fixModel) keys() [][2]string {
+func (m fixModel) keyMap() keyMap {
 	if m.planning && !m.confirming {
-		return [][2]string{{"esc", "findings"}}
+		return keyMap{}
 	}
 	if m.confirming {
 		more := "every line"
 		if m.expanded {
 			more = "fewer lines"
 		}
-		return [][2]string{{"y", "apply"}, {"n", "back"}, {"pgdn/end", "read the plan"}, {"e", more}}
+		return keyMap{Short: []key.Binding{bind("y", "apply", "y"), bind("n", "back", "n", "N", "esc"),
+			bind("pgdn/end", "read the plan", "pgdown", "end"), bind("e", more, "e")}}
 	}
-	ks := [][2]string{{"↑/↓", "select"}, {"space", "choose"}, {"enter", "confirm chosen / skip"}}
+	k := keyMap{Short: []key.Binding{m.c.list.Move("select"), m.keys.Choose, m.keys.Confirm}}
 	if m.detail.scrolls() {
-		ks = append(ks, [2]string{"pgup/pgdn", "scroll"})
+		k.Short = append(k.Short, m.c.list.Scroll)
 	}
-	return append(ks, [2]string{"esc", "findings"})
+	return k
 }

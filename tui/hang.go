@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
@@ -37,10 +38,9 @@ type hangModel struct {
 	doing  string
 	report *HangReport
 	// raw shows RAS's reply as NCCL wrote it.
-	raw  bool
-	err  string
-	out  pager
-	spin string
+	raw bool
+	err string
+	out pager
 }
 
 func newHangModel(c *common) hangModel { return hangModel{c: c, out: newPager()} }
@@ -217,7 +217,7 @@ func (m hangModel) view() string {
 	b.WriteString(st.title.Render("My job is hanging") + "\n\n")
 	switch m.phase {
 	case hangFinding, hangInspecting:
-		b.WriteString(m.spin + " " + textsafe.Clean(m.doing) + "…\n\n")
+		b.WriteString(m.c.spin + " " + textsafe.Clean(m.doing) + "…\n\n")
 		b.WriteString(st.dim.Render(wrapText("Read-only: ncclwiz looks at the ranks (/proc, NVML), NCCL's RAS port and PyTorch's flight-recorder dumps; it signals and attaches to nothing. Esc stops.", m.c.width-2)))
 	case hangPicking:
 		b.WriteString(wrapText(fmt.Sprintf("%d distributed jobs run on this machine. Which one hangs?", len(m.jobs)), m.c.width-2) + "\n\n")
@@ -249,24 +249,26 @@ func (m hangModel) view() string {
 	return b.String()
 }
 
-func (m hangModel) keys() [][2]string {
+func (m hangModel) keyMap() keyMap {
+	back := bind("esc", "back", "esc", "left", "h")
 	switch m.phase {
 	case hangPicking:
-		return [][2]string{{"↑/↓", "select"}, {"enter", "inspect"}, {"esc", "back"}}
+		return keyMap{Short: []key.Binding{m.c.list.Move("select"), bind("enter", "inspect", "enter", "right", "l"), back}}
 	case hangDone:
-		ks := [][2]string{}
+		var k keyMap
 		if m.report.Guide != "" {
-			ks = append(ks, [2]string{"g", "guide"})
+			k.Short = append(k.Short, bind("g", "guide", "g"))
 		}
 		if m.out.scrolls() {
-			ks = append(ks, [2]string{"↑/↓/pgdn", "scroll"})
+			k.Short = append(k.Short, bind("↑/↓/pgdn", "scroll", "up", "down", "pgup", "pgdown"))
 		}
 		if m.report.HasRaw {
-			ks = append(ks, [2]string{"w", "RAS raw"})
+			k.Short = append(k.Short, bind("w", "RAS raw", "w"))
 		}
-		return append(ks, [2]string{"r", "again"}, [2]string{"esc", "back"})
+		k.Short = append(k.Short, bind("r", "again", "r"), back)
+		return k
 	case hangFailed:
-		return [][2]string{{"r", "look again"}, {"esc", "back"}}
+		return keyMap{Short: []key.Binding{bind("r", "look again", "r"), back}}
 	}
-	return [][2]string{{"esc", "stop"}}
+	return keyMap{Short: []key.Binding{bind("esc", "stop", "esc")}}
 }

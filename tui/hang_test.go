@@ -88,9 +88,6 @@ type hangWorld struct {
 
 func (w *hangWorld) deps() Deps {
 	d := (&fakeWorld{}).deps()
-	d.Guide = func(id string) (GuideDoc, bool) {
-		return GuideDoc{ID: id, Title: "My job is hanging", Markdown: "## Reading each source\n\nhang guide body\n"}, id == "hang"
-	}
 	d.HangJobs = func(context.Context) ([]HangJob, error) { return w.jobs, w.listErr }
 	d.InspectHang = func(ctx context.Context, id int, progress func(string)) (HangReport, error) {
 		w.mu.Lock()

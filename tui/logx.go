@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"charm.land/bubbles/v2/key"
 	"fmt"
 	"slices"
 	"strings"
@@ -291,23 +292,24 @@ func (m logModel) view() string {
 	return b.String()
 }
 
-func (m logModel) keys() [][2]string {
+func (m logModel) keyMap() keyMap {
 	if m.input.Focused() {
-		return [][2]string{{"enter", "explain"}, {"paste", "a path or the log"}, {"esc", "back"}}
+		return keyMap{Short: []key.Binding{bind("enter", "explain", "enter"), bind("paste", "a path or the log"), bind("esc", "back", "esc")}}
 	}
 	if m.running {
-		return nil
+		return keyMap{}
 	}
-	var ks [][2]string
+	var k keyMap
 	if ids := m.guideIDs(); len(ids) > 0 {
-		ks = append(ks, [2]string{"g", "guide"})
+		k.Short = append(k.Short, bind("g", "guide", "g"))
 		if len(ids) > 1 {
-			ks = append(ks, [2]string{"↑/↓", "pick"})
+			k.Short = append(k.Short, bind("↑/↓", "pick", "up", "down"))
 		}
 	}
 	if m.out.scrolls() {
-		ks = append(ks, [2]string{"pgdn", "scroll"})
+		k.Short = append(k.Short, bind("pgdn", "scroll", "pgup", "pgdown"))
 	}
 	// Short words: all of it fits in 80 columns with the root's "q quit".
-	return append(ks, [2]string{"o", "other log"}, [2]string{"d", "check"}, [2]string{"esc", "start"})
+	k.Short = append(k.Short, bind("o", "other log", "o"), bind("d", "check", "d"), bind("esc", "back", "esc"))
+	return k
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -25,6 +27,10 @@ type common struct {
 	ctx    context.Context
 	width  int
 	height int
+	// list are the cursor and scrolling keys every list screen shares.
+	list listKeys
+	// spin is the spinner's frame, for every screen that waits.
+	spin string
 }
 
 // bodyHeight is the space between the header and the help bar.
@@ -45,14 +51,20 @@ type Model struct {
 	stage  flow.Stage
 	state  flow.State
 	status string
+	// keys are the global keys; help draws the help bar (? toggles its
+	// full form).
+	keys globalKeys
+	help help.Model
 	// gen counts finished check runs, so the Fix step re-plans only when
 	// the findings changed.
 	gen int
 
+	// nav is the way the user came (Esc goes back along it).
+	nav history
+
 	start    startModel
 	detect   detectModel
 	findings findingsModel
-	explain  guidesModel
 	fix      fixModel
 	apply    applyModel
 	validate validateModel
@@ -60,23 +72,22 @@ type Model struct {
 	logx     logModel
 	hang     hangModel
 	nodes    nodesModel
-	learn    guidesModel
-	browse   guidesModel
-	// browser is the full guide browser (Learn and Guides stages) when the
-	// guides library is available.
-	browser    guideui.Model
-	hasBrowser bool
+	// guides is the guide browser of the Explain, Learn and Guides stages
+	// (only one of them is ever on the way back), when the library is
+	// available.
+	guides    guideui.Model
+	hasGuides bool
 }
 
 // New builds the wizard. ctx bounds every command the wizard starts.
 func New(ctx context.Context, deps Deps, opt Options) Model {
 	ctx, cancel := context.WithCancel(ctx)
-	c := &common{deps: deps, opt: opt, st: newStyles(opt.ASCII), ctx: ctx, width: 80, height: 24}
-	m := Model{c: c, cancel: cancel, stage: flow.Start}
+	c := &common{deps: deps, opt: opt, st: newStyles(opt.ASCII), ctx: ctx, width: 80, height: 24, list: newListKeys()}
+	m := Model{c: c, cancel: cancel, stage: flow.Start, keys: newGlobalKeys(), help: newHelp(c.st)}
 	m.start = newStartModel(c)
 	m.detect = newDetectModel(c)
-	m.findings = findingsModel{c: c, detail: newPager()}
-	m.explain = newGuidesModel(c, "explain")
+	c.spin = m.detect.spin.View()
+	m.findings = newFindingsModel(c)
 	m.fix = newFixModel(c)
 	m.apply = newApplyModel(c)
 	m.validate = validateModel{c: c}
@@ -87,8 +98,6 @@ func New(ctx context.Context, deps Deps, opt Options) Model {
 	}
 	m.hang = newHangModel(c)
 	m.nodes = newNodesModel(c)
-	m.learn = newGuidesModel(c, "learn")
-	m.browse = newGuidesModel(c, "browse")
 	return m
 }
 
@@ -107,8 +116,15 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.c.width, m.c.height = msg.Width, msg.Height
 		return m.resize()
 	case tea.KeyPressMsg:
+		if key.Matches(msg, m.keys.Help) && !m.typing() && !m.browsing() {
+			m.help.ShowAll = !m.help.ShowAll
+			return m, nil
+		}
 		if cmd, handled := m.globalKey(msg); handled {
 			return m, cmd
+		}
+		if key.Matches(msg, m.keys.Back) && !m.ownsEsc() {
+			return m.goBack()
 		}
 		if s, ok := m.navTarget(msg); ok {
 			return m.enter(s)
@@ -163,21 +179,23 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case openGuideMsg:
 		ids := guideIDsFor(m.state.Problems(), m.c.deps)
-		idx := -1
-		for i, id := range ids {
-			if id == msg.id {
-				idx = i
-			}
-		}
-		if idx < 0 {
+		if !slices.Contains(ids, msg.id) {
 			ids = append([]string{msg.id}, ids...)
-			idx = 0
 		}
 		m.fix.leave()
+		m.status = ""
+		from := m.stage
+		if msg.back != "" {
+			from = msg.back
+		}
+		m.nav = m.nav.visit(from, flow.Explain)
 		m.stage = flow.Explain
-		m.explain.back = msg.back
-		m.explain.loadIDs(ids)
-		return m, m.explain.open(idx)
+		return m, m.openGuides(flow.Explain, guideui.Options{IDs: ids, Title: explainTitle(ids)}, msg.id)
+	case guideui.ExitMsg:
+		if m.guideStage() {
+			return m.goBack()
+		}
+		return m, nil
 	case recheckDoneMsg:
 		m.detect.results = map[string]checks.Result{}
 		for _, r := range msg.results {
@@ -186,52 +204,35 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.detected(nil)
 	}
 
+	// Ticking fixes does not route: the Apply stage is reached only by the
+	// confirm step's y (applyMsg), never by Tab.
 	var cmd tea.Cmd
-	switch m.stage {
-	case flow.Start:
-		m.start, cmd = m.start.update(msg)
-	case flow.Detect:
-		m.detect, cmd = m.detect.update(msg)
-	case flow.Findings:
-		m.findings, cmd = m.findings.update(msg)
-	case flow.Explain:
-		m.explain, cmd = m.explain.update(msg)
-	case flow.Fix:
-		// Ticking fixes does not route: the Apply stage is reached only by
-		// the confirm step's y (applyMsg), never by Tab.
-		m.fix, cmd = m.fix.update(msg)
-	case flow.Apply:
-		m.apply, cmd = m.apply.update(msg)
-	case flow.Validate:
-		m.validate, cmd = m.validate.update(msg)
-	case flow.Summary:
-		m.summary, cmd = m.summary.update(msg)
-	case flow.Log:
-		m.logx, cmd = m.logx.update(msg)
-	case flow.Hang:
-		m.hang, cmd = m.hang.update(msg)
-	case flow.Nodes:
-		m.nodes, cmd = m.nodes.update(msg)
-	case flow.Learn, flow.Guides:
-		if m.hasBrowser {
-			if _, ok := msg.(guideui.ExitMsg); ok {
-				return m.enter(flow.Start)
-			}
-			m.browser, cmd = m.browser.Update(msg)
-		} else if m.stage == flow.Learn {
-			m.learn, cmd = m.learn.update(msg)
-		} else {
-			m.browse, cmd = m.browse.update(msg)
-		}
+	if k, ok := m.children()[m.stage]; ok {
+		cmd = k.update(msg)
 	}
-	// Spinner ticks must keep flowing whatever the stage.
-	if _, ok := msg.(spinTick); ok && m.stage != flow.Detect {
+	// The browser gets its messages (a rendering that lands after the
+	// reader left) whatever the stage; keys only on its own stages.
+	if _, isKey := msg.(tea.KeyPressMsg); m.hasGuides && (m.guideStage() || !isKey) {
 		var c2 tea.Cmd
-		m.detect, c2 = m.detect.update(msg)
+		m.guides, c2 = m.guides.Update(msg)
 		cmd = tea.Batch(cmd, c2)
+	}
+	// Spinner ticks must keep flowing whatever the stage; the frame is
+	// lent to every screen that waits.
+	if _, ok := msg.(spinTick); ok {
+		if m.stage != flow.Detect {
+			var c2 tea.Cmd
+			m.detect, c2 = m.detect.update(msg)
+			cmd = tea.Batch(cmd, c2)
+		}
+		m.c.spin = m.detect.spin.View()
 	}
 	return m, cmd
 }
+
+// browsing reports whether the guide browser has the screen (it draws
+// its own help, and ? is its own).
+func (m Model) browsing() bool { return m.hasGuides && m.guideStage() }
 
 // typing reports whether a text input has focus, so that letters are text
 // and not shortcuts.
@@ -243,18 +244,47 @@ func (m Model) typing() bool {
 		return m.nodes.input.Focused()
 	case flow.Summary:
 		return m.summary.exporting
-	case flow.Explain:
-		return m.explain.searching
-	case flow.Learn, flow.Guides:
-		if m.hasBrowser {
-			return m.browser.Typing()
-		}
-		if m.stage == flow.Learn {
-			return m.learn.searching
-		}
-		return m.browse.searching || m.browse.filtering
+	case flow.Explain, flow.Learn, flow.Guides:
+		return m.hasGuides && m.guides.Typing()
 	}
 	return false
+}
+
+// guideStage reports whether the stage is one of the guide browser's.
+func (m Model) guideStage() bool {
+	return m.stage == flow.Explain || m.stage == flow.Learn || m.stage == flow.Guides
+}
+
+// ownsEsc reports whether the screen uses esc itself, to close something
+// open inside it (a confirm step, a search, a running inspection) rather
+// than to leave. Otherwise esc is the root's: back along the history.
+func (m Model) ownsEsc() bool {
+	switch m.stage {
+	case flow.Fix:
+		return m.fix.confirming
+	case flow.Explain, flow.Learn, flow.Guides:
+		return m.hasGuides // the browser sends ExitMsg when it is done
+	case flow.Summary:
+		return m.summary.exporting
+	case flow.Hang:
+		return m.hang.phase == hangFinding || m.hang.phase == hangInspecting || (m.hang.phase == hangDone && len(m.hang.jobs) > 1)
+	case flow.Nodes:
+		return m.nodes.running
+	}
+	return false
+}
+
+// goBack returns to where the user came from. It never applies anything:
+// it only enters a stage (consent_test.go walks it at random).
+func (m Model) goBack() (tea.Model, tea.Cmd) {
+	if m.apply.running {
+		return m, status("applying the fixes you confirmed; wait for them to finish (ctrl+c stops)")
+	}
+	s, ok := m.nav.back()
+	if !ok || m.stage == flow.Start {
+		return m, status("this is the start; q quits")
+	}
+	return m.enter(s)
 }
 
 func (m Model) globalKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
@@ -309,6 +339,7 @@ func (m Model) startApply(msg applyMsg) (tea.Model, tea.Cmd) {
 	}
 	m.fix.leave()
 	m.status = ""
+	m.nav = m.nav.visit(m.stage, flow.Apply)
 	m.stage = flow.Apply
 	return m, m.apply.startRun(msg.chosen, msg.plan)
 }
@@ -321,6 +352,10 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 		m.fix.leave()
 	}
 	prev := m.stage
+	// Back along the way (esc, shift+tab, a screen's own back key) the
+	// screen is as it was left: the open guide, the log result.
+	returning := m.nav.returning(s)
+	m.nav = m.nav.visit(prev, s)
 	m.stage = s
 	switch s {
 	case flow.Hang:
@@ -337,9 +372,16 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 	case flow.Findings:
 		m.findings.load(m.detect.ordered())
 	case flow.Explain:
-		m.explain.back = ""
-		m.explain.loadIDs(guideIDsFor(m.state.Problems(), m.c.deps))
-		return m, m.explain.open(0)
+		if returning && m.hasGuides {
+			return m, nil
+		}
+		// One guide opens at once (esc leaves it); several are a list.
+		ids := guideIDsFor(m.state.Problems(), m.c.deps)
+		open := ""
+		if len(ids) == 1 {
+			open = ids[0]
+		}
+		return m, m.openGuides(s, guideui.Options{IDs: ids, Title: explainTitle(ids)}, open)
 	case flow.Fix:
 		m.fix.refresh()
 	case flow.Apply:
@@ -360,20 +402,10 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 		}
 		return m, m.summary.load(m.state, m.gen, m.detect.before, m.apply.results, m.validate.result, ids, plan)
 	case flow.Learn, flow.Guides:
-		if m.c.deps.Browser != nil {
-			m.browser, m.hasBrowser = m.c.deps.Browser(s == flow.Learn), true
-			return m, m.browser.SetSize(m.c.width, m.c.height-2)
+		if returning && m.hasGuides {
+			return m, nil
 		}
-		if s == flow.Learn {
-			if m.c.deps.Learn != nil {
-				m.learn.loadDocs(m.c.deps.Learn())
-			}
-			return m, m.learn.open(0)
-		}
-		if m.c.deps.AllGuides != nil {
-			m.browse.loadDocs(m.c.deps.AllGuides())
-		}
-		m.browse.viewing = false
+		return m, m.openGuides(s, guideui.Options{Learn: s == flow.Learn}, "")
 	case flow.Log:
 		return m, m.logx.focus()
 	}
@@ -401,7 +433,14 @@ func (m Model) detected(cmd tea.Cmd) (tea.Model, tea.Cmd) {
 		m.state.CanValidate = false
 	}
 	if m.stage == flow.Detect {
-		return m.enterWith(flow.Findings, cmd)
+		// Detect moves on by itself: esc from Findings goes to where
+		// Detect was started from.
+		nm, c2 := m.enterWith(flow.Findings, cmd)
+		mm := nm.(Model)
+		if s, ok := mm.nav.back(); ok && s == flow.Detect {
+			mm.nav = mm.nav[:len(mm.nav)-1]
+		}
+		return mm, c2
 	}
 	if m.stage == flow.Findings {
 		m.findings.load(m.state.Results)
@@ -428,13 +467,6 @@ type recheckDoneMsg struct{ results []checks.Result }
 
 func (m Model) resize() (tea.Model, tea.Cmd) {
 	var cmds []tea.Cmd
-	var c tea.Cmd
-	m.explain, c = m.explain.resize()
-	cmds = append(cmds, c)
-	m.learn, c = m.learn.resize()
-	cmds = append(cmds, c)
-	m.browse, c = m.browse.resize()
-	cmds = append(cmds, c)
 	m.detect.resize()
 	m.fix.refresh()
 	m.apply.refresh()
@@ -443,8 +475,8 @@ func (m Model) resize() (tea.Model, tea.Cmd) {
 	m.hang.refresh()
 	m.nodes.refresh()
 	m.logx.refresh()
-	if m.hasBrowser {
-		cmds = append(cmds, m.browser.SetSize(m.c.width, m.c.height-2))
+	if m.hasGuides {
+		cmds = append(cmds, m.guides.SetSize(m.c.width, m.c.height-2))
 	}
 	return m, tea.Batch(cmds...)
 }
@@ -452,58 +484,62 @@ func (m Model) resize() (tea.Model, tea.Cmd) {
 // screen is what every child model offers the root for drawing.
 type screen interface {
 	view() string
-	keys() [][2]string
+}
+
+// child is a stage's model as the root sees it: update it, draw it.
+type child struct {
+	update func(tea.Msg) tea.Cmd
+	screen func() screen
+}
+
+// via makes the child of the model at p (a field of the root) and its
+// update method.
+func via[T screen](p *T, update func(T, tea.Msg) (T, tea.Cmd)) child {
+	return child{
+		update: func(msg tea.Msg) tea.Cmd {
+			var cmd tea.Cmd
+			*p, cmd = update(*p, msg)
+			return cmd
+		},
+		screen: func() screen { return *p },
+	}
+}
+
+// children is the one place that says which model serves which stage
+// (the guide stages are the browser's, outside this table).
+func (m *Model) children() map[flow.Stage]child {
+	return map[flow.Stage]child{
+		flow.Start: via(&m.start, startModel.update), flow.Detect: via(&m.detect, detectModel.update),
+		flow.Findings: via(&m.findings, findingsModel.update), flow.Fix: via(&m.fix, fixModel.update),
+		flow.Apply: via(&m.apply, applyModel.update), flow.Validate: via(&m.validate, validateModel.update),
+		flow.Summary: via(&m.summary, summaryModel.update), flow.Log: via(&m.logx, logModel.update),
+		flow.Hang: via(&m.hang, hangModel.update), flow.Nodes: via(&m.nodes, nodesModel.update),
+	}
 }
 
 // current returns the child model of the current stage.
 func (m Model) current() screen {
-	switch m.stage {
-	case flow.Detect:
-		return m.detect
-	case flow.Findings:
-		return m.findings
-	case flow.Explain:
-		return m.explain
-	case flow.Fix:
-		f := m.fix
-		f.spin = m.detect.spin.View()
-		return f
-	case flow.Apply:
-		return m.apply
-	case flow.Validate:
-		return m.validate
-	case flow.Summary:
-		return m.summary
-	case flow.Log:
-		return m.logx
-	case flow.Hang:
-		h := m.hang
-		h.spin = m.detect.spin.View()
-		return h
-	case flow.Nodes:
-		n := m.nodes
-		n.spin = m.detect.spin.View()
-		return n
-	case flow.Learn:
-		return m.learn
-	case flow.Guides:
-		return m.browse
+	if k, ok := m.children()[m.stage]; ok {
+		return k.screen()
 	}
-	return m.start
+	return noGuides{m.c}
 }
 
 // View implements tea.Model; only the root returns a tea.View.
 func (m Model) View() tea.View {
-	if m.hasBrowser && (m.stage == flow.Learn || m.stage == flow.Guides) {
+	if m.browsing() {
 		// The browser draws its own help bar; it gets the whole body.
-		v := tea.NewView(m.header() + "\n" + fitHeight(m.browser.View(), m.c.height-2))
+		v := tea.NewView(m.header() + "\n" + fitHeight(m.guides.View(), m.c.height-2))
 		v.AltScreen = true
 		v.WindowTitle = "ncclwiz"
 		return v
 	}
 	body := m.current().view()
-	body = fitHeight(body, m.c.bodyHeight())
-	out := m.header() + "\n" + body + "\n" + m.helpBar()
+	bar := m.helpBar()
+	// The full help covers the bottom of the body rather than re-laying
+	// the screen out: it is open for a glance.
+	body = fitHeight(body, m.c.bodyHeight()+2-lipgloss.Height(bar))
+	out := m.header() + "\n" + body + "\n" + bar
 	v := tea.NewView(out)
 	v.AltScreen = true
 	v.WindowTitle = "ncclwiz"
@@ -551,37 +587,51 @@ func (m Model) header() string {
 }
 
 func (m Model) helpBar() string {
-	keys := m.current().keys()
-	keys = append(keys, [2]string{"q", "quit"})
-	if onPath(m.stage) && m.stage != flow.Start && !m.apply.running {
-		keys = append(keys, [2]string{"tab/shift+tab", "next/back"})
-	}
+	bar := m.helpView()
 	st := m.c.st
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, st.key.Render(k[0])+" "+st.dim.Render(k[1]))
-	}
-	bar := joinFit(parts, " · ", m.c.width)
 	if m.status != "" {
 		return truncate(st.hint.Render(textsafe.Clean(m.status)), m.c.width) + "\n" + bar
 	}
 	return "\n" + bar
 }
 
-// joinFit joins parts until the width is used up.
-func joinFit(parts []string, sep string, width int) string {
-	out := ""
-	for _, p := range parts {
-		cand := p
-		if out != "" {
-			cand = out + sep + p
-		}
-		if lipgloss.Width(cand) > width {
-			break
-		}
-		out = cand
+// screenKeys is the current screen's keyMap.
+func (m Model) screenKeys() keyMap {
+	switch s := m.current().(type) {
+	case keyMapper:
+		return s.keyMap()
 	}
-	return out
+	return keyMap{}
+}
+
+// globalHelp are the root's keys that apply on this stage. While a text
+// input has the keyboard, q and ? are text: ctrl+c quits.
+func (m Model) globalHelp() []key.Binding {
+	var out []key.Binding
+	if _, ok := m.nav.back(); ok && !m.ownsEsc() && m.stage != flow.Start {
+		out = append(out, m.keys.Back)
+	}
+	if m.typing() {
+		return append(out, bind("ctrl+c", "quit", "ctrl+c"))
+	}
+	out = append(out, m.keys.Quit)
+	if onPath(m.stage) && m.stage != flow.Start && !m.apply.running {
+		out = append(out, bind("tab/shift+tab", "next/back", "tab", "shift+tab"))
+	}
+	return append(out, m.keys.Help)
+}
+
+// helpView draws the help: one line, or the full columns after ?. Lines
+// are cut to the width: help adds an item that does not fit when not even
+// its ellipsis would.
+func (m Model) helpView() string {
+	h := m.help
+	h.SetWidth(m.c.width)
+	lines := strings.Split(h.View(helpFor(m.screenKeys(), m.globalHelp())), "\n")
+	for i, l := range lines {
+		lines[i] = truncate(l, m.c.width)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // fitHeight pads or cuts s to exactly h lines.

@@ -21,7 +21,7 @@ import (
 )
 
 // key names a key press as bubbletea v2 reports it.
-func key(s string) tea.KeyPressMsg { return keytest.Press(s) }
+func keyPress(s string) tea.KeyPressMsg { return keytest.Press(s) }
 
 // drive feeds msg to the model and runs the commands it returns (and the
 // commands those return) until quiet, like a program would, skipping ticks.
@@ -100,14 +100,9 @@ func (w *fakeWorld) deps() Deps {
 	env := checks.Check{ID: "env.nccl", Title: "Environment", Run: func(context.Context, *host.Host) ([]checks.Finding, error) {
 		return []checks.Finding{{Severity: checks.OK, Title: "fine"}}, nil
 	}}
-	guide := GuideDoc{ID: "shm-stale-segments", Title: "Orphaned segments in /dev/shm", Markdown: "## Symptom\n\nline one\n\nthe needle is here\n"}
-	return Deps{
+	return withGuides(Deps{
 		Host:   &host.Host{Kind: "fixture", Name: "practice", Simulated: true, EUID: 1000},
 		Checks: []checks.Check{shm, env},
-		Guide: func(id string) (GuideDoc, bool) {
-			return guide, id == guide.ID
-		},
-		Render: func(md string, width int) (string, error) { return md, nil },
 		PlanFixes: func(_ context.Context, fs []checks.Finding) []FixView {
 			for _, f := range fs {
 				if f.Check == "shm.segments" {
@@ -130,7 +125,7 @@ func (w *fakeWorld) deps() Deps {
 		},
 		EnvSnippet:  func([]checks.Finding) string { return "export NCCL_DEBUG=INFO\n" },
 		CanValidate: func(context.Context) (bool, string) { return false, "no NVIDIA GPU found" },
-	}
+	})
 }
 
 func newTestModel(t testing.TB, d Deps) Model {
@@ -144,7 +139,7 @@ func TestWizardFullFlow(t *testing.T) {
 	if !strings.Contains(view(m), "SIMULATED") || !strings.Contains(view(m), "Diagnose this machine") {
 		t.Fatalf("start screen:\n%s", view(m))
 	}
-	m = drive(t, m, key("enter")) // diagnose → detect → findings
+	m = drive(t, m, keyPress("enter")) // diagnose → detect → findings
 	if m.Stage() != flow.Findings {
 		t.Fatalf("stage %s after detect, want findings", m.Stage())
 	}
@@ -154,50 +149,50 @@ func TestWizardFullFlow(t *testing.T) {
 			t.Errorf("findings view lacks %q:\n%s", want, v)
 		}
 	}
-	m = drive(t, m, key("enter")) // → explain
+	m = drive(t, m, keyPress("enter")) // → explain
 	if m.Stage() != flow.Explain || !strings.Contains(view(m), "Orphaned segments in /dev/shm") {
 		t.Fatalf("explain:\n%s", view(m))
 	}
-	m = drive(t, m, key("/"))
+	m = drive(t, m, keyPress("/"))
 	for _, r := range "needle" {
-		m = drive(t, m, key(string(r)))
+		m = drive(t, m, keyPress(string(r)))
 	}
-	m = drive(t, m, key("enter"))
+	m = drive(t, m, keyPress("enter"))
 	if !strings.Contains(view(m), `match 1/1 for "needle"`) {
 		t.Errorf("in-page search:\n%s", view(m))
 	}
-	m = drive(t, m, key("enter")) // → fix
+	m = drive(t, m, keyPress("tab")) // → fix
 	if m.Stage() != flow.Fix || !strings.Contains(view(m), "rm -- /dev/shm/nccl-AbC123") {
 		t.Fatalf("fix:\n%s", view(m))
 	}
-	m = drive(t, m, key("space"))
-	m = drive(t, m, key("enter"))
+	m = drive(t, m, keyPress("space"))
+	m = drive(t, m, keyPress("enter"))
 	if !strings.Contains(view(m), "Apply 1 fix?") {
 		t.Fatalf("confirm:\n%s", view(m))
 	}
 	if len(w.applied) != 0 {
 		t.Fatal("a fix ran before confirmation")
 	}
-	m = drive(t, m, key("y"))
+	m = drive(t, m, keyPress("y"))
 	if m.Stage() != flow.Apply || len(w.applied) != 1 {
 		t.Fatalf("stage %s, applied %v", m.Stage(), w.applied)
 	}
 	if v := view(m); !strings.Contains(v, "removed 3 segments") || !strings.Contains(v, "re-check passed (shm.segments)") {
 		t.Errorf("apply view:\n%s", v)
 	}
-	m = drive(t, m, key("enter")) // → validate (cannot run here)
+	m = drive(t, m, keyPress("enter")) // → validate (cannot run here)
 	if m.Stage() != flow.Validate || !strings.Contains(view(m), "no NVIDIA GPU found") {
 		t.Fatalf("validate:\n%s", view(m))
 	}
-	m = drive(t, m, key("enter")) // → summary
+	m = drive(t, m, keyPress("enter")) // → summary
 	v = view(m)
 	for _, want := range []string{"found: 1 problem", "shm.cleanup", "nothing", "no warnings or errors remain"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("summary lacks %q:\n%s", want, v)
 		}
 	}
-	m = drive(t, m, key("e"))
-	m = drive(t, m, key("enter"))
+	m = drive(t, m, keyPress("e"))
+	m = drive(t, m, keyPress("enter"))
 	if w.export != "ncclwiz-fix.sh:shm.cleanup" {
 		t.Errorf("export called with %q", w.export)
 	}
@@ -210,15 +205,15 @@ func TestWizardFullFlow(t *testing.T) {
 func TestFixNeedsConsentAndCanGoBack(t *testing.T) {
 	w := &fakeWorld{}
 	m := newTestModel(t, w.deps())
-	m = drive(t, m, key("enter"))
-	m = drive(t, m, key("tab")) // findings → explain
-	m = drive(t, m, key("tab")) // explain → fix
+	m = drive(t, m, keyPress("enter"))
+	m = drive(t, m, keyPress("tab")) // findings → explain
+	m = drive(t, m, keyPress("tab")) // explain → fix
 	if m.Stage() != flow.Fix {
 		t.Fatalf("stage %s", m.Stage())
 	}
-	m = drive(t, m, key("space"))
-	m = drive(t, m, key("enter"))
-	m = drive(t, m, key("n")) // declined
+	m = drive(t, m, keyPress("space"))
+	m = drive(t, m, keyPress("enter"))
+	m = drive(t, m, keyPress("n")) // declined
 	if len(w.applied) != 0 || m.Stage() != flow.Fix {
 		t.Fatalf("declined fix ran or stage moved: %v %s", w.applied, m.Stage())
 	}
@@ -231,7 +226,7 @@ func TestFixNeedsConsentAndCanGoBack(t *testing.T) {
 func TestResizeAndNarrowTerminal(t *testing.T) {
 	w := &fakeWorld{}
 	m := newTestModel(t, w.deps())
-	m = drive(t, m, key("enter"))
+	m = drive(t, m, keyPress("enter"))
 	for _, size := range [][2]int{{80, 24}, {60, 15}, {120, 40}} {
 		m = drive(t, m, tea.WindowSizeMsg{Width: size[0], Height: size[1]})
 		lines := strings.Split(view(m), "\n")
@@ -250,7 +245,7 @@ func TestQuitKeys(t *testing.T) {
 	w := &fakeWorld{}
 	for _, k := range []string{"q", "ctrl+c"} {
 		m := newTestModel(t, w.deps())
-		_, cmd := m.Update(key(k))
+		_, cmd := m.Update(keyPress(k))
 		if cmd == nil {
 			t.Fatalf("%s: no command", k)
 		}
@@ -274,20 +269,20 @@ func TestLogExplainEntry(t *testing.T) {
 			}}, nil
 	}
 	m := newTestModel(t, d)
-	m = drive(t, m, key("2"))
+	m = drive(t, m, keyPress("2"))
 	if m.Stage() != flow.Log {
 		t.Fatalf("stage %s", m.Stage())
 	}
 	for _, r := range "train.log" {
-		m = drive(t, m, key(string(r)))
+		m = drive(t, m, keyPress(string(r)))
 	}
-	m = drive(t, m, key("enter"))
+	m = drive(t, m, keyPress("enter"))
 	v := view(m)
 	// The report is drawn by the explainer's renderer, at the window's width.
 	if !strings.Contains(v, "Root cause: /dev/shm is full (drawn at 79)") || !strings.Contains(v, "Next: look at /dev/shm") || !strings.Contains(v, "g opens the guide shm-stale-segments") {
 		t.Fatalf("log view:\n%s", v)
 	}
-	m = drive(t, m, key("g"))
+	m = drive(t, m, keyPress("g"))
 	if m.Stage() != flow.Explain || !strings.Contains(view(m), "Orphaned segments") {
 		t.Errorf("guide from log: stage %s\n%s", m.Stage(), view(m))
 	}
@@ -299,13 +294,13 @@ func TestQuickTabs(t *testing.T) {
 	w := &longWorld{}
 	m := press(t, newTestModel(t, w.deps()), "enter")
 	for _, k := range []string{"tab", "tab"} {
-		nm, _ := m.Update(key(k))
+		nm, _ := m.Update(keyPress(k))
 		m = nm.(Model)
 	}
 	if m.Stage() != flow.Fix {
 		t.Errorf("two quick tabs from Findings: %s, want fix", m.Stage())
 	}
-	nm, _ := m.Update(key("shift+tab"))
+	nm, _ := m.Update(keyPress("shift+tab"))
 	if nm.(Model).Stage() != flow.Explain {
 		t.Errorf("shift+tab from Fix: %s, want explain", nm.(Model).Stage())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
@@ -24,7 +25,6 @@ type nodesModel struct {
 	report  *ClusterReport
 	err     string
 	out     pager
-	spin    string
 }
 
 func newNodesModel(c *common) nodesModel {
@@ -158,7 +158,7 @@ func (m nodesModel) view() string {
 		}
 		b.WriteString("\n" + st.dim.Render(wrapText("The same as `ncclwiz cluster check --hosts LIST` (or --slurm inside an allocation); the CLI also has --mesh, --hostfile and --from-json.", m.c.width-2)))
 	case m.running:
-		b.WriteString(m.spin + " " + textsafe.Clean(m.doing) + "…\n\n")
+		b.WriteString(m.c.spin + " " + textsafe.Clean(m.doing) + "…\n\n")
 		b.WriteString(st.dim.Render("Esc stops and goes back to the node list."))
 	case m.err != "":
 		b.WriteString(st.err.Render(wrapText(textsafe.Clean(m.err), m.c.width-2)) + "\n\n" + st.dim.Render("o: edit the node list · esc: back to Findings"))
@@ -174,16 +174,18 @@ func (m nodesModel) view() string {
 	return b.String()
 }
 
-func (m nodesModel) keys() [][2]string {
+func (m nodesModel) keyMap() keyMap {
+	back := bind("esc", "back", "esc")
 	switch {
 	case m.input.Focused():
-		return [][2]string{{"enter", "check the nodes"}, {"esc", "back"}}
+		return keyMap{Short: []key.Binding{bind("enter", "check the nodes", "enter"), back}}
 	case m.running:
-		return [][2]string{{"esc", "stop"}}
+		return keyMap{Short: []key.Binding{bind("esc", "stop", "esc")}}
 	}
-	ks := [][2]string{}
+	var k keyMap
 	if m.out.scrolls() && m.report != nil {
-		ks = append(ks, [2]string{"↑/↓/pgdn", "scroll"})
+		k.Short = append(k.Short, bind("↑/↓/pgdn", "scroll", "up", "down", "pgup", "pgdown"))
 	}
-	return append(ks, [2]string{"o", "other nodes"}, [2]string{"esc", "back"})
+	k.Short = append(k.Short, bind("o", "other nodes", "o", "e"), back)
+	return k
 }

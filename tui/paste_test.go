@@ -8,6 +8,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/ncclwiz/ncclwiz/internal/keytest"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
 )
 
@@ -76,7 +77,7 @@ func TestLogPaste(t *testing.T) {
 				t.Fatalf("log view:\n%s", v)
 			}
 			fits(t, m, "pasted log")
-			if !strings.Contains(v, "esc start") {
+			if !strings.Contains(v, "esc back") {
 				t.Errorf("the help bar lost keys at 80 columns:\n%s", v)
 			}
 			m = press(t, m, "down")
@@ -101,7 +102,7 @@ func TestLogPasteAgainAndTooBig(t *testing.T) {
 	if !m.logx.input.Focused() || m.logx.input.Value() != "/var/log/train.log" {
 		t.Fatalf("paste of a path on the result screen: focused %v, value %q", m.logx.input.Focused(), m.logx.input.Value())
 	}
-	m = drive(t, m, key("esc"))
+	m = drive(t, m, keytest.Press("esc"))
 	m = press(t, m, "2")
 	m = drive(t, m, paste(strings.Repeat("[rank0]: NCCL INFO filler\n", MaxPaste/26+1)))
 	if len(w.texts) != 1 {

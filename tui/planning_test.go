@@ -173,7 +173,8 @@ func deliver(t testing.TB, m Model, msg tea.Msg) (Model, []tea.Msg) {
 func isPlan(msg tea.Msg) bool { _, ok := msg.(plannedMsg); return ok }
 
 // Every key on the Fix step while the plan is on its way: none applies,
-// none opens the confirm step; esc goes back to the findings.
+// none opens the confirm step; esc goes back to where the user came from
+// (the guides, reached by tab).
 func TestEveryKeyWhilePlanning(t *testing.T) {
 	keys := slices.DeleteFunc(keytest.All(), func(k string) bool { return k == "ctrl+c" || k == "q" })
 	for _, k := range keys {
@@ -191,7 +192,7 @@ func TestEveryKeyWhilePlanning(t *testing.T) {
 		if len(w.applied) > 0 || m.fix.confirming {
 			t.Fatalf("key %q while planning: applied %v, confirming %v", k, w.applied, m.fix.confirming)
 		}
-		if k == "esc" && m.Stage() != flow.Findings {
+		if k == "esc" && m.Stage() != flow.Explain {
 			t.Errorf("esc while planning: stage %s", m.Stage())
 		}
 		// The held plan still lands.

@@ -1,9 +1,12 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
@@ -18,42 +21,50 @@ type startItem struct {
 type startModel struct {
 	c      *common
 	items  []startItem
-	cursor int
+	list   listView
+	choose key.Binding
+	jump   key.Binding
 }
 
 func newStartModel(c *common) startModel {
-	return startModel{c: c, items: []startItem{
-		{"Diagnose this machine", "run read-only checks, explain what is wrong, fix it with your consent, validate", flow.Detect},
+	m := startModel{c: c, items: []startItem{
+		{"Diagnose this machine", "read-only checks, what is wrong and why, fixes with your consent, a test", flow.Detect},
 		{"Explain a log", "point at the failing job's output; ncclwiz names the root cause", flow.Log},
-		{"My job is hanging", "a running job prints nothing: find which rank is stuck, where, and why (read-only)", flow.Hang},
-		{"Learn", "the onboarding track: NCCL, its transports, reading NCCL_DEBUG, /dev/shm, timeouts", flow.Learn},
+		{"My job is hanging", "a running job is silent: which rank is stuck, where and why (read-only)", flow.Hang},
+		{"Learn", "the onboarding track: NCCL, transports, NCCL_DEBUG, /dev/shm, timeouts", flow.Learn},
 		{"Browse guides", "every guide, searchable, offline", flow.Guides},
 	}}
+	// A row is the title and, under it, its description (clipped in
+	// narrow windows).
+	m.list = newListView(c.list, 2, true)
+	m.list.setRows(len(m.items))
+	m.choose = bind("enter", "choose", "enter", "right", "l")
+	var digits []string
+	for i := range m.items {
+		digits = append(digits, string(rune('1'+i)))
+	}
+	m.jump = bind(fmt.Sprintf("1-%d", len(m.items)), "jump", digits...)
+	return m
 }
 
 func (m startModel) update(msg tea.Msg) (startModel, tea.Cmd) {
 	k, ok := msg.(tea.KeyPressMsg)
-	if !ok {
+	if !ok || m.list.update(k) {
 		return m, nil
 	}
-	switch k.String() {
-	case "up", "k":
-		m.cursor = (m.cursor + len(m.items) - 1) % len(m.items)
-	case "down", "j":
-		m.cursor = (m.cursor + 1) % len(m.items)
-	case "1", "2", "3", "4", "5":
-		m.cursor = int(k.String()[0] - '1')
-		return m, goTo(m.items[m.cursor].stage)
-	case "enter", "right", "l":
-		return m, goTo(m.items[m.cursor].stage)
+	switch {
+	case key.Matches(k, m.jump):
+		m.list.selectRow(int(k.String()[0] - '1'))
+		return m, goTo(m.items[m.list.index()].stage)
+	case key.Matches(k, m.choose):
+		return m, goTo(m.items[m.list.index()].stage)
 	}
 	return m, nil
 }
 
-func (m startModel) view() string {
-	st := m.c.st
-	var b strings.Builder
-	b.WriteString(st.title.Render("An NCCL job failed? Let's find out why.") + "\n\n")
+// intro is the paragraph above the menu; it gives way to the menu when
+// the window is too short for both.
+func (m startModel) intro() string {
 	where := "this machine"
 	if h := m.c.deps.Host; h != nil {
 		where = textsafe.Sanitize(h.Name)
@@ -61,25 +72,34 @@ func (m startModel) view() string {
 			where += " (a simulated practice server: fixes change the simulation only)"
 		}
 	}
-	b.WriteString(wrapText("ncclwiz checks "+where+" — /dev/shm, processes, GPUs, environment and network — "+
-		"explains what it finds, and fixes it only after showing you exactly what will change and getting your yes.", m.c.width) + "\n\n")
-	for i, it := range m.items {
-		cur := "  "
-		title := it.title
-		if i == m.cursor {
-			cur = st.sel.Render(st.m.cursor + " ")
-			title = st.sel.Render(title)
-		}
-		b.WriteString(cur + string(rune('1'+i)) + ". " + title + "\n")
-		for _, l := range textwrap.Lines(it.desc, m.c.width-5) {
-			b.WriteString("     " + st.dim.Render(l) + "\n")
-		}
+	text := wrapText("ncclwiz checks "+where+" — /dev/shm, processes, GPUs, environment and network — "+
+		"explains what it finds, and fixes it only after showing you exactly what will change and getting your yes.", m.c.width)
+	if m.c.bodyHeight()-2-lipgloss.Height(text)-1 < len(m.items)*m.list.rowH {
+		return ""
 	}
-	return b.String()
+	return text + "\n\n"
 }
 
-func (m startModel) keys() [][2]string {
-	return [][2]string{{"↑/↓", "move"}, {"enter", "choose"}, {"1-5", "jump"}}
+func (m startModel) view() string {
+	st := m.c.st
+	intro := m.intro()
+	m.list.setSize(m.c.width, m.c.bodyHeight()-2-lipgloss.Height(intro)+1)
+	return st.title.Render("An NCCL job failed? Let's find out why.") + "\n\n" + intro + m.list.view(m.row, st.dim)
+}
+
+// row draws menu entry i: number, title, and its description below.
+func (m startModel) row(i int, selected bool) string {
+	st := m.c.st
+	it := m.items[i]
+	cur, title := "  ", it.title
+	if selected {
+		cur, title = st.sel.Render(st.m.cursor+" "), st.sel.Render(title)
+	}
+	return cur + string(rune('1'+i)) + ". " + title + "\n     " + st.dim.Render(textwrap.Clip(it.desc, m.c.width-5))
+}
+
+func (m startModel) keyMap() keyMap {
+	return keyMap{Short: []key.Binding{m.c.list.Move("move"), m.choose, m.jump}}
 }
 
 // wrapText wraps plain text at width (word boundaries, terminal cells).

@@ -3,6 +3,7 @@ package tui
 import (
 	"strings"
 
+	"charm.land/bubbles/v2/help"
 	"charm.land/lipgloss/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
@@ -67,6 +68,16 @@ func (s styles) mark(sev checks.Severity) string {
 		return s.info.Render(s.m.info)
 	}
 	return s.ok.Render(s.m.ok)
+}
+
+// newHelp is the help bar in the wizard's styles: bold keys, dim words.
+func newHelp(st styles) help.Model {
+	h := help.New()
+	h.ShortSeparator = " · "
+	h.Styles.ShortKey, h.Styles.FullKey = st.key, st.key
+	h.Styles.ShortDesc, h.Styles.FullDesc = st.dim, st.dim
+	h.Styles.ShortSeparator, h.Styles.FullSeparator, h.Styles.Ellipsis = st.dim, st.dim, st.dim
+	return h
 }
 
 // indent prefixes every line of s, styled with st when it is non-nil.

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"charm.land/bubbles/v2/key"
 	"fmt"
 	"strings"
 
@@ -291,21 +292,22 @@ func (m summaryModel) text() string {
 	return b.String()
 }
 
-func (m summaryModel) keys() [][2]string {
+func (m summaryModel) keyMap() keyMap {
 	if m.exporting {
-		return [][2]string{{"enter", "write"}, {"esc", "cancel"}}
+		return keyMap{Short: []key.Binding{bind("enter", "write", "enter"), bind("esc", "cancel", "esc")}}
 	}
-	var ks [][2]string
+	var k keyMap
 	if m.c.deps.ExportScript != nil {
-		ks = append(ks, [2]string{"e", "export fix script"})
+		k.Short = append(k.Short, bind("e", "export fix script", "e"))
 	}
 	if m.snippet != "" || (m.c.deps.EnvSnippet != nil && m.snippetGen != m.gen) {
-		ks = append(ks, [2]string{"c", "copy env snippet"})
+		k.Short = append(k.Short, bind("c", "copy env snippet", "c"))
 	}
 	if m.out.scrolls() {
-		ks = append(ks, [2]string{"pgup/pgdn", "scroll"})
+		k.Short = append(k.Short, bind("pgup/pgdn", "scroll", "pgup", "pgdown"))
 	}
-	return append(ks, [2]string{"esc", "start"})
+	k.Short = append(k.Short, bind("esc", "back", "esc"))
+	return k
 }
 
 // appliedOK counts the fixes applied without error.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/keytest"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
 )
 
@@ -70,7 +71,7 @@ func TestSummaryCopyBeforeSnippet(t *testing.T) {
 	nm, pending := m.Update(gotoMsg{flow.Summary})
 	m = nm.(Model)
 	// The snippet command is held: c comes first.
-	m = drive(t, m, key("c"))
+	m = drive(t, m, keytest.Press("c"))
 	if len(w.saved) != 0 || !strings.Contains(view(m), "copied when ready") {
 		t.Fatalf("before the snippet: saved %q\n%s", w.saved, view(m))
 	}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"charm.land/bubbles/v2/key"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -143,14 +144,14 @@ func (m validateModel) view() string {
 	return b.String()
 }
 
-func (m validateModel) keys() [][2]string {
+func (m validateModel) keyMap() keyMap {
 	if m.running {
-		return nil
+		return keyMap{}
 	}
 	if m.can {
-		return [][2]string{{"r", "run test"}, {"enter", "summary"}}
+		return keyMap{Short: []key.Binding{bind("r", "run test", "r"), bind("enter", "summary", "enter")}}
 	}
-	return [][2]string{{"enter", "summary"}}
+	return keyMap{Short: []key.Binding{bind("enter", "summary", "enter")}}
 }
 
 // recheckedSentence says what re-running the checks verified: only fixes
