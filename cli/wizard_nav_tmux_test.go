@@ -82,7 +82,7 @@ func TestWizardEscGoesBackInTmux(t *testing.T) {
 	start := []string{"Start (1/8)", "Diagnose this machine"}
 	findings := []string{"Findings (3/8)", "› ! gpu.processes"}
 	guide := []string{"Explain (4/8)", "ncclwiz guides › stale-ranks"}
-	logResult := []string{"Explain a failing log", "Root cause:", "› A collective timed out"}
+	logResult := []string{"Explain a failing log", "Root cause:", "g opens the guide watchdog-timeout"}
 	// Each step: keys (tmux names), then text typed, then what the screen
 	// must show, or (gone) must stop showing.
 	steps := []struct {
