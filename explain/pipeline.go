@@ -3,25 +3,50 @@ package explain
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
-// The read loop is a two-stage pipeline. A producer goroutine takes chunks
-// of whole lines from the chunkReader and does all per-byte work: the
-// literal prefilter over the whole chunk, finding lines with escapes, NULs
-// or carriage returns, counting lines, UTF-8 validation and the ranks of
-// launcher prefixes. The consumer (the caller's goroutine) visits only the
-// lines the producer flagged, in order, and owns all analysis state. Two
-// cores each do one stage; a fixed pool of chunk buffers bounds memory.
+// The read loop is a two-stage pipeline over all inputs. A producer
+// goroutine opens the inputs one after another and cuts them into chunks
+// of whole lines; a pool of workers (one per core) does all per-byte work
+// on the chunks, whatever input they belong to: the literal prefilter,
+// finding lines with escapes, NULs or carriage returns, counting lines,
+// UTF-8 validation and the ranks of launcher prefixes. The consumer (the
+// caller's goroutine) takes the chunks in input order, visits only the
+// lines the workers flagged and owns all analysis state, so the report is
+// the same as reading the inputs one by one, while the scanning of several
+// rank files proceeds on every core. A fixed pool of chunk buffers bounds
+// memory whatever the number and size of the inputs.
 
-// pipelineBuffers bounds the chunks in flight (each about 1 MiB).
-const pipelineBuffers = 4
+// maxPipelineBuffers caps the chunks in flight (each about 1 MiB) on
+// machines with many cores: memory, not cores, sets the bound.
+const maxPipelineBuffers = 8
 
-// pipelineWorkers prepare chunks in parallel; the consumer takes them in
-// input order.
-const pipelineWorkers = 2
+// pipelineSize returns the number of workers and chunk buffers.
+func pipelineSize(o pipeShape) (workers, buffers int) {
+	buffers = min(max(runtime.GOMAXPROCS(0)+2, 4), maxPipelineBuffers)
+	workers = min(max(runtime.GOMAXPROCS(0), 2), buffers-1)
+	if o.buffers > 0 {
+		buffers = o.buffers
+	}
+	if o.workers > 0 {
+		workers = o.workers
+	}
+	return workers, buffers
+}
+
+// binaryCheckBytes is how much of an input is read before it may be judged
+// binary and left unread: a gzip bomb of zeros or a core dump ends there
+// instead of being read to its end.
+const binaryCheckBytes = 64 << 20
 
 // event is a line the consumer must look at.
 type event struct {
@@ -44,30 +69,98 @@ type prepped struct {
 	ready     chan struct{}
 }
 
+// itemKind says what a pipeline item carries.
+type itemKind int
+
+const (
+	itemOpen  itemKind = iota // an input was opened (or could not be)
+	itemChunk                 // a chunk of the current input
+	itemEnd                   // the current input ended
+)
+
+// item is what the producer hands the consumer, in input order.
+type item struct {
+	kind  itemKind
+	input int
+	b     *prepped
+	gzip  bool
+	fatal error // itemOpen: the input cannot be opened; Analyze fails
+	err   error // itemOpen: not readable (gzip header); itemEnd: read error
+	bytes int64 // itemEnd: bytes read
+	// itemEnd: reading stopped in a line of NULs (chunkReader.nulTail)
+	binaryTail bool
+}
+
 // producer runs the first stage: one reader, several workers.
 type producer struct {
-	e     *Explainer
-	max   int
-	cr    *chunkReader
-	free  chan *prepped
-	work  chan *prepped
-	order chan *prepped
-	done  chan struct{}
+	e      *Explainer
+	inputs []Input
+	max    int
+	size   int // chunk buffer size; 0 for the default
+	free   chan *prepped
+	work   chan *prepped
+	order  chan item
+	done   chan struct{}
+	// skip is the index of an input the consumer wants no more of
+	// (judged binary), or -1.
+	skip atomic.Int64
+}
+
+// send passes it to the consumer; false when the consumer has gone.
+func (p *producer) send(it item) bool {
+	select {
+	case p.order <- it:
+		return true
+	case <-p.done:
+		return false
+	}
 }
 
 func (p *producer) run() {
 	defer close(p.order)
 	defer close(p.work)
-	for {
+	for i, in := range p.inputs {
+		if !p.input(i, in) {
+			return
+		}
+	}
+}
+
+// input reads one input to its end; false stops the producer.
+func (p *producer) input(idx int, in Input) bool {
+	if in.Open == nil {
+		p.send(item{kind: itemOpen, input: idx, fatal: fmt.Errorf("%s: nothing to read", in.Name)})
+		return false
+	}
+	rc, err := in.Open()
+	if err != nil {
+		p.send(item{kind: itemOpen, input: idx, fatal: fmt.Errorf("%s: %w", in.Name, err)})
+		return false
+	}
+	defer rc.Close()
+	r, gz, err := openMaybeGzip(rc, p.max)
+	if err != nil {
+		return p.send(item{kind: itemOpen, input: idx, gzip: gz, err: err})
+	}
+	if !p.send(item{kind: itemOpen, input: idx, gzip: gz}) {
+		return false
+	}
+	cr := newChunkReader(r, p.max)
+	if p.size > 0 {
+		cr = newChunkReaderSize(r, p.max, p.size)
+	}
+	cr.nulTail = true
+	for p.skip.Load() != int64(idx) {
 		var b *prepped
 		select {
 		case b = <-p.free:
 		case <-p.done:
-			return
+			return false
 		}
-		chunk, giant, ok := p.cr.next()
+		chunk, giant, ok := cr.next()
 		if !ok {
-			return
+			p.free <- b // never blocks: the buffer came from there
+			break
 		}
 		b.data = append(b.data[:0], chunk...)
 		b.giant = giant
@@ -75,14 +168,13 @@ func (p *producer) run() {
 		select {
 		case p.work <- b:
 		case <-p.done:
-			return
+			return false
 		}
-		select {
-		case p.order <- b:
-		case <-p.done:
-			return
+		if !p.send(item{kind: itemChunk, input: idx, b: b}) {
+			return false
 		}
 	}
+	return p.send(item{kind: itemEnd, input: idx, bytes: cr.bytes, err: cr.err, binaryTail: cr.binaryTail})
 }
 
 func (p *producer) worker() {
@@ -368,39 +460,104 @@ func (s *scan) visitLine(fs *fileState, text []byte, n int64, trunc bool, cand [
 	}
 }
 
-// readInput runs the pipeline over one input.
-func (s *scan) readInput(ctx context.Context, fs *fileState, cr *chunkReader) (stats ReadStats, err error) {
-	p := &producer{e: s.e, max: s.maxLine(), cr: cr, free: make(chan *prepped, pipelineBuffers),
-		work: make(chan *prepped, pipelineBuffers), order: make(chan *prepped, pipelineBuffers), done: make(chan struct{})}
-	for i := 0; i < pipelineBuffers; i++ {
+// analyze runs the pipeline over the inputs, in order.
+func (s *scan) analyze(ctx context.Context, inputs []Input) error {
+	workers, buffers := pipelineSize(s.e.opts.pipe)
+	p := &producer{e: s.e, inputs: inputs, max: s.maxLine(), size: s.e.opts.pipe.bufSize, free: make(chan *prepped, buffers),
+		work: make(chan *prepped, buffers), order: make(chan item, buffers), done: make(chan struct{})}
+	p.skip.Store(-1)
+	for i := 0; i < buffers; i++ {
 		p.free <- &prepped{}
 	}
 	var wg sync.WaitGroup
-	for i := 0; i < pipelineWorkers; i++ {
+	for i := 0; i < workers; i++ {
 		wg.Add(1)
 		go func() { defer wg.Done(); p.worker() }()
 	}
 	go p.run()
 	defer func() {
 		close(p.done)
-		for range p.order { // let the reader stop
+		for it := range p.order { // let the reader stop
+			if it.b != nil {
+				<-it.b.ready
+			}
 		}
 		wg.Wait()
 	}()
-	var lines int64
-	for b := range p.order {
-		<-b.ready
-		if err := ctx.Err(); err != nil {
-			return stats, err
+	var (
+		fs    *fileState
+		info  InputInfo
+		stats ReadStats
+	)
+	for it := range p.order {
+		switch it.kind {
+		case itemOpen:
+			if it.fatal != nil {
+				return it.fatal
+			}
+			name := inputs[it.input].Name
+			info, stats = InputInfo{Name: name, Gzip: it.gzip}, ReadStats{}
+			if it.err != nil {
+				info.Error = it.err.Error()
+				s.inputs = append(s.inputs, info)
+				s.warnings = append(s.warnings, fmt.Sprintf("%s: %v", name, it.err))
+				fs = nil
+				continue
+			}
+			fs = &fileState{idx: it.input, name: name, fileRank: -1}
+			if sm := reFileRank.FindStringSubmatch(filepath.Base(name)); sm != nil {
+				fs.fileRank = atoi([]byte(sm[1]))
+			}
+		case itemChunk:
+			b := it.b
+			<-b.ready
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if !info.Binary {
+				s.consume(fs, b, stats.Lines)
+			}
+			stats.Lines += b.lines
+			stats.TruncatedLines += b.truncated
+			stats.NULBytes += b.nul
+			stats.BadUTF8Lines += b.badUTF8
+			stats.Bytes += int64(len(b.data))
+			p.free <- b
+			if !info.Binary && stats.Bytes >= binaryCheckBytes && looksBinary(stats) {
+				info.Binary = true
+				p.skip.Store(int64(it.input))
+			}
+		case itemEnd:
+			stats.Bytes = it.bytes
+			info.Binary = info.Binary || it.binaryTail
+			s.endInput(fs, info, stats, it.err)
 		}
-		s.consume(fs, b, lines)
-		lines += b.lines
-		stats.Lines = lines
-		stats.TruncatedLines += b.truncated
-		stats.NULBytes += b.nul
-		stats.BadUTF8Lines += b.badUTF8
-		p.free <- b
 	}
-	stats.Bytes = cr.bytes
-	return stats, nil
+	return nil
+}
+
+// looksBinary: many lines that are not UTF-8, or nothing but NULs, is not a
+// text log. (NUL-filled holes inside a text log are common after a crash.)
+func looksBinary(st ReadStats) bool {
+	return st.Bytes > 0 && (st.BadUTF8Lines*10 > st.Lines || float64(st.NULBytes) > 0.9*float64(st.Bytes))
+}
+
+// endInput records what was read of one input.
+func (s *scan) endInput(fs *fileState, info InputInfo, st ReadStats, readErr error) {
+	s.flushJoin(fs)
+	info.Bytes, info.Lines, info.TruncatedLines = st.Bytes, st.Lines, st.TruncatedLines
+	info.NULBytes, info.BadUTF8Lines = st.NULBytes, st.BadUTF8Lines
+	info.Empty = st.Bytes == 0
+	if info.Binary { // judged early, the rest left unread
+		s.warnings = append(s.warnings, fmt.Sprintf("%s: not a text log (binary data or NULs in its first %s); the rest was not read", fs.name, units.Bytes(uint64(st.Bytes))))
+	}
+	info.Binary = info.Binary || looksBinary(st)
+	if readErr != nil {
+		info.Error = readErr.Error()
+		s.warnings = append(s.warnings, fmt.Sprintf("%s: reading stopped after line %d: %v", fs.name, st.Lines, readErr))
+	}
+	if fs.root != nil && s.root == nil {
+		s.root = fs.root
+	}
+	s.inputs = append(s.inputs, info)
 }

@@ -47,6 +47,11 @@ type chunkReader struct {
 	err     error
 	bytes   int64 // bytes consumed, skipped tails included
 	skipped int64 // bytes of the last giant line beyond its chunk
+	// nulTail, when set, ends the input inside a giant line whose skipped
+	// tail is nothing but NULs past binaryCheckBytes (a gzip bomb of
+	// zeros, a sparse file): binaryTail then reports it.
+	nulTail    bool
+	binaryTail bool
 }
 
 func newChunkReader(r io.Reader, maxLine int) *chunkReader {
@@ -83,12 +88,21 @@ func (c *chunkReader) next() (chunk []byte, giant, ok bool) {
 	if c.skip {
 		c.skip = false
 		c.skipped = 0
+		var nul int64
 		for !c.done {
 			sl, err := c.r.ReadSlice('\n')
 			c.bytes += int64(len(sl))
 			c.skipped += int64(len(sl))
 			if err == nil {
 				break
+			}
+			if c.nulTail {
+				nul += int64(bytes.Count(sl, []byte{0}))
+				if c.skipped >= binaryCheckBytes && nul*10 > 9*c.skipped {
+					c.binaryTail = true
+					c.finish(nil)
+					break
+				}
 			}
 			if !errors.Is(err, bufio.ErrBufferFull) {
 				c.finish(err)

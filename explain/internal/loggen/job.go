@@ -92,15 +92,18 @@ func (j *jobGen) header() {
 	j.flush()
 }
 
-// commInit is one communicator's initialisation on every rank.
-func (j *jobGen) commInit() {
+// commInit is one communicator's initialisation on every rank; api is
+// ncclCommInitRank for the world, ncclCommSplit for the process groups
+// (tensor and data parallel) a training framework makes next.
+func (j *jobGen) commInit(api string) {
 	j.comm++
 	comm := func(r int) int { return 0x55d0c0de0000 + j.comm*0x100000 + r*0x1000 }
 	id := 0x7a3f00c0ffee + j.comm
 	for r := 0; r < jobRanks; r++ {
 		lr := r % jobGPUs
 		bus := 0x18000 + lr*0x10000
-		j.add(r, "ncclCommInitRank comm 0x%x rank %d nranks %d cudaDev %d nvmlDev %d busId %x commId 0x%x - Init START", comm(r), r, jobRanks, lr, lr, bus, id)
+		j.add(r, "%s comm 0x%x rank %d nranks %d cudaDev %d nvmlDev %d busId %x commId 0x%x - Init START", api, comm(r), r, jobRanks, lr, lr, bus, id)
+		j.add(r, "Using network IB")
 		j.add(r, "Bootstrap timings total 0.%06d (create 0.000021, send 0.000102, recv 0.%06d, ring 0.000410, delay 0.000000)", j.r.IntN(999999), j.r.IntN(999999))
 		j.add(r, "Setting affinity for GPU %d to ffffffff,00000000,ffffffff", lr)
 		j.add(r, "comm 0x%x rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL 0", comm(r), r, jobRanks, jobNodes, jobGPUs, lr)
@@ -150,8 +153,8 @@ func (j *jobGen) commInit() {
 		j.add(r, "threadThresholds 8/8/64 | 128/8/64 | 512 | 512")
 		j.add(r, "%d coll channels, %d collnet channels, 0 nvls channels, %d p2p channels, %d p2p channels per peer", jobChannels, jobChannels, jobChannels, jobP2PPerPeer)
 		j.add(r, "CC Off, workFifoBytes 1048576")
-		j.add(r, "ncclCommInitRank comm 0x%x rank %d nranks %d cudaDev %d nvmlDev %d busId %x commId 0x%x - Init COMPLETE", comm(r), r, jobRanks, lr, lr, bus, id)
-		j.add(r, "Init timings - ncclCommInitRank: rank %d nranks %d total %.2f (kernels 0.21, alloc 0.02, bootstrap 0.41, allgathers 0.01, topo 0.18, graphs 0.01, connections 0.30, rest 0.01)", r, jobRanks, 1+j.r.Float64())
+		j.add(r, "%s comm 0x%x rank %d nranks %d cudaDev %d nvmlDev %d busId %x commId 0x%x - Init COMPLETE", api, comm(r), r, jobRanks, lr, lr, bus, id)
+		j.add(r, "Init timings - %s: rank %d nranks %d total %.2f (kernels 0.21, alloc 0.02, bootstrap 0.41, allgathers 0.01, topo 0.18, graphs 0.01, connections 0.30, rest 0.01)", api, r, jobRanks, 1+j.r.Float64())
 	}
 	j.flush()
 }

@@ -159,7 +159,9 @@ func (g *gen) failure() {
 func generateJob(j *jobGen, size int64, bw *bufio.Writer, cw *countWriter) (int64, error) {
 	j.header()
 	for i := 0; cw.n < size-64<<10; i++ {
-		j.commInit()
+		j.commInit("ncclCommInitRank")
+		j.commInit("ncclCommSplit")
+		j.commInit("ncclCommSplit")
 		if i%2 == 0 {
 			j.p2pConnect()
 		}
