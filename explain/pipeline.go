@@ -43,9 +43,9 @@ func pipelineSize(o pipeShape) (workers, buffers int) {
 	return workers, buffers
 }
 
-// binaryCheckBytes is how much of an input is read before it may be judged
-// binary and left unread: a gzip bomb of zeros or a core dump ends there
-// instead of being read to its end.
+// binaryCheckBytes is how much of a gzip input is read before it may be
+// judged binary and left unread: a gzip bomb of zeros or a compressed core
+// dump ends there instead of being decompressed to its end.
 const binaryCheckBytes = 64 << 20
 
 // event is a line the consumer must look at.
@@ -149,7 +149,10 @@ func (p *producer) input(idx int, in Input) bool {
 	if p.size > 0 {
 		cr = newChunkReaderSize(r, p.max, p.size)
 	}
-	cr.nulTail = true
+	// A compressed input can expand a thousandfold (a gzip bomb): once it
+	// shows itself binary it is left unread. An uncompressed one reads at
+	// disk speed and a device is bounded by its stream limit.
+	cr.nulTail = gz
 	for p.skip.Load() != int64(idx) {
 		var b *prepped
 		select {
@@ -523,7 +526,7 @@ func (s *scan) analyze(ctx context.Context, inputs []Input) error {
 			stats.BadUTF8Lines += b.badUTF8
 			stats.Bytes += int64(len(b.data))
 			p.free <- b
-			if !info.Binary && stats.Bytes >= binaryCheckBytes && looksBinary(stats) {
+			if info.Gzip && !info.Binary && stats.Bytes >= binaryCheckBytes && looksBinary(stats) {
 				info.Binary = true
 				p.skip.Store(int64(it.input))
 			}
