@@ -10,23 +10,26 @@ import (
 // engines try every start position of a line without a literal prefix, so
 // a pattern that fails on nearly every line it sees (the INFO digest's, the
 // prefix parsers') costs far more than finding out cheaply that it cannot
-// match. Two exact necessary conditions are checked first: one of the
-// pattern's required literals occurs in the text (bytes.Index, SIMD), and
+// match. Two exact necessary conditions are checked first: the pattern's
+// required literals occur in the text (bytes.Index, SIMD; up to three
+// groups of alternatives, each of which must be present), and
 // for a pattern anchored at ^, the first byte can start a match. Every
 // other method is the embedded regexp's, unguarded.
 type fastRe struct {
 	*regexp.Regexp
-	lits  [][]byte   // one of these occurs in every match; nil: no guard
+	lits  [][][]byte // every match holds one string of each group; nil: no guard
 	first *[256]bool // bytes a match anchored at ^ can start with; nil: any
 }
 
 // mustFastRe compiles pattern like regexp.MustCompile.
 func mustFastRe(pattern string) *fastRe {
 	f := &fastRe{Regexp: regexp.MustCompile(pattern)}
-	if lits, ok := caseLiterals(pattern); ok {
-		for _, l := range lits {
-			f.lits = append(f.lits, []byte(l))
+	for _, g := range caseLiteralGroups(pattern, 3) {
+		var bs [][]byte
+		for _, l := range g {
+			bs = append(bs, []byte(l))
 		}
+		f.lits = append(f.lits, bs)
 	}
 	if re, err := syntax.Parse(pattern, syntax.Perl); err == nil {
 		if set, ok := anchoredFirst(re.Simplify()); ok {
@@ -41,15 +44,19 @@ func (f *fastRe) may(b []byte) bool {
 	if f.first != nil && (len(b) == 0 || !f.first[b[0]]) {
 		return false // a match is at least one byte, starting at b[0]
 	}
-	if f.lits == nil {
-		return true
-	}
-	for _, l := range f.lits {
-		if bytes.Contains(b, l) {
-			return true
+	for _, g := range f.lits {
+		found := false
+		for _, l := range g {
+			if bytes.Contains(b, l) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 func (f *fastRe) Match(b []byte) bool { return f.may(b) && f.Regexp.Match(b) }

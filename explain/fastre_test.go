@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -80,4 +81,21 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+func TestCaseLiteralGroups(t *testing.T) {
+	for _, tt := range []struct {
+		pattern string
+		want    [][]string
+	}{
+		{`NCCL INFO ([\w./\-]+\.(?:cc|h|cu|c|cpp)):(\d+) -> (\d+)`, [][]string{{"NCCL INFO "}, {" -> "}, {".c", ".h"}}},
+		{`comm 0x[0-9a-f]+ rank (\d+)`, [][]string{{"comm 0x"}, {" rank "}}},
+		{`(?i)nccl`, nil},
+		{`^(a|b)$`, [][]string{{"a", "b"}}},
+		{`x*`, nil},
+	} {
+		if got := caseLiteralGroups(tt.pattern, 3); !slices.EqualFunc(got, tt.want, slices.Equal) {
+			t.Errorf("%s: %q, want %q", tt.pattern, got, tt.want)
+		}
+	}
 }

@@ -24,15 +24,57 @@ func requiredLiterals(pattern string) (lits []string, ok bool) {
 	return mustSet(re.Simplify(), true)
 }
 
-// caseLiterals is requiredLiterals for a pattern without case folding
-// ((?i)): the strings keep their case, so a plain bytes.Index finds them.
-// ok is false for a folding pattern or when no literal is required.
-func caseLiterals(pattern string) (lits []string, ok bool) {
+// caseLiteralGroups returns, for a pattern without case folding, several
+// sets of case-kept strings such that every match contains a string of
+// each set: the exact runs of a top-level concatenation (`NCCL INFO `, the
+// alternatives of `\.(?:cc|h)`, ` -> `), longest first, at most max. Requiring
+// all of them rejects more lines than requiredLiterals' one set.
+func caseLiteralGroups(pattern string, max int) [][]string {
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil || folds(re) {
-		return nil, false
+		return nil
 	}
-	return mustSet(re.Simplify(), false)
+	re = re.Simplify()
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	if re.Op != syntax.OpConcat {
+		if set, ok := mustSet(re, false); ok {
+			return [][]string{trimContained(set)}
+		}
+		return nil
+	}
+	var groups [][]string
+	add := func(set []string) {
+		if len(set) > 0 && minLen(set) > 0 {
+			groups = append(groups, trimContained(set))
+		}
+	}
+	var run []string
+	for _, sub := range re.Sub {
+		if ex, ok := exactSet(sub, false); ok {
+			if run == nil {
+				run = ex
+			} else if next, ok := cross(run, ex); ok {
+				run = next
+			} else {
+				add(run)
+				run = ex
+			}
+			continue
+		}
+		add(run)
+		run = nil
+		if set, ok := mustSet(sub, false); ok {
+			add(set)
+		}
+	}
+	add(run)
+	slices.SortStableFunc(groups, func(a, b []string) int { return minLen(b) - minLen(a) })
+	if len(groups) > max {
+		groups = groups[:max]
+	}
+	return groups
 }
 
 func folds(re *syntax.Regexp) bool {

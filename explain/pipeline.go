@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
@@ -66,6 +66,7 @@ type prepped struct {
 	nul       int64
 	badUTF8   int64
 	ranks     []int
+	scratch   []event
 	ready     chan struct{}
 }
 
@@ -227,7 +228,7 @@ func (p *producer) prep(b *prepped) {
 	})
 
 	// Lines with escapes, NULs or a \r that is not the CR of CRLF.
-	sorted := true
+	sorted, nLit := true, len(b.events)
 	mark := func(pos int) int {
 		start := bytes.LastIndexByte(data[:pos], '\n') + 1
 		b.events = append(b.events, event{start: start, special: true, tagOff: -1})
@@ -275,7 +276,21 @@ func (p *producer) prep(b *prepped) {
 		sorted = false
 	}
 	if !sorted {
-		sort.SliceStable(b.events, func(i, j int) bool { return b.events[i].start < b.events[j].start })
+		// The literal events are in order; sort the few others and merge
+		// (as a stable sort of all would, literal events first on a tie).
+		extra := b.events[nLit:]
+		slices.SortStableFunc(extra, func(x, y event) int { return x.start - y.start })
+		b.scratch = append(b.scratch[:0], b.events...)
+		lit, ext := b.scratch[:nLit], b.scratch[nLit:]
+		out := b.events[:0]
+		for len(lit) > 0 && len(ext) > 0 {
+			if ext[0].start < lit[0].start {
+				out, ext = append(out, ext[0]), ext[1:]
+			} else {
+				out, lit = append(out, lit[0]), lit[1:]
+			}
+		}
+		b.events = append(append(out, lit...), ext...)
 	}
 
 	// Lines longer than the cap: such a line contains a whole aligned block

@@ -3,6 +3,7 @@ package explain
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 )
 
 // gramScanner finds which of many literals occur in a line in one pass.
@@ -20,8 +21,11 @@ import (
 // which the verification rejects. The scanner never misses a literal (tests
 // and fuzzing check this). Literals must be at least minLiteral bytes.
 type gramScanner struct {
-	bitmap  [1 << 10]uint64 // 65536 bits
-	buckets map[uint32][]anchor
+	bitmap [1 << 10]uint64 // 65536 bits
+	// anchors sorted by hash; those of hash h are
+	// anchors[start[h]:start[h+1]] (a flat table: no map lookup per hit).
+	anchors []anchor
+	start   []int32
 	lits    []string
 	tags    []int
 	words   int
@@ -42,7 +46,12 @@ func gramHash(g uint32) uint32 { return (g * 0x9E3779B1) >> 16 }
 
 // newGramScanner builds the scanner. lits[i] is reported as tags[i].
 func newGramScanner(lits []string, tags []int, ntags int) *gramScanner {
-	s := &gramScanner{buckets: map[uint32][]anchor{}, lits: lits, tags: tags, words: (ntags + 63) / 64}
+	s := &gramScanner{lits: lits, tags: tags, words: (ntags + 63) / 64, start: make([]int32, 1<<16+1)}
+	type hashed struct {
+		h uint32
+		a anchor
+	}
+	var all []hashed
 	for i, l := range lits {
 		if len(l) < minLiteral {
 			panic("explain: prefilter literal shorter than 5 bytes: " + l)
@@ -52,8 +61,21 @@ func newGramScanner(lits []string, tags []int, ntags int) *gramScanner {
 			g := binary.LittleEndian.Uint32([]byte(l[off:off+4])) | gramFold
 			h := gramHash(g)
 			s.bitmap[h>>6] |= 1 << (h & 63)
-			s.buckets[h] = append(s.buckets[h], anchor{lit: i, off: off})
+			all = append(all, hashed{h, anchor{lit: i, off: off}})
 		}
+	}
+	// Counting sort by hash, keeping the literals' order within a hash.
+	for _, x := range all {
+		s.start[x.h+1]++
+	}
+	for h := 1; h < len(s.start); h++ {
+		s.start[h] += s.start[h-1]
+	}
+	s.anchors = make([]anchor, len(all))
+	next := slices.Clone(s.start[:1<<16])
+	for _, x := range all {
+		s.anchors[next[x.h]] = x.a
+		next[x.h]++
 	}
 	return s
 }
@@ -150,7 +172,7 @@ func (s *gramScanner) scanAll(text []byte, fn func(pos, tag int)) {
 
 // verify checks the literals anchored at hash h against text at p.
 func (s *gramScanner) verify(text []byte, p int, h uint32, fn func(pos, tag int)) {
-	for _, a := range s.buckets[h] {
+	for _, a := range s.anchors[s.start[h]:s.start[h+1]] {
 		l := s.lits[a.lit]
 		start := p - a.off
 		if start >= 0 && start+len(l) <= len(text) && equalFoldASCII(text[start:start+len(l)], l) {
