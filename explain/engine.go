@@ -157,8 +157,9 @@ func New(opts Options) (*Explainer, error) {
 		return t
 	}
 	// Transport lines ("0[0] -> 1[1]") and NCCL backtraces
-	// ("shm.cc:114 -> 2") both carry " -> " and a digit.
-	e.tagChannel = addAux("] -> ", " -> 1", " -> 2", " -> 3", " -> 4", " -> 5", " -> 6", " -> 7", " -> 8")
+	// ("shm.cc:114 -> 2") both carry " -> " and a digit: the scanner's
+	// arrow trigger, not literals.
+	e.tagChannel = addAux()
 	e.tagInfo = addAux("nccl version", "localranks", "init complete", "bootstrap", "net/socket : using", "net/ib : using", "net/ib: using",
 		"using network", "set by environment", "cudadriverversion")
 	e.tagLastError = addAux("last error:")
@@ -176,6 +177,7 @@ func New(opts Options) (*Explainer, error) {
 	e.tagBenign = addAux(bl...)
 	e.tagRoot = addAux("root cause (first observed failure)")
 	e.ac = newGramScanner(lits, tags, tag)
+	e.ac.arrowTag = e.tagChannel
 	e.words = e.ac.words
 	e.channelOnly = make([]uint64, e.words)
 	setAdd(e.channelOnly, e.tagChannel)

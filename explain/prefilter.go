@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 	"slices"
@@ -29,6 +30,12 @@ type gramScanner struct {
 	lits    []string
 	tags    []int
 	words   int
+	// arrowTag, when >= 0, is reported for each " -> " that follows ']'
+	// or precedes a digit 1-8: transport lines ("0[0] -> 1[1]") and NCCL
+	// return-code trails ("shm.cc:114 -> 2"). As nine 5-byte literals
+	// sharing the window " -> " they cost nine verifications per arrow;
+	// bytes.Index finds the arrows at memory speed instead.
+	arrowTag int
 }
 
 // minLiteral is the shortest literal the stride-2 scan can anchor.
@@ -46,7 +53,7 @@ func gramHash(g uint32) uint32 { return (g * 0x9E3779B1) >> 16 }
 
 // newGramScanner builds the scanner. lits[i] is reported as tags[i].
 func newGramScanner(lits []string, tags []int, ntags int) *gramScanner {
-	s := &gramScanner{lits: lits, tags: tags, words: (ntags + 63) / 64, start: make([]int32, 1<<16+1)}
+	s := &gramScanner{lits: lits, tags: tags, words: (ntags + 63) / 64, start: make([]int32, 1<<16+1), arrowTag: -1}
 	type hashed struct {
 		h uint32
 		a anchor
@@ -142,9 +149,43 @@ func (s *gramScanner) scan(text []byte, set []uint64) bool {
 	return hit
 }
 
+// nextArrow returns the position of the first arrow (see arrowTag) at or
+// after from, or -1.
+func nextArrow(text []byte, from int) int {
+	for from < len(text) {
+		i := bytes.Index(text[from:], []byte(" -> "))
+		if i < 0 {
+			return -1
+		}
+		at := from + i
+		if at > 0 && text[at-1] == ']' || at+4 < len(text) && text[at+4] >= '1' && text[at+4] <= '8' {
+			return at
+		}
+		from = at + 1
+	}
+	return -1
+}
+
 // scanAll reports every literal occurrence in text (a line or a chunk of
 // many lines) as fn(anchor position, tag), in increasing position order.
 func (s *gramScanner) scanAll(text []byte, fn func(pos, tag int)) {
+	if s.arrowTag >= 0 {
+		// Merge the arrows into the literal hits, in position order.
+		arrow, inner := nextArrow(text, 0), fn
+		fn = func(pos, tag int) {
+			for arrow >= 0 && arrow <= pos {
+				inner(arrow, s.arrowTag)
+				arrow = nextArrow(text, arrow+1)
+			}
+			inner(pos, tag)
+		}
+		defer func() {
+			for arrow >= 0 {
+				inner(arrow, s.arrowTag)
+				arrow = nextArrow(text, arrow+1)
+			}
+		}()
+	}
 	bm := &s.bitmap
 	n := len(text)
 	p := 0

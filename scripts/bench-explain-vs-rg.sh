@@ -67,7 +67,7 @@ compare() { # title bytes files...
 	echo "  ncclwiz: ${root:-no root cause line}"
 }
 
-echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(rg --version | head -n1); $(wc -l < "$work/rg.txt") patterns"
+echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(rg --version | sed -n 1p); $(wc -l < "$work/rg.txt") patterns"
 compare "one log: $(stat -c %s "$work/job.log") bytes, $(wc -l < "$work/job.log") lines" \
 	"$(stat -c %s "$work/job.log")" "$work/job.log"
 total=$(cat "$work"/rank?.log | wc -c)
