@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 )
 
 // fastRe is a regexp that rejects most lines before running: Go's regexp
@@ -17,19 +18,76 @@ import (
 // other method is the embedded regexp's, unguarded.
 type fastRe struct {
 	*regexp.Regexp
-	lits  [][][]byte // every match holds one string of each group; nil: no guard
-	first *[256]bool // bytes a match anchored at ^ can start with; nil: any
+	lits  [][]guardLit // every match holds one string of each group, rarest group first
+	first *[256]bool   // bytes a match anchored at ^ can start with; nil: any
+}
+
+// guardLit is a required string and the index of its rarest byte, which
+// IndexByte looks for (bytes.Index would look for the first byte, often a
+// space).
+type guardLit struct {
+	s    []byte
+	rare int
+}
+
+func newGuardLit(l string) guardLit {
+	g := guardLit{s: []byte(l)}
+	for i := range len(l) {
+		if byteRarity(lowerByte(l[i])) > byteRarity(lowerByte(l[g.rare])) {
+			g.rare = i
+		}
+	}
+	return g
+}
+
+// in reports whether g occurs in b.
+func (g guardLit) in(b []byte) bool {
+	c, n := g.s[g.rare], len(g.s)
+	for from := g.rare; from < len(b); {
+		i := bytes.IndexByte(b[from:], c)
+		if i < 0 {
+			return false
+		}
+		at := from + i - g.rare
+		if at+n <= len(b) && bytes.Equal(b[at:at+n], g.s) {
+			return true
+		}
+		from += i + 1
+	}
+	return false
+}
+
+// rarity scores a group: its most common string's rarest five bytes.
+func rarity(group []string) int {
+	worst := 1 << 30
+	for _, l := range group {
+		score := 0
+		if len(l) >= 5 {
+			o := rarestWindow(lowerASCII(l))
+			for j := o; j < o+5; j++ {
+				score += byteRarity(lowerByte(l[j]))
+			}
+		} else {
+			for j := range len(l) {
+				score += byteRarity(lowerByte(l[j]))
+			}
+		}
+		worst = min(worst, score)
+	}
+	return worst
 }
 
 // mustFastRe compiles pattern like regexp.MustCompile.
 func mustFastRe(pattern string) *fastRe {
 	f := &fastRe{Regexp: regexp.MustCompile(pattern)}
-	for _, g := range caseLiteralGroups(pattern, 3) {
-		var bs [][]byte
+	groups := caseLiteralGroups(pattern, 3)
+	slices.SortStableFunc(groups, func(a, b []string) int { return rarity(b) - rarity(a) })
+	for _, g := range groups {
+		var gl []guardLit
 		for _, l := range g {
-			bs = append(bs, []byte(l))
+			gl = append(gl, newGuardLit(l))
 		}
-		f.lits = append(f.lits, bs)
+		f.lits = append(f.lits, gl)
 	}
 	if re, err := syntax.Parse(pattern, syntax.Perl); err == nil {
 		if set, ok := anchoredFirst(re.Simplify()); ok {
@@ -47,7 +105,7 @@ func (f *fastRe) may(b []byte) bool {
 	for _, g := range f.lits {
 		found := false
 		for _, l := range g {
-			if bytes.Contains(b, l) {
+			if l.in(b) {
 				found = true
 				break
 			}

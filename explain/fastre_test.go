@@ -99,3 +99,15 @@ func TestCaseLiteralGroups(t *testing.T) {
 		}
 	}
 }
+
+// guardLit.in is bytes.Contains.
+func TestGuardLit(t *testing.T) {
+	for _, l := range []string{" -> ", "NCCL INFO ", "a", " set by environment to ", "xx"} {
+		g := newGuardLit(l)
+		for _, b := range []string{"", l, "x" + l, l + "x", " -> NCCL INFO  set by environment t", "xxx", "a -> ", " ->", "NCCL INFO"} {
+			if got, want := g.in([]byte(b)), strings.Contains(b, l); got != want {
+				t.Errorf("%q in %q: %v, want %v", l, b, got, want)
+			}
+		}
+	}
+}

@@ -152,16 +152,22 @@ func (s *gramScanner) scan(text []byte, set []uint64) bool {
 // nextArrow returns the position of the first arrow (see arrowTag) at or
 // after from, or -1.
 func nextArrow(text []byte, from int) int {
-	for from < len(text) {
-		i := bytes.Index(text[from:], []byte(" -> "))
+	// '>' is rare in logs, unlike the space bytes.Index would look for
+	// first.
+	for from += 2; from < len(text); {
+		i := bytes.IndexByte(text[from:], '>')
 		if i < 0 {
 			return -1
 		}
-		at := from + i
+		gt := from + i
+		from = gt + 1
+		if gt+1 >= len(text) || text[gt+1] != ' ' || text[gt-1] != '-' || text[gt-2] != ' ' {
+			continue
+		}
+		at := gt - 2
 		if at > 0 && text[at-1] == ']' || at+4 < len(text) && text[at+4] >= '1' && text[at+4] <= '8' {
 			return at
 		}
-		from = at + 1
 	}
 	return -1
 }

@@ -4,6 +4,8 @@
 // NCCL_DEBUG_SUBSYS=COLL collective lines, which is how real INFO logs reach
 // hundreds of megabytes), interleaved with training output, and a watchdog
 // timeout at the end. The line formats are those of reference §1 and §5.
+// Options.Realistic writes the heavier 2-node, 16-rank job of job.go
+// instead, the speed issue's measurement.
 package loggen
 
 import (
