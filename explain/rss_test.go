@@ -53,7 +53,7 @@ func TestBinaryPeakRSS(t *testing.T) {
 		t.Fatal(err)
 	}
 	zw, _ := gzip.NewWriterLevel(f, gzip.BestCompression)
-	if _, err := io.Copy(zw, &repeatReader{pat: make([]byte, 4096), left: 1 << 30}); err != nil {
+	if _, err := io.Copy(zw, &repeatReader{pat: make([]byte, 4096), left: 256 << 20}); err != nil {
 		t.Fatal(err)
 	}
 	if err := zw.Close(); err != nil {
