@@ -10,6 +10,12 @@ import (
 	"testing"
 )
 
+func skipUnderRace(t *testing.T) {
+	if raceEnabled {
+		t.Skip("memory bounds are not measured under the race detector (its shadow memory, 10x slower)")
+	}
+}
+
 // repeatReader yields n bytes of a repeating pattern without holding them.
 type repeatReader struct {
 	pat  []byte
@@ -61,6 +67,7 @@ func analyzeReader(t *testing.T, name string, r io.Reader) *Report {
 // A single line of 2 GiB (no newline) keeps its first MaxLineBytes; the
 // rest streams through the read buffer and is never held.
 func TestMemoryGiantLine(t *testing.T) {
+	skipUnderRace(t)
 	size := int64(2 << 30)
 	if testing.Short() {
 		size = 256 << 20
@@ -89,6 +96,7 @@ func TestMemoryGiantLine(t *testing.T) {
 // A gzip bomb (256 MiB of zeros, compressed about 1000:1) is judged binary after its
 // first binaryCheckBytes and left unread: bounded memory and work.
 func TestMemoryGzipBomb(t *testing.T) {
+	skipUnderRace(t)
 	var z bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
 	if _, err := io.Copy(zw, &repeatReader{pat: make([]byte, 4096), left: 256 << 20}); err != nil {
@@ -116,6 +124,7 @@ func TestMemoryGzipBomb(t *testing.T) {
 // allocation does not grow with the input (a 4x bigger log allocates
 // less than twice as much).
 func TestMemoryDoesNotGrowWithInput(t *testing.T) {
+	skipUnderRace(t)
 	line := []byte("[rank3]:gpu-node-01:52303:53121 [3] NCCL INFO Channel 07/0 : 3[3] -> 4[4] via P2P/CUMEM/read\n")
 	e, err := New(Options{})
 	if err != nil {
