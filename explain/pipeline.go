@@ -53,7 +53,16 @@ type event struct {
 	start   int
 	special bool // escapes, NULs or an interior \r: clean and re-scan
 	tagOff  int  // offset of its candidate set in prepped.tags, -1 none
+	// A line whose only candidate is the transport trigger is parsed by
+	// the worker (parseChannel is pure): pre is preParsed or preNot.
+	pre int8
+	ch  channelLine
 }
+
+const (
+	preParsed int8 = 1 // ch holds the transport line
+	preNot    int8 = 2 // not a transport line (a trail, a Ring line)
+)
 
 // prepped is one chunk after the producer's pass.
 type prepped struct {
@@ -293,6 +302,28 @@ func (p *producer) prep(b *prepped) {
 		b.events = append(append(out, lit...), ext...)
 	}
 
+	// Transport lines, the bulk of an INFO log, parsed here on all cores.
+	for i := range b.events {
+		ev := &b.events[i]
+		if ev.special || ev.tagOff < 0 || !slices64Equal(b.tags[ev.tagOff:ev.tagOff+words], p.e.channelOnly) {
+			continue
+		}
+		end := len(data)
+		if j := bytes.IndexByte(data[ev.start:], '\n'); j >= 0 {
+			end = ev.start + j
+		}
+		text, trunc := capLine(data[ev.start:end], p.max)
+		if trunc {
+			continue
+		}
+		var ok bool
+		if ev.ch, ok = parseChannel(text); ok {
+			ev.pre = preParsed
+		} else {
+			ev.pre = preNot
+		}
+	}
+
 	// Lines longer than the cap: such a line contains a whole aligned block
 	// of max/2 bytes without a newline, which is cheap to look for.
 	if len(data) > p.max {
@@ -397,12 +428,14 @@ func (s *scan) consume(fs *fileState, b *prepped, line int64) {
 			end = start + i
 		}
 		var cand []uint64
+		var pre *event
 		special := forced
 		for ei < len(b.events) && b.events[ei].start == start {
-			ev := b.events[ei]
+			ev := &b.events[ei]
 			special = special || ev.special
 			if ev.tagOff >= 0 && cand == nil {
 				cand = b.tags[ev.tagOff : ev.tagOff+s.e.words]
+				pre = ev
 			}
 			ei++
 		}
@@ -410,7 +443,15 @@ func (s *scan) consume(fs *fileState, b *prepped, line int64) {
 		if trunc {
 			special = true // the prefilter saw the whole line; rescan the kept part
 		}
-		s.visit(fs, text, curLine, trunc, cand, special)
+		if !special && pre != nil && pre.pre != 0 {
+			// What visit → visitLine → line do with a transport-only
+			// line when nothing is held or pending, minus the parsing.
+			copy(s.cand, cand)
+			s.seq++
+			s.channelParsed(fs, text, curLine, pre.ch, pre.pre == preParsed)
+		} else {
+			s.visit(fs, text, curLine, trunc, cand, special)
+		}
 		cur, curLine = end+1, curLine+1
 	}
 }
