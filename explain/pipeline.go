@@ -148,7 +148,7 @@ func (p *producer) input(idx int, in Input) bool {
 		return false
 	}
 	defer rc.Close()
-	r, gz, err := openMaybeGzip(rc, p.max)
+	r, gz, err := openMaybeGzip(rc)
 	if err != nil {
 		return p.send(item{kind: itemOpen, input: idx, gzip: gz, err: err})
 	}
@@ -170,12 +170,12 @@ func (p *producer) input(idx int, in Input) bool {
 		case <-p.done:
 			return false
 		}
-		chunk, giant, ok := cr.next()
+		chunk, giant, ok := cr.nextInto(b.data)
 		if !ok {
 			p.free <- b // never blocks: the buffer came from there
 			break
 		}
-		b.data = append(b.data[:0], chunk...)
+		b.data = chunk // read in place: no copy
 		b.giant = giant
 		b.ready = make(chan struct{})
 		select {
