@@ -51,12 +51,14 @@ const binaryCheckBytes = 64 << 20
 // event is a line the consumer must look at.
 type event struct {
 	start   int
-	special bool // escapes, NULs or an interior \r: clean and re-scan
-	tagOff  int  // offset of its candidate set in prepped.tags, -1 none
+	tagOff  int32 // offset of its candidate set in prepped.tags, -1 none
+	special bool  // escapes, NULs or an interior \r: clean and re-scan
 	// A line whose only candidate is the transport trigger is parsed by
-	// the worker (parseChannel is pure): pre is preParsed or preNot.
-	pre int8
-	ch  channelLine
+	// the worker (parseChannel is pure): pre is preParsed (from, to and
+	// the via text at data[viaOff:viaOff+viaLen]) or preNot. Offsets, not
+	// a slice: events hold no pointers for the collector to scan.
+	pre                          int8
+	from, to, viaOff, viaLen int32
 }
 
 const (
@@ -229,10 +231,10 @@ func (p *producer) prep(b *prepped) {
 			} else {
 				curEnd = len(data)
 			}
-			b.events = append(b.events, event{start: curStart, tagOff: len(b.tags)})
+			b.events = append(b.events, event{start: curStart, tagOff: int32(len(b.tags))})
 			b.tags = append(b.tags, make([]uint64, words)...)
 		}
-		off := b.events[len(b.events)-1].tagOff
+		off := int(b.events[len(b.events)-1].tagOff)
 		b.tags[off+tag/64] |= 1 << (uint(tag) % 64)
 	})
 
@@ -305,7 +307,7 @@ func (p *producer) prep(b *prepped) {
 	// Transport lines, the bulk of an INFO log, parsed here on all cores.
 	for i := range b.events {
 		ev := &b.events[i]
-		if ev.special || ev.tagOff < 0 || !slices64Equal(b.tags[ev.tagOff:ev.tagOff+words], p.e.channelOnly) {
+		if ev.special || ev.tagOff < 0 || !slices64Equal(b.tags[ev.tagOff:int(ev.tagOff)+words], p.e.channelOnly) {
 			continue
 		}
 		end := len(data)
@@ -316,12 +318,17 @@ func (p *producer) prep(b *prepped) {
 		if trunc {
 			continue
 		}
-		var ok bool
-		if ev.ch, ok = parseChannel(text); ok {
-			ev.pre = preParsed
-		} else {
+		cl, ok := parseChannel(text)
+		if !ok {
 			ev.pre = preNot
+			continue
 		}
+		via, inText := viaOffset(text, cl.Via)
+		if !inText || cl.From != int(int32(cl.From)) || cl.To != int(int32(cl.To)) {
+			continue // not expressible as offsets: the consumer parses it
+		}
+		ev.pre, ev.from, ev.to = preParsed, int32(cl.From), int32(cl.To)
+		ev.viaOff, ev.viaLen = int32(ev.start+via), int32(len(cl.Via))
 	}
 
 	// Lines longer than the cap: such a line contains a whole aligned block
@@ -434,7 +441,7 @@ func (s *scan) consume(fs *fileState, b *prepped, line int64) {
 			ev := &b.events[ei]
 			special = special || ev.special
 			if ev.tagOff >= 0 && cand == nil {
-				cand = b.tags[ev.tagOff : ev.tagOff+s.e.words]
+				cand = b.tags[ev.tagOff : int(ev.tagOff)+s.e.words]
 				pre = ev
 			}
 			ei++
@@ -448,7 +455,11 @@ func (s *scan) consume(fs *fileState, b *prepped, line int64) {
 			// line when nothing is held or pending, minus the parsing.
 			copy(s.cand, cand)
 			s.seq++
-			s.channelParsed(fs, text, curLine, pre.ch, pre.pre == preParsed)
+			var cl channelLine
+			if pre.pre == preParsed {
+				cl = channelLine{From: int(pre.from), To: int(pre.to), Via: data[pre.viaOff : pre.viaOff+pre.viaLen]}
+			}
+			s.channelParsed(fs, text, curLine, cl, pre.pre == preParsed)
 		} else {
 			s.visit(fs, text, curLine, trunc, cand, special)
 		}
@@ -593,6 +604,18 @@ func (s *scan) analyze(ctx context.Context, inputs []Input) error {
 		}
 	}
 	return nil
+}
+
+// viaOffset is the offset of sub in text when sub is a subslice of it.
+func viaOffset(text, sub []byte) (int, bool) {
+	if len(sub) == 0 {
+		return 0, true
+	}
+	off := cap(text) - cap(sub)
+	if off < 0 || off+len(sub) > len(text) || &text[off] != &sub[0] {
+		return 0, false
+	}
+	return off, true
 }
 
 // looksBinary: many lines that are not UTF-8, or nothing but NULs, is not a
