@@ -57,7 +57,7 @@ type event struct {
 	// the worker (parseChannel is pure): pre is preParsed (from, to and
 	// the via text at data[viaOff:viaOff+viaLen]) or preNot. Offsets, not
 	// a slice: events hold no pointers for the collector to scan.
-	pre                          int8
+	pre                      int8
 	from, to, viaOff, viaLen int32
 }
 

@@ -1,8 +1,9 @@
 // Command genlog writes a synthetic NCCL_DEBUG=INFO log for the explain
-// benchmark, and the explainer's signature patterns rewritten for
-// grep -E, so scripts/bench-explain-vs-grep.sh compares like with like.
+// benchmark, and the explainer's signature patterns for ripgrep (Go syntax
+// under (?-u)) or rewritten for grep -E, so scripts/bench-explain-vs-rg.sh
+// compares like with like.
 //
-//	go run ./explain/internal/genlog -size 256MiB -o /tmp/big.log -patterns /tmp/patterns.txt
+//	go run ./explain/internal/genlog -realistic -size 128MB -o /tmp/job.log -rg-patterns /tmp/rg.txt
 package main
 
 import (
