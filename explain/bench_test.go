@@ -3,6 +3,7 @@ package explain
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"sync"
 	"testing"
@@ -10,39 +11,71 @@ import (
 	"github.com/ncclwiz/ncclwiz/explain/internal/loggen"
 )
 
+// benchLogs caches generated logs by options: generating 128 MB takes
+// longer than analysing it.
 var (
-	benchOnce sync.Once
-	benchLog  []byte
+	benchMu   sync.Mutex
+	benchLogs = map[loggen.Options][]byte{}
 )
 
-// benchData is a 32 MiB generated NCCL_DEBUG=INFO log (the script runs the
-// same generator at 256 MiB against grep).
-func benchData(b *testing.B) []byte {
-	benchOnce.Do(func() {
-		var buf bytes.Buffer
-		if _, err := loggen.Generate(&buf, loggen.Options{Size: 32 << 20, Seed: 1}); err != nil {
-			b.Fatal(err)
-		}
-		benchLog = buf.Bytes()
-	})
-	return benchLog
+func benchLog(b *testing.B, o loggen.Options) []byte {
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	if d, ok := benchLogs[o]; ok {
+		return d
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(o.Size) + 64<<10)
+	if _, err := loggen.Generate(&buf, o); err != nil {
+		b.Fatal(err)
+	}
+	benchLogs[o] = buf.Bytes()
+	return buf.Bytes()
 }
 
-func BenchmarkAnalyzeINFOLog(b *testing.B) {
-	data := benchData(b)
+func memInput(name string, data []byte) Input {
+	return Input{Name: name, Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }}
+}
+
+func benchAnalyze(b *testing.B, inputs []Input, size int64) {
 	e, err := New(Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(int64(len(data)))
+	b.SetBytes(size)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r, err := e.Analyze(context.Background(), []Input{{Name: "bench.log", Open: func() (io.ReadCloser, error) {
-			return io.NopCloser(bytes.NewReader(data)), nil
-		}}})
+		r, err := e.Analyze(context.Background(), inputs)
 		if err != nil || len(r.Diagnoses) == 0 {
 			b.Fatalf("err=%v diagnoses=%d", err, len(r.Diagnoses))
 		}
 	}
+}
+
+// BenchmarkAnalyzeINFOLog is the simple generated 8-rank log (32 MiB).
+func BenchmarkAnalyzeINFOLog(b *testing.B) {
+	data := benchLog(b, loggen.Options{Size: 32 << 20, Seed: 1})
+	benchAnalyze(b, []Input{memInput("bench.log", data)}, int64(len(data)))
+}
+
+// BenchmarkAnalyzeRealistic128MB is the measurement: a 128 MB log
+// of the 2-node 16-rank job (loggen's realistic mode), as
+// scripts/bench-explain-vs-rg.sh gives it to ncclwiz and ripgrep.
+func BenchmarkAnalyzeRealistic128MB(b *testing.B) {
+	data := benchLog(b, loggen.Options{Size: 128e6, Seed: 1, Realistic: true})
+	benchAnalyze(b, []Input{memInput("job.log", data)}, int64(len(data)))
+}
+
+// BenchmarkAnalyzeRankFiles is 8 rank files of 16 MB each, analysed
+// together (in parallel on all cores).
+func BenchmarkAnalyzeRankFiles(b *testing.B) {
+	var inputs []Input
+	var total int64
+	for r := 0; r < 8; r++ {
+		data := benchLog(b, loggen.Options{Size: 16e6, Seed: uint64(r + 1), Realistic: true})
+		inputs = append(inputs, memInput(fmt.Sprintf("rank%d.log", r), data))
+		total += int64(len(data))
+	}
+	benchAnalyze(b, inputs, total)
 }

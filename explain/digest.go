@@ -3,7 +3,6 @@ package explain
 import (
 	"bytes"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -20,17 +19,17 @@ const (
 )
 
 var (
-	reVersionLine = regexp.MustCompile(`NCCL version (\d+\.\d+\.\d+)([^+\s]*)(?:\+cuda(\d+\.\d+))?`)
-	reCommSummary = regexp.MustCompile(`comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank (\d+)`)
-	reBootstrap   = regexp.MustCompile(`Bootstrap ?: Using(?: \[\d+\])? ?([^:\s]+):(\S+?)<\d+>`)
-	reSockIfs     = regexp.MustCompile(`NET/Socket : Using((?: \[\d+\][^:\s]+:\S+<\d+>)+)`)
-	reSockIf      = regexp.MustCompile(`\[\d+\]([^:\s]+):(\S+?)<\d+>`)
-	reIBUsing     = regexp.MustCompile(`NET/IB ?: Using((?: \[\d+\]\S+)+)`)
-	reIBDev       = regexp.MustCompile(`\[\d+\](\S+)`)
-	reUsingNet    = regexp.MustCompile(`NCCL INFO Using network (\S+)`)
-	reEnvSet      = regexp.MustCompile(`NCCL INFO (NCCL_\w+) set by environment to ([^\r\n]*?)\.?\s*$`)
-	reDriver      = regexp.MustCompile(`NCCL INFO cudaDriverVersion (\d+)`)
-	reBacktrace   = regexp.MustCompile(`NCCL INFO ([\w./\-]+\.(?:cc|h|cu|c|cpp)):(\d+) -> (\d+)`)
+	reVersionLine = mustFastRe(`NCCL version (\d+\.\d+\.\d+)([^+\s]*)(?:\+cuda(\d+\.\d+))?`)
+	reCommSummary = mustFastRe(`comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank (\d+)`)
+	reBootstrap   = mustFastRe(`Bootstrap ?: Using(?: \[\d+\])? ?([^:\s]+):(\S+?)<\d+>`)
+	reSockIfs     = mustFastRe(`NET/Socket : Using((?: \[\d+\][^:\s]+:\S+<\d+>)+)`)
+	reSockIf      = mustFastRe(`\[\d+\]([^:\s]+):(\S+?)<\d+>`)
+	reIBUsing     = mustFastRe(`NET/IB ?: Using((?: \[\d+\]\S+)+)`)
+	reIBDev       = mustFastRe(`\[\d+\](\S+)`)
+	reUsingNet    = mustFastRe(`NCCL INFO Using network (\S+)`)
+	reEnvSet      = mustFastRe(`NCCL INFO (NCCL_\w+) set by environment to ([^\r\n]*?)\.?\s*$`)
+	reDriver      = mustFastRe(`NCCL INFO cudaDriverVersion (\d+)`)
+	reBacktrace   = mustFastRe(`NCCL INFO ([\w./\-]+\.(?:cc|h|cu|c|cpp)):(\d+) -> (\d+)`)
 )
 
 // ncclResult names for backtrace codes (src/nccl.h.in).

@@ -46,12 +46,18 @@
 // # How a log is read
 //
 // Reading is a bounded two-stage pipeline over chunks of whole lines taken
-// from a bufio.Reader: workers prefilter every byte of a chunk with a 4-byte
-// anchor bitmap of the signatures' required literals (extracted from their
-// regexps with regexp/syntax) and find lines with escapes, NULs or carriage
-// returns; the consumer runs the real regexps only on the few lines that
-// can match, in input order, with all cross-line state (PyTorch's "Last
-// error:" payload, torchrun's failure summary, ranks, timestamps). Memory
-// is a handful of 1 MiB buffers whatever the input size; a line longer than
-// Options.MaxLineBytes keeps its first part and is marked truncated.
+// from a bufio.Reader, one input after another: workers (one per core)
+// prefilter every byte of a chunk of any input with a 4-byte anchor bitmap
+// of the signatures' required literals (extracted from their regexps with
+// regexp/syntax) and find lines with escapes, NULs or carriage returns; the
+// consumer runs the real regexps only on the few lines that can match, in
+// input order, with all cross-line state (PyTorch's "Last error:" payload,
+// torchrun's failure summary, ranks, timestamps), so several rank files
+// are scanned concurrently yet explained as if read one by one. Regexps
+// that run on many lines (the INFO digest, prefixes) are fastRe: exact
+// literal and first-byte guards reject most lines before the regexp runs.
+// Memory is a handful of 1 MiB buffers whatever the number and size of the
+// inputs; a line longer than Options.MaxLineBytes keeps its first part and
+// is marked truncated; a gzip input that proves binary (a bomb of zeros)
+// is left unread after its first 64 MiB.
 package explain

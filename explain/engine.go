@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -43,6 +42,13 @@ type Options struct {
 	MaxLineBytes int
 	// MaxEvidence caps the evidence lines per diagnosis (default 5).
 	MaxEvidence int
+	// pipe overrides the pipeline's shape (tests).
+	pipe pipeShape
+}
+
+// pipeShape is the read pipeline's shape; zero fields take the defaults.
+type pipeShape struct {
+	workers, buffers, bufSize int
 }
 
 // Explainer holds compiled signatures; it is immutable and safe for
@@ -151,13 +157,14 @@ func New(opts Options) (*Explainer, error) {
 		return t
 	}
 	// Transport lines ("0[0] -> 1[1]") and NCCL backtraces
-	// ("shm.cc:114 -> 2") both carry " -> " and a digit.
-	e.tagChannel = addAux("] -> ", " -> 1", " -> 2", " -> 3", " -> 4", " -> 5", " -> 6", " -> 7", " -> 8")
+	// ("shm.cc:114 -> 2") both carry " -> " and a digit: the scanner's
+	// arrow trigger, not literals.
+	e.tagChannel = addAux()
 	e.tagInfo = addAux("nccl version", "localranks", "init complete", "bootstrap", "net/socket : using", "net/ib : using", "net/ib: using",
 		"using network", "set by environment", "cudadriverversion",
 		"init start", "nvls channels", "connected nvls", "gpu direct rdma")
 	e.tagLastError = addAux("last error:")
-	e.tagWarn = addAux("nccl warn")
+	e.tagWarn = addAux("nccl warn", " warn ") // NCCL 2.0-2.2 printed "file:line WARN" without NCCL
 	e.tagError = addAux(errorLiterals...)
 	e.tagFrame = addAux(`file "`)
 	var bl []string
@@ -171,6 +178,7 @@ func New(opts Options) (*Explainer, error) {
 	e.tagBenign = addAux(bl...)
 	e.tagRoot = addAux("root cause (first observed failure)")
 	e.ac = newGramScanner(lits, tags, tag)
+	e.ac.arrowTag = e.tagChannel
 	e.words = e.ac.words
 	e.channelOnly = make([]uint64, e.words)
 	setAdd(e.channelOnly, e.tagChannel)
@@ -192,10 +200,8 @@ func (e *Explainer) Library() *guides.Library { return e.lib }
 // Analyze explains the inputs; see the package-level Analyze.
 func (e *Explainer) Analyze(ctx context.Context, inputs []Input) (*Report, error) {
 	s := e.newScan()
-	for i, in := range inputs {
-		if err := s.input(ctx, i, in); err != nil {
-			return nil, err
-		}
+	if err := s.analyze(ctx, inputs); err != nil {
+		return nil, err
 	}
 	return s.report(), nil
 }
@@ -226,54 +232,6 @@ type fileState struct {
 }
 
 var reFileRank = regexp.MustCompile(`(?i)(?:^|[^a-z])rank[_\-.]?(\d{1,5})(?:[^0-9]|$)`)
-
-func (s *scan) input(ctx context.Context, idx int, in Input) error {
-	info := InputInfo{Name: in.Name}
-	if in.Open == nil {
-		return fmt.Errorf("%s: nothing to read", in.Name)
-	}
-	rc, err := in.Open()
-	if err != nil {
-		return fmt.Errorf("%s: %w", in.Name, err)
-	}
-	defer rc.Close()
-	r, gz, err := openMaybeGzip(rc, s.maxLine())
-	info.Gzip = gz
-	if err != nil {
-		info.Error = err.Error()
-		s.inputs = append(s.inputs, info)
-		s.warnings = append(s.warnings, fmt.Sprintf("%s: %v", in.Name, err))
-		return nil
-	}
-	fs := &fileState{idx: idx, name: in.Name, fileRank: -1}
-	if sm := reFileRank.FindStringSubmatch(filepath.Base(in.Name)); sm != nil {
-		fs.fileRank = atoi([]byte(sm[1]))
-	}
-	cr := newChunkReader(r, s.maxLine())
-	st, err := s.readInput(ctx, fs, cr)
-	if err != nil {
-		return err
-	}
-	s.flushJoin(fs)
-	s.digest.hang.endInput(in.Name, &fs.tail, st.Lines)
-	info.Bytes, info.Lines, info.TruncatedLines = st.Bytes, st.Lines, st.TruncatedLines
-	info.NULBytes, info.BadUTF8Lines = st.NULBytes, st.BadUTF8Lines
-	info.Empty = st.Bytes == 0
-	// Many lines that are not UTF-8, or nothing but NULs: not a text log.
-	// (NUL-filled holes inside a text log are common after a crash.)
-	if st.Bytes > 0 && (st.BadUTF8Lines*10 > st.Lines || float64(st.NULBytes) > 0.9*float64(st.Bytes)) {
-		info.Binary = true
-	}
-	if cr.err != nil {
-		info.Error = cr.err.Error()
-		s.warnings = append(s.warnings, fmt.Sprintf("%s: reading stopped after line %d: %v", in.Name, st.Lines, cr.err))
-	}
-	if fs.root != nil && s.root == nil {
-		s.root = fs.root
-	}
-	s.inputs = append(s.inputs, info)
-	return nil
-}
 
 // Patterns returns the regexp of every signature the explainer matches,
 // in matching order (the benchmark gives the same list to grep).

@@ -21,17 +21,78 @@ func requiredLiterals(pattern string) (lits []string, ok bool) {
 	if err != nil {
 		return nil, false
 	}
-	set, ok := mustSet(re.Simplify())
-	if !ok {
-		return nil, false
+	return mustSet(re.Simplify(), true)
+}
+
+// caseLiteralGroups returns, for a pattern without case folding, several
+// sets of case-kept strings such that every match contains a string of
+// each set: the exact runs of a top-level concatenation (`NCCL INFO `, the
+// alternatives of `\.(?:cc|h)`, ` -> `), longest first, at most max. Requiring
+// all of them rejects more lines than requiredLiterals' one set.
+func caseLiteralGroups(pattern string, max int) [][]string {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil || folds(re) {
+		return nil
 	}
-	return set, true
+	re = re.Simplify()
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	if re.Op != syntax.OpConcat {
+		if set, ok := mustSet(re, false); ok {
+			return [][]string{trimContained(set)}
+		}
+		return nil
+	}
+	var groups [][]string
+	add := func(set []string) {
+		if len(set) > 0 && minLen(set) > 0 {
+			groups = append(groups, trimContained(set))
+		}
+	}
+	var run []string
+	for _, sub := range re.Sub {
+		if ex, ok := exactSet(sub, false); ok {
+			if run == nil {
+				run = ex
+			} else if next, ok := cross(run, ex); ok {
+				run = next
+			} else {
+				add(run)
+				run = ex
+			}
+			continue
+		}
+		add(run)
+		run = nil
+		if set, ok := mustSet(sub, false); ok {
+			add(set)
+		}
+	}
+	add(run)
+	slices.SortStableFunc(groups, func(a, b []string) int { return minLen(b) - minLen(a) })
+	if len(groups) > max {
+		groups = groups[:max]
+	}
+	return groups
+}
+
+func folds(re *syntax.Regexp) bool {
+	if re.Flags&syntax.FoldCase != 0 && (re.Op == syntax.OpLiteral || re.Op == syntax.OpCharClass) {
+		return true
+	}
+	for _, sub := range re.Sub {
+		if folds(sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // mustSet returns a set of non-empty strings one of which every match of re
 // contains.
-func mustSet(re *syntax.Regexp) ([]string, bool) {
-	if ex, ok := exactSet(re); ok && minLen(ex) > 0 {
+func mustSet(re *syntax.Regexp, lower bool) ([]string, bool) {
+	if ex, ok := exactSet(re, lower); ok && minLen(ex) > 0 {
 		return ex, true
 	}
 	switch re.Op {
@@ -43,16 +104,16 @@ func mustSet(re *syntax.Regexp) ([]string, bool) {
 		}
 		return nil, false
 	case syntax.OpCapture, syntax.OpPlus:
-		return mustSet(re.Sub[0])
+		return mustSet(re.Sub[0], lower)
 	case syntax.OpRepeat:
 		if re.Min >= 1 {
-			return mustSet(re.Sub[0])
+			return mustSet(re.Sub[0], lower)
 		}
 		return nil, false
 	case syntax.OpAlternate:
 		var all []string
 		for _, sub := range re.Sub {
-			s, ok := mustSet(sub)
+			s, ok := mustSet(sub, lower)
 			if !ok {
 				return nil, false
 			}
@@ -78,7 +139,7 @@ func mustSet(re *syntax.Regexp) ([]string, bool) {
 			run = nil
 		}
 		for _, sub := range re.Sub {
-			ex, ok := exactSet(sub)
+			ex, ok := exactSet(sub, lower)
 			if ok {
 				if run == nil {
 					run = ex
@@ -93,7 +154,7 @@ func mustSet(re *syntax.Regexp) ([]string, bool) {
 				continue
 			}
 			flush()
-			if s, ok := mustSet(sub); ok {
+			if s, ok := mustSet(sub, lower); ok {
 				consider(s)
 			}
 		}
@@ -114,8 +175,9 @@ func better(a, b []string) bool {
 }
 
 // exactSet returns every string re can match when that set is small and
-// finite. Zero-width assertions match "".
-func exactSet(re *syntax.Regexp) ([]string, bool) {
+// finite. Zero-width assertions match "". With lower, strings are
+// lower-cased for ASCII-case-insensitive matching.
+func exactSet(re *syntax.Regexp, lower bool) ([]string, bool) {
 	switch re.Op {
 	case syntax.OpEmptyMatch, syntax.OpWordBoundary, syntax.OpNoWordBoundary,
 		syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText:
@@ -125,7 +187,7 @@ func exactSet(re *syntax.Regexp) ([]string, bool) {
 			s, ok := foldSafe(string(re.Rune))
 			return []string{s}, ok
 		}
-		return []string{lowerASCII(string(re.Rune))}, true
+		return []string{lowerIf(lower, string(re.Rune))}, true
 	case syntax.OpCharClass:
 		var out []string
 		for i := 0; i+1 < len(re.Rune); i += 2 {
@@ -137,7 +199,7 @@ func exactSet(re *syntax.Regexp) ([]string, bool) {
 				if r >= utf8.RuneSelf && re.Flags&syntax.FoldCase != 0 {
 					return nil, false
 				}
-				out = append(out, lowerASCII(string(r)))
+				out = append(out, lowerIf(lower, string(r)))
 			}
 		}
 		// Case-insensitive classes already list their non-ASCII fold
@@ -148,9 +210,9 @@ func exactSet(re *syntax.Regexp) ([]string, bool) {
 		}
 		return out, true
 	case syntax.OpCapture:
-		return exactSet(re.Sub[0])
+		return exactSet(re.Sub[0], lower)
 	case syntax.OpQuest:
-		s, ok := exactSet(re.Sub[0])
+		s, ok := exactSet(re.Sub[0], lower)
 		if !ok {
 			return nil, false
 		}
@@ -158,7 +220,7 @@ func exactSet(re *syntax.Regexp) ([]string, bool) {
 	case syntax.OpAlternate:
 		var all []string
 		for _, sub := range re.Sub {
-			s, ok := exactSet(sub)
+			s, ok := exactSet(sub, lower)
 			if !ok {
 				return nil, false
 			}
@@ -169,7 +231,7 @@ func exactSet(re *syntax.Regexp) ([]string, bool) {
 	case syntax.OpConcat:
 		out := []string{""}
 		for _, sub := range re.Sub {
-			s, ok := exactSet(sub)
+			s, ok := exactSet(sub, lower)
 			if !ok {
 				return nil, false
 			}
@@ -226,6 +288,13 @@ func longestFoldSafePiece(s string) string {
 		cur = ""
 	}
 	return best
+}
+
+func lowerIf(lower bool, s string) string {
+	if lower {
+		return lowerASCII(s)
+	}
+	return s
 }
 
 func lowerASCII(s string) string {

@@ -3,32 +3,68 @@ package explain
 import (
 	"bytes"
 	"context"
-	"sort"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
-// The read loop is a two-stage pipeline. A producer goroutine takes chunks
-// of whole lines from the chunkReader and does all per-byte work: the
-// literal prefilter over the whole chunk, finding lines with escapes, NULs
-// or carriage returns, counting lines, UTF-8 validation and the ranks of
-// launcher prefixes. The consumer (the caller's goroutine) visits only the
-// lines the producer flagged, in order, and owns all analysis state. Two
-// cores each do one stage; a fixed pool of chunk buffers bounds memory.
+// The read loop is a two-stage pipeline over all inputs. A producer
+// goroutine opens the inputs one after another and cuts them into chunks
+// of whole lines; a pool of workers (one per core) does all per-byte work
+// on the chunks, whatever input they belong to: the literal prefilter,
+// finding lines with escapes, NULs or carriage returns, counting lines,
+// UTF-8 validation and the ranks of launcher prefixes. The consumer (the
+// caller's goroutine) takes the chunks in input order, visits only the
+// lines the workers flagged and owns all analysis state, so the report is
+// the same as reading the inputs one by one, while the scanning of several
+// rank files proceeds on every core. A fixed pool of chunk buffers bounds
+// memory whatever the number and size of the inputs.
 
-// pipelineBuffers bounds the chunks in flight (each about 1 MiB).
-const pipelineBuffers = 4
+// maxPipelineBuffers caps the chunks in flight (each about 1 MiB) on
+// machines with many cores: memory, not cores, sets the bound.
+const maxPipelineBuffers = 8
 
-// pipelineWorkers prepare chunks in parallel; the consumer takes them in
-// input order.
-const pipelineWorkers = 2
+// pipelineSize returns the number of workers and chunk buffers.
+func pipelineSize(o pipeShape) (workers, buffers int) {
+	buffers = min(max(runtime.GOMAXPROCS(0)+2, 4), maxPipelineBuffers)
+	workers = min(max(runtime.GOMAXPROCS(0), 2), buffers-1)
+	if o.buffers > 0 {
+		buffers = o.buffers
+	}
+	if o.workers > 0 {
+		workers = o.workers
+	}
+	return workers, buffers
+}
+
+// binaryCheckBytes is how much of a gzip input is read before it may be
+// judged binary and left unread: a gzip bomb of zeros or a compressed core
+// dump ends there instead of being decompressed to its end.
+const binaryCheckBytes = 64 << 20
 
 // event is a line the consumer must look at.
 type event struct {
 	start   int
-	special bool // escapes, NULs or an interior \r: clean and re-scan
-	tagOff  int  // offset of its candidate set in prepped.tags, -1 none
+	tagOff  int32 // offset of its candidate set in prepped.tags, -1 none
+	special bool  // escapes, NULs or an interior \r: clean and re-scan
+	// A line whose only candidate is the transport trigger is parsed by
+	// the worker (parseChannel is pure): pre is preParsed (from, to and
+	// the via text at data[viaOff:viaOff+viaLen]) or preNot. Offsets, not
+	// a slice: events hold no pointers for the collector to scan.
+	pre                      int8
+	from, to, viaOff, viaLen int32
 }
+
+const (
+	preParsed int8 = 1 // ch holds the transport line
+	preNot    int8 = 2 // not a transport line (a trail, a Ring line)
+)
 
 // prepped is one chunk after the producer's pass.
 type prepped struct {
@@ -41,48 +77,119 @@ type prepped struct {
 	nul       int64
 	badUTF8   int64
 	ranks     []int
+	scratch   []event
 	ready     chan struct{}
+}
+
+// itemKind says what a pipeline item carries.
+type itemKind int
+
+const (
+	itemOpen  itemKind = iota // an input was opened (or could not be)
+	itemChunk                 // a chunk of the current input
+	itemEnd                   // the current input ended
+)
+
+// item is what the producer hands the consumer, in input order.
+type item struct {
+	kind  itemKind
+	input int
+	b     *prepped
+	gzip  bool
+	fatal error // itemOpen: the input cannot be opened; Analyze fails
+	err   error // itemOpen: not readable (gzip header); itemEnd: read error
+	bytes int64 // itemEnd: bytes read
+	// itemEnd: reading stopped in a line of NULs (chunkReader.nulTail)
+	binaryTail bool
 }
 
 // producer runs the first stage: one reader, several workers.
 type producer struct {
-	e     *Explainer
-	max   int
-	cr    *chunkReader
-	free  chan *prepped
-	work  chan *prepped
-	order chan *prepped
-	done  chan struct{}
+	e      *Explainer
+	inputs []Input
+	max    int
+	size   int // chunk buffer size; 0 for the default
+	free   chan *prepped
+	work   chan *prepped
+	order  chan item
+	done   chan struct{}
+	// skip is the index of an input the consumer wants no more of
+	// (judged binary), or -1.
+	skip atomic.Int64
+}
+
+// send passes it to the consumer; false when the consumer has gone.
+func (p *producer) send(it item) bool {
+	select {
+	case p.order <- it:
+		return true
+	case <-p.done:
+		return false
+	}
 }
 
 func (p *producer) run() {
 	defer close(p.order)
 	defer close(p.work)
-	for {
+	for i, in := range p.inputs {
+		if !p.input(i, in) {
+			return
+		}
+	}
+}
+
+// input reads one input to its end; false stops the producer.
+func (p *producer) input(idx int, in Input) bool {
+	if in.Open == nil {
+		p.send(item{kind: itemOpen, input: idx, fatal: fmt.Errorf("%s: nothing to read", in.Name)})
+		return false
+	}
+	rc, err := in.Open()
+	if err != nil {
+		p.send(item{kind: itemOpen, input: idx, fatal: fmt.Errorf("%s: %w", in.Name, err)})
+		return false
+	}
+	defer rc.Close()
+	r, gz, err := openMaybeGzip(rc)
+	if err != nil {
+		return p.send(item{kind: itemOpen, input: idx, gzip: gz, err: err})
+	}
+	if !p.send(item{kind: itemOpen, input: idx, gzip: gz}) {
+		return false
+	}
+	cr := newChunkReader(r, p.max)
+	if p.size > 0 {
+		cr = newChunkReaderSize(r, p.max, p.size)
+	}
+	// A compressed input can expand a thousandfold (a gzip bomb): once it
+	// shows itself binary it is left unread. An uncompressed one reads at
+	// disk speed and a device is bounded by its stream limit.
+	cr.nulTail = gz
+	for p.skip.Load() != int64(idx) {
 		var b *prepped
 		select {
 		case b = <-p.free:
 		case <-p.done:
-			return
+			return false
 		}
-		chunk, giant, ok := p.cr.next()
+		chunk, giant, ok := cr.nextInto(b.data)
 		if !ok {
-			return
+			p.free <- b // never blocks: the buffer came from there
+			break
 		}
-		b.data = append(b.data[:0], chunk...)
+		b.data = chunk // read in place: no copy
 		b.giant = giant
 		b.ready = make(chan struct{})
 		select {
 		case p.work <- b:
 		case <-p.done:
-			return
+			return false
 		}
-		select {
-		case p.order <- b:
-		case <-p.done:
-			return
+		if !p.send(item{kind: itemChunk, input: idx, b: b}) {
+			return false
 		}
 	}
+	return p.send(item{kind: itemEnd, input: idx, bytes: cr.bytes, err: cr.err, binaryTail: cr.binaryTail})
 }
 
 func (p *producer) worker() {
@@ -124,15 +231,15 @@ func (p *producer) prep(b *prepped) {
 			} else {
 				curEnd = len(data)
 			}
-			b.events = append(b.events, event{start: curStart, tagOff: len(b.tags)})
+			b.events = append(b.events, event{start: curStart, tagOff: int32(len(b.tags))})
 			b.tags = append(b.tags, make([]uint64, words)...)
 		}
-		off := b.events[len(b.events)-1].tagOff
+		off := int(b.events[len(b.events)-1].tagOff)
 		b.tags[off+tag/64] |= 1 << (uint(tag) % 64)
 	})
 
 	// Lines with escapes, NULs or a \r that is not the CR of CRLF.
-	sorted := true
+	sorted, nLit := true, len(b.events)
 	mark := func(pos int) int {
 		start := bytes.LastIndexByte(data[:pos], '\n') + 1
 		b.events = append(b.events, event{start: start, special: true, tagOff: -1})
@@ -180,7 +287,48 @@ func (p *producer) prep(b *prepped) {
 		sorted = false
 	}
 	if !sorted {
-		sort.SliceStable(b.events, func(i, j int) bool { return b.events[i].start < b.events[j].start })
+		// The literal events are in order; sort the few others and merge
+		// (as a stable sort of all would, literal events first on a tie).
+		extra := b.events[nLit:]
+		slices.SortStableFunc(extra, func(x, y event) int { return x.start - y.start })
+		b.scratch = append(b.scratch[:0], b.events...)
+		lit, ext := b.scratch[:nLit], b.scratch[nLit:]
+		out := b.events[:0]
+		for len(lit) > 0 && len(ext) > 0 {
+			if ext[0].start < lit[0].start {
+				out, ext = append(out, ext[0]), ext[1:]
+			} else {
+				out, lit = append(out, lit[0]), lit[1:]
+			}
+		}
+		b.events = append(append(out, lit...), ext...)
+	}
+
+	// Transport lines, the bulk of an INFO log, parsed here on all cores.
+	for i := range b.events {
+		ev := &b.events[i]
+		if ev.special || ev.tagOff < 0 || !slices64Equal(b.tags[ev.tagOff:int(ev.tagOff)+words], p.e.channelOnly) {
+			continue
+		}
+		end := len(data)
+		if j := bytes.IndexByte(data[ev.start:], '\n'); j >= 0 {
+			end = ev.start + j
+		}
+		text, trunc := capLine(data[ev.start:end], p.max)
+		if trunc {
+			continue
+		}
+		cl, ok := parseChannel(text)
+		if !ok {
+			ev.pre = preNot
+			continue
+		}
+		via, inText := viaOffset(text, cl.Via)
+		if !inText || cl.From != int(int32(cl.From)) || cl.To != int(int32(cl.To)) {
+			continue // not expressible as offsets: the consumer parses it
+		}
+		ev.pre, ev.from, ev.to = preParsed, int32(cl.From), int32(cl.To)
+		ev.viaOff, ev.viaLen = int32(ev.start+via), int32(len(cl.Via))
 	}
 
 	// Lines longer than the cap: such a line contains a whole aligned block
@@ -287,12 +435,14 @@ func (s *scan) consume(fs *fileState, b *prepped, line int64) {
 			end = start + i
 		}
 		var cand []uint64
+		var pre *event
 		special := forced
 		for ei < len(b.events) && b.events[ei].start == start {
-			ev := b.events[ei]
+			ev := &b.events[ei]
 			special = special || ev.special
 			if ev.tagOff >= 0 && cand == nil {
-				cand = b.tags[ev.tagOff : ev.tagOff+s.e.words]
+				cand = b.tags[ev.tagOff : int(ev.tagOff)+s.e.words]
+				pre = ev
 			}
 			ei++
 		}
@@ -300,7 +450,19 @@ func (s *scan) consume(fs *fileState, b *prepped, line int64) {
 		if trunc {
 			special = true // the prefilter saw the whole line; rescan the kept part
 		}
-		s.visit(fs, text, curLine, trunc, cand, special)
+		if !special && pre != nil && pre.pre != 0 {
+			// What visit → visitLine → line do with a transport-only
+			// line when nothing is held or pending, minus the parsing.
+			copy(s.cand, cand)
+			s.seq++
+			var cl channelLine
+			if pre.pre == preParsed {
+				cl = channelLine{From: int(pre.from), To: int(pre.to), Via: data[pre.viaOff : pre.viaOff+pre.viaLen]}
+			}
+			s.channelParsed(fs, text, curLine, cl, pre.pre == preParsed)
+		} else {
+			s.visit(fs, text, curLine, trunc, cand, special)
+		}
 		cur, curLine = end+1, curLine+1
 	}
 }
@@ -368,40 +530,118 @@ func (s *scan) visitLine(fs *fileState, text []byte, n int64, trunc bool, cand [
 	}
 }
 
-// readInput runs the pipeline over one input.
-func (s *scan) readInput(ctx context.Context, fs *fileState, cr *chunkReader) (stats ReadStats, err error) {
-	p := &producer{e: s.e, max: s.maxLine(), cr: cr, free: make(chan *prepped, pipelineBuffers),
-		work: make(chan *prepped, pipelineBuffers), order: make(chan *prepped, pipelineBuffers), done: make(chan struct{})}
-	for i := 0; i < pipelineBuffers; i++ {
+// analyze runs the pipeline over the inputs, in order.
+func (s *scan) analyze(ctx context.Context, inputs []Input) error {
+	workers, buffers := pipelineSize(s.e.opts.pipe)
+	p := &producer{e: s.e, inputs: inputs, max: s.maxLine(), size: s.e.opts.pipe.bufSize, free: make(chan *prepped, buffers),
+		work: make(chan *prepped, buffers), order: make(chan item, buffers), done: make(chan struct{})}
+	p.skip.Store(-1)
+	for i := 0; i < buffers; i++ {
 		p.free <- &prepped{}
 	}
 	var wg sync.WaitGroup
-	for i := 0; i < pipelineWorkers; i++ {
+	for i := 0; i < workers; i++ {
 		wg.Add(1)
 		go func() { defer wg.Done(); p.worker() }()
 	}
 	go p.run()
 	defer func() {
 		close(p.done)
-		for range p.order { // let the reader stop
+		for it := range p.order { // let the reader stop
+			if it.b != nil {
+				<-it.b.ready
+			}
 		}
 		wg.Wait()
 	}()
-	var lines int64
-	for b := range p.order {
-		<-b.ready
-		if err := ctx.Err(); err != nil {
-			return stats, err
+	var (
+		fs    *fileState
+		info  InputInfo
+		stats ReadStats
+	)
+	for it := range p.order {
+		switch it.kind {
+		case itemOpen:
+			if it.fatal != nil {
+				return it.fatal
+			}
+			name := inputs[it.input].Name
+			info, stats = InputInfo{Name: name, Gzip: it.gzip}, ReadStats{}
+			if it.err != nil {
+				info.Error = it.err.Error()
+				s.inputs = append(s.inputs, info)
+				s.warnings = append(s.warnings, fmt.Sprintf("%s: %v", name, it.err))
+				fs = nil
+				continue
+			}
+			fs = &fileState{idx: it.input, name: name, fileRank: -1}
+			if sm := reFileRank.FindStringSubmatch(filepath.Base(name)); sm != nil {
+				fs.fileRank = atoi([]byte(sm[1]))
+			}
+		case itemChunk:
+			b := it.b
+			<-b.ready
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if !info.Binary {
+				s.consume(fs, b, stats.Lines)
+				fs.tail.add(b.data)
+			}
+			stats.Lines += b.lines
+			stats.TruncatedLines += b.truncated
+			stats.NULBytes += b.nul
+			stats.BadUTF8Lines += b.badUTF8
+			stats.Bytes += int64(len(b.data))
+			p.free <- b
+			if info.Gzip && !info.Binary && stats.Bytes >= binaryCheckBytes && looksBinary(stats) {
+				info.Binary = true
+				p.skip.Store(int64(it.input))
+			}
+		case itemEnd:
+			stats.Bytes = it.bytes
+			info.Binary = info.Binary || it.binaryTail
+			s.endInput(fs, info, stats, it.err)
 		}
-		s.consume(fs, b, lines)
-		fs.tail.add(b.data)
-		lines += b.lines
-		stats.Lines = lines
-		stats.TruncatedLines += b.truncated
-		stats.NULBytes += b.nul
-		stats.BadUTF8Lines += b.badUTF8
-		p.free <- b
 	}
-	stats.Bytes = cr.bytes
-	return stats, nil
+	return nil
+}
+
+// viaOffset is the offset of sub in text when sub is a subslice of it.
+func viaOffset(text, sub []byte) (int, bool) {
+	if len(sub) == 0 {
+		return 0, true
+	}
+	off := cap(text) - cap(sub)
+	if off < 0 || off+len(sub) > len(text) || &text[off] != &sub[0] {
+		return 0, false
+	}
+	return off, true
+}
+
+// looksBinary: many lines that are not UTF-8, or nothing but NULs, is not a
+// text log. (NUL-filled holes inside a text log are common after a crash.)
+func looksBinary(st ReadStats) bool {
+	return st.Bytes > 0 && (st.BadUTF8Lines*10 > st.Lines || float64(st.NULBytes) > 0.9*float64(st.Bytes))
+}
+
+// endInput records what was read of one input.
+func (s *scan) endInput(fs *fileState, info InputInfo, st ReadStats, readErr error) {
+	s.flushJoin(fs)
+	s.digest.hang.endInput(fs.name, &fs.tail, st.Lines)
+	info.Bytes, info.Lines, info.TruncatedLines = st.Bytes, st.Lines, st.TruncatedLines
+	info.NULBytes, info.BadUTF8Lines = st.NULBytes, st.BadUTF8Lines
+	info.Empty = st.Bytes == 0
+	if info.Binary { // judged early, the rest left unread
+		s.warnings = append(s.warnings, fmt.Sprintf("%s: not a text log (binary data or NULs in its first %s); the rest was not read", fs.name, units.Bytes(uint64(st.Bytes))))
+	}
+	info.Binary = info.Binary || looksBinary(st)
+	if readErr != nil {
+		info.Error = readErr.Error()
+		s.warnings = append(s.warnings, fmt.Sprintf("%s: reading stopped after line %d: %v", fs.name, st.Lines, readErr))
+	}
+	if fs.root != nil && s.root == nil {
+		s.root = fs.root
+	}
+	s.inputs = append(s.inputs, info)
 }

@@ -1,8 +1,10 @@
 package explain
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"slices"
 )
 
 // gramScanner finds which of many literals occur in a line in one pass.
@@ -20,11 +22,20 @@ import (
 // which the verification rejects. The scanner never misses a literal (tests
 // and fuzzing check this). Literals must be at least minLiteral bytes.
 type gramScanner struct {
-	bitmap  [1 << 10]uint64 // 65536 bits
-	buckets map[uint32][]anchor
+	bitmap [1 << 10]uint64 // 65536 bits
+	// anchors sorted by hash; those of hash h are
+	// anchors[start[h]:start[h+1]] (a flat table: no map lookup per hit).
+	anchors []anchor
+	start   []int32
 	lits    []string
 	tags    []int
 	words   int
+	// arrowTag, when >= 0, is reported for each " -> " that follows ']'
+	// or precedes a digit 1-8: transport lines ("0[0] -> 1[1]") and NCCL
+	// return-code trails ("shm.cc:114 -> 2"). As nine 5-byte literals
+	// sharing the window " -> " they cost nine verifications per arrow;
+	// bytes.Index finds the arrows at memory speed instead.
+	arrowTag int
 }
 
 // minLiteral is the shortest literal the stride-2 scan can anchor.
@@ -42,7 +53,12 @@ func gramHash(g uint32) uint32 { return (g * 0x9E3779B1) >> 16 }
 
 // newGramScanner builds the scanner. lits[i] is reported as tags[i].
 func newGramScanner(lits []string, tags []int, ntags int) *gramScanner {
-	s := &gramScanner{buckets: map[uint32][]anchor{}, lits: lits, tags: tags, words: (ntags + 63) / 64}
+	s := &gramScanner{lits: lits, tags: tags, words: (ntags + 63) / 64, start: make([]int32, 1<<16+1), arrowTag: -1}
+	type hashed struct {
+		h uint32
+		a anchor
+	}
+	var all []hashed
 	for i, l := range lits {
 		if len(l) < minLiteral {
 			panic("explain: prefilter literal shorter than 5 bytes: " + l)
@@ -52,8 +68,21 @@ func newGramScanner(lits []string, tags []int, ntags int) *gramScanner {
 			g := binary.LittleEndian.Uint32([]byte(l[off:off+4])) | gramFold
 			h := gramHash(g)
 			s.bitmap[h>>6] |= 1 << (h & 63)
-			s.buckets[h] = append(s.buckets[h], anchor{lit: i, off: off})
+			all = append(all, hashed{h, anchor{lit: i, off: off}})
 		}
+	}
+	// Counting sort by hash, keeping the literals' order within a hash.
+	for _, x := range all {
+		s.start[x.h+1]++
+	}
+	for h := 1; h < len(s.start); h++ {
+		s.start[h] += s.start[h-1]
+	}
+	s.anchors = make([]anchor, len(all))
+	next := slices.Clone(s.start[:1<<16])
+	for _, x := range all {
+		s.anchors[next[x.h]] = x.a
+		next[x.h]++
 	}
 	return s
 }
@@ -86,6 +115,10 @@ var commonGrams = map[string]bool{
 	" via": true, "via ": true, "p2p/": true, "tion": true, "ing ": true, " the": true, "the ": true, "and ": true,
 	"send": true, "recv": true, "ount": true, "buff": true, "stre": true, "eam ": true, "ice ": true, "devi": true,
 	"erro": true, "rror": true, "ror ": true, "ror:": true, " err": true, "fail": true, "aile": true, "iled": true,
+	// "NCCL INFO ", "via NET/IB/0", "[receive]", "network" (counted in a
+	// 16-rank INFO log: these windows caused nine false hits in ten).
+	"nfo ": true, "et/i": true, "t/ib": true, "/ib/": true, "/ib ": true, "ecei": true, "ceiv": true, "eive": true,
+	"work": true, "ocal": true,
 }
 
 // rarestWindow picks the offset o whose windows o and o+1 (five bytes
@@ -120,9 +153,49 @@ func (s *gramScanner) scan(text []byte, set []uint64) bool {
 	return hit
 }
 
+// nextArrow returns the position of the first arrow (see arrowTag) at or
+// after from, or -1.
+func nextArrow(text []byte, from int) int {
+	// '>' is rare in logs, unlike the space bytes.Index would look for
+	// first.
+	for from += 2; from < len(text); {
+		i := bytes.IndexByte(text[from:], '>')
+		if i < 0 {
+			return -1
+		}
+		gt := from + i
+		from = gt + 1
+		if gt+1 >= len(text) || text[gt+1] != ' ' || text[gt-1] != '-' || text[gt-2] != ' ' {
+			continue
+		}
+		at := gt - 2
+		if at > 0 && text[at-1] == ']' || at+4 < len(text) && text[at+4] >= '1' && text[at+4] <= '8' {
+			return at
+		}
+	}
+	return -1
+}
+
 // scanAll reports every literal occurrence in text (a line or a chunk of
 // many lines) as fn(anchor position, tag), in increasing position order.
 func (s *gramScanner) scanAll(text []byte, fn func(pos, tag int)) {
+	if s.arrowTag >= 0 {
+		// Merge the arrows into the literal hits, in position order.
+		arrow, inner := nextArrow(text, 0), fn
+		fn = func(pos, tag int) {
+			for arrow >= 0 && arrow <= pos {
+				inner(arrow, s.arrowTag)
+				arrow = nextArrow(text, arrow+1)
+			}
+			inner(pos, tag)
+		}
+		defer func() {
+			for arrow >= 0 {
+				inner(arrow, s.arrowTag)
+				arrow = nextArrow(text, arrow+1)
+			}
+		}()
+	}
 	bm := &s.bitmap
 	n := len(text)
 	p := 0
@@ -150,7 +223,7 @@ func (s *gramScanner) scanAll(text []byte, fn func(pos, tag int)) {
 
 // verify checks the literals anchored at hash h against text at p.
 func (s *gramScanner) verify(text []byte, p int, h uint32, fn func(pos, tag int)) {
-	for _, a := range s.buckets[h] {
+	for _, a := range s.anchors[s.start[h]:s.start[h+1]] {
 		l := s.lits[a.lit]
 		start := p - a.off
 		if start >= 0 && start+len(l) <= len(text) && equalFoldASCII(text[start:start+len(l)], l) {

@@ -242,3 +242,35 @@ func TestTransportClass(t *testing.T) {
 		}
 	}
 }
+
+// The arrow trigger reports exactly the lines where one of the literals it
+// replaces ("] -> ", " -> 1" … " -> 8") occurs, in position order.
+func TestGramScannerArrow(t *testing.T) {
+	g := newGramScanner([]string{"nccl warn"}, []int{0}, 2)
+	g.arrowTag = 1
+	old := []string{"] -> ", " -> 1", " -> 2", " -> 3", " -> 4", " -> 5", " -> 6", " -> 7", " -> 8"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	alphabet := "] ->0123456789[xNCCL WARN"
+	for i := 0; i < 20000; i++ {
+		b := make([]byte, rng.IntN(40))
+		for j := range b {
+			b[j] = alphabet[rng.IntN(len(alphabet))]
+		}
+		want := false
+		for _, l := range old {
+			want = want || strings.Contains(string(b), l)
+		}
+		set := make([]uint64, 1)
+		g.scan(b, set)
+		if got := setHas(set, 1); got != want {
+			t.Fatalf("scan(%q): arrow %v, want %v", b, got, want)
+		}
+		last := -1
+		g.scanAll(b, func(pos, _ int) {
+			if pos < last {
+				t.Fatalf("scanAll(%q): position %d after %d", b, pos, last)
+			}
+			last = pos
+		})
+	}
+}

@@ -2,7 +2,6 @@ package explain
 
 import (
 	"bytes"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -70,30 +69,30 @@ func mkStamp(year, month, day, hh, mm int, sec float64) stamp {
 
 var (
 	// ISO / Python logging / kubectl --timestamps / NCCL 2.26+ WARN stamps.
-	reLeadTS = regexp.MustCompile(`^\[?(\d{4})-(\d{2})-(\d{2})[T _](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?:Z|[+-]\d{2}:?\d{2})?\]?(?: - | |:|$)`)
+	reLeadTS = mustFastRe(`^\[?(\d{4})-(\d{2})-(\d{2})[T _](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?:Z|[+-]\d{2}:?\d{2})?\]?(?: - | |:|$)`)
 	// glog (PyTorch C++ and newer Python loggers): "[E1218 20:27:21.426415540 File.cpp:629] ",
 	// "[E ProcessGroupNCCL.cpp:1537] ", "I0527 15:16:52.212738 58631 File.cpp:878] ".
-	reGlog = regexp.MustCompile(`^\[?([IWEF])(?:(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?)? ?(?:\d+ )?[\w./\-]+\.(?:cpp|hpp|cc|h|py):\d+\] ?`)
+	reGlog = mustFastRe(`^\[?([IWEF])(?:(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?)? ?(?:\d+ )?[\w./\-]+\.(?:cpp|hpp|cc|h|py):\d+\] ?`)
 	// Message-level rank: "[Rank 3]", "[PG 0 Rank 2]", "[PG ID 0 PG GUID 0(default_pg) Rank 1]".
-	reMsgRank = regexp.MustCompile(`\[(?:PG [^\]]{0,80}? )?Rank (\d+)\]`)
+	reMsgRank = mustFastRe(`\[(?:PG [^\]]{0,80}? )?Rank (\d+)\]`)
 	// Ray / vLLM workers: "(Worker_TP0 pid=1234)", "(RayWorkerWrapper pid=2345, ip=10.0.0.2)".
-	reRay = regexp.MustCompile(`^\(([\w.\-]+) pid=(\d+)(?:, ip=([\w.:\-]+))?\) ?`)
+	reRay = mustFastRe(`^\(([\w.\-]+) pid=(\d+)(?:, ip=([\w.:\-]+))?\) ?`)
 	// mpirun --tag-output: "[1,0]<stdout>:"; torchrun: "[rank3]:", --tee role prefix "[default0]:".
-	reBracket = regexp.MustCompile(`^\[(?:rank(\d+)|(\d+),(\d+)|([A-Za-z_][\w\-]*?)(\d+))\](?:<(?:stdout|stderr|stddiag)>)?: ?`)
+	reBracket = mustFastRe(`^\[(?:rank(\d+)|(\d+),(\d+)|([A-Za-z_][\w\-]*?)(\d+))\](?:<(?:stdout|stderr|stddiag)>)?: ?`)
 	// NCCL 2.0-2.2 (closed source) printed the level without "NCCL":
 	// "host:pid:tid [0] INFO NET : Using interface ib0:10.0.0.1<0>"
 	// (https://github.com/horovod/horovod/issues/134) and
 	// "host:pid:tid [0] misc/ibvwrap.cu:269 WARN Call to ibv_create_qp failed"
 	// (https://github.com/jade-hpc-gpu/jade-hpc-gpu.github.io/issues/43).
-	reOldNCCL = regexp.MustCompile(`^([^\s:]+:\d+:\d+ \[\d+\] )((?:[\w.\-]+/)*[\w.\-]+\.(?:cu|cc|h):\d+ )?(INFO|WARN) `)
+	reOldNCCL = mustFastRe(`^([^\s:]+:\d+:\d+ \[\d+\] )((?:[\w.\-]+/)*[\w.\-]+\.(?:cu|cc|h):\d+ )?(INFO|WARN) `)
 	// NCCL 1.x: printf("WARN %s:%d ", __FILE__, __LINE__) (v1.3.4-1
 	// src/core.h); its INFO had no location and is too plain to claim.
-	reNCCL1 = regexp.MustCompile(`^WARN ((?:[\w.\-]+/)*[\w.\-]+\.(?:cu|cc|h|cpp):\d+) `)
+	reNCCL1 = mustFastRe(`^WARN ((?:[\w.\-]+/)*[\w.\-]+\.(?:cu|cc|h|cpp):\d+) `)
 	// Runners that tag each line with its node and stream (milabench):
 	// "cn-d004 [stderr] ".
-	reStream = regexp.MustCompile(`^([A-Za-z0-9][\w.\-]*) \[(?:stdout|stderr)\] `)
+	reStream = mustFastRe(`^([A-Za-z0-9][\w.\-]*) \[(?:stdout|stderr)\] `)
 	// srun --label "3: " and pdsh/deepspeed "host: ".
-	reLabel = regexp.MustCompile(`^(\d{1,6}|[A-Za-z0-9][A-Za-z0-9.\-]*[0-9.\-][A-Za-z0-9.\-]*): `)
+	reLabel = mustFastRe(`^(\d{1,6}|[A-Za-z0-9][A-Za-z0-9.\-]*[0-9.\-][A-Za-z0-9.\-]*): `)
 )
 
 // parseMeta strips the prefixes a line may carry and reads what they say.
@@ -103,6 +102,16 @@ func parseMeta(line []byte) lineMeta {
 	launchStart, launchEnd := -1, 0
 	for guard := 0; guard < 6 && len(rest) > 0; guard++ {
 		consumed := len(line) - len(rest)
+		// torchrun's "[rank3]:", the commonest prefix, read by hand.
+		if n, r, ok := rankPrefix(rest); ok {
+			m.Rank = r
+			if launchStart < 0 {
+				launchStart = consumed
+			}
+			launchEnd = consumed + n
+			rest = rest[n:]
+			continue
+		}
 		if sm := reBracket.FindSubmatchIndex(rest); sm != nil {
 			switch {
 			case sm[2] >= 0:
@@ -149,6 +158,9 @@ func parseMeta(line []byte) lineMeta {
 			launchEnd = consumed + sm[1]
 			rest = rest[sm[1]:]
 			continue
+		}
+		if !labelShape(rest) {
+			break
 		}
 		if sm := reLabel.FindSubmatchIndex(rest); sm != nil && labelOK(rest[sm[2]:sm[3]], rest[sm[1]:]) {
 			tok := rest[sm[2]:sm[3]]
@@ -241,12 +253,11 @@ func parseNCCLHead(h []byte, m *lineMeta) {
 	if sp >= 0 {
 		tok = h[:sp]
 	}
-	parts := bytes.Split(tok, []byte(":"))
-	if len(parts) == 3 && isDigits(parts[1]) && isDigits(parts[2]) && len(parts[0]) > 0 {
+	if host, pid, tid, ok := cut3(tok); ok && isDigits(pid) && isDigits(tid) && len(host) > 0 {
 		if m.Host == "" {
-			m.Host = string(parts[0])
+			m.Host = string(host)
 		}
-		m.PID = atoi(parts[1])
+		m.PID = atoi(pid)
 	}
 	if sp < 0 {
 		return
@@ -257,6 +268,61 @@ func parseNCCLHead(h []byte, m *lineMeta) {
 			m.Dev = atoi(h[1:e])
 		}
 	}
+}
+
+// rankPrefix reads "[rank3]:" or "[rank3]: " at the start of b, as
+// reBracket's first branch does; ok is false for anything else (reBracket
+// then decides).
+func rankPrefix(b []byte) (n, rank int, ok bool) {
+	if !bytes.HasPrefix(b, []byte("[rank")) {
+		return 0, 0, false
+	}
+	d := 5
+	for d < len(b) && b[d] >= '0' && b[d] <= '9' {
+		d++
+	}
+	if d == 5 || d+1 >= len(b) || b[d] != ']' || b[d+1] != ':' {
+		return 0, 0, false
+	}
+	n = d + 2
+	if n < len(b) && b[n] == ' ' {
+		n++
+	}
+	return n, atoi(b[5:d]), true
+}
+
+// labelShape is a necessary condition for reLabel: a run of
+// [A-Za-z0-9.-] followed by ": " (the label is that whole run, since ':'
+// cannot be part of it).
+func labelShape(b []byte) bool {
+	i := 0
+	for i < len(b) {
+		c := b[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' {
+			i++
+			continue
+		}
+		break
+	}
+	return i > 0 && i+1 < len(b) && b[i] == ':' && b[i+1] == ' '
+}
+
+// cut3 splits "a:b:c" into its three parts; ok is false for any other
+// number of colons.
+func cut3(b []byte) (x, y, z []byte, ok bool) {
+	i := bytes.IndexByte(b, ':')
+	if i < 0 {
+		return nil, nil, nil, false
+	}
+	j := bytes.IndexByte(b[i+1:], ':')
+	if j < 0 {
+		return nil, nil, nil, false
+	}
+	j += i + 1
+	if bytes.IndexByte(b[j+1:], ':') >= 0 {
+		return nil, nil, nil, false
+	}
+	return b[:i], b[i+1 : j], b[j+1:], true
 }
 
 // labelOK accepts a "label: " prefix only when it is plausibly a launcher's

@@ -442,7 +442,7 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 		d.Explanation = "NCCL printed a warning that ncclwiz does not recognise. It is the best lead: search for its text in the NCCL issues, and rerun with NCCL_DEBUG=INFO for context."
 		if sub, ok := s.placeIn(&d); ok {
 			d.Title = "NCCL warning from " + sub.Name
-			d.Explanation = "NCCL's " + sub.Name + " (" + d.Fields["source"] + ") printed a warning that is not in ncclwiz's catalogue. It is the best lead: the guide covers that part of NCCL; search for the warning's text in the NCCL issues, and rerun with NCCL_DEBUG=INFO for context."
+			d.Explanation = "NCCL printed a warning from " + sub.Name + " (" + d.Fields["source"] + ") that is not in ncclwiz's catalogue. It is the best lead: the guide covers that part of NCCL; search for the warning's text in the NCCL issues, and rerun with NCCL_DEBUG=INFO for context."
 		}
 	case a.def.Role == RoleCause:
 		d.Confidence = High

@@ -32,21 +32,29 @@ func bufSizeFor(maxLine int) int {
 	return max(minBufSize, 2*maxLine)
 }
 
-// chunkReader yields runs of whole lines straight out of a bufio.Reader's
-// buffer (no copy): every chunk ends with '\n', except the last one of the
-// input and a "giant" chunk, which is the first max bytes of a line longer
-// than the buffer (the rest of that line is then skipped). A chunk is valid
-// until the next call to next. Memory stays at one buffer whatever the
+// chunkReader yields runs of whole lines read straight into the caller's
+// buffer (no copy through a bufio buffer): every chunk ends with '\n',
+// except the last one of the input and a "giant" chunk, which is the first
+// max bytes of a line longer than the buffer (the rest of that line is then
+// skipped, never held). Only the start of the line cut by a buffer's end
+// is carried over to the next. Memory stays at the buffers whatever the
 // input.
 type chunkReader struct {
-	r       *bufio.Reader
+	r       io.Reader
 	max     int
-	pending int  // bytes of the previous chunk to discard
-	skip    bool // discard through the next '\n' (tail of a giant line)
+	size    int
+	carry   []byte // start of the line cut by the end of the last buffer
+	own     []byte // next's buffer
+	skip    bool   // discard through the next '\n' (tail of a giant line)
 	done    bool
 	err     error
 	bytes   int64 // bytes consumed, skipped tails included
 	skipped int64 // bytes of the last giant line beyond its chunk
+	// nulTail, when set, ends the input inside a giant line whose skipped
+	// tail is nothing but NULs past binaryCheckBytes (a gzip bomb of
+	// zeros, a sparse file): binaryTail then reports it.
+	nulTail    bool
+	binaryTail bool
 }
 
 func newChunkReader(r io.Reader, maxLine int) *chunkReader {
@@ -56,14 +64,10 @@ func newChunkReader(r io.Reader, maxLine int) *chunkReader {
 	return newChunkReaderSize(r, maxLine, bufSizeFor(maxLine))
 }
 
-// newChunkReaderSize uses a buffer of the given size, which must exceed
+// newChunkReaderSize uses buffers of the given size, which must exceed
 // maxLine (tests use tiny buffers to reach the giant-line path).
 func newChunkReaderSize(r io.Reader, maxLine, size int) *chunkReader {
-	br, ok := r.(*bufio.Reader)
-	if !ok || br.Size() < size {
-		br = bufio.NewReaderSize(r, size)
-	}
-	return &chunkReader{r: br, max: maxLine}
+	return &chunkReader{r: r, max: maxLine, size: size}
 }
 
 func (c *chunkReader) finish(err error) {
@@ -73,52 +77,92 @@ func (c *chunkReader) finish(err error) {
 	}
 }
 
-// next returns the next chunk, whether it is a cut giant line, and false at
-// the end of the input (see err).
-func (c *chunkReader) next() (chunk []byte, giant, ok bool) {
-	if c.pending > 0 {
-		_, _ = c.r.Discard(c.pending)
-		c.pending = 0
-	}
-	if c.skip {
-		c.skip = false
-		c.skipped = 0
-		for !c.done {
-			sl, err := c.r.ReadSlice('\n')
-			c.bytes += int64(len(sl))
-			c.skipped += int64(len(sl))
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, bufio.ErrBufferFull) {
-				c.finish(err)
-			}
+// read fills p as far as the reader allows in one call; a reader that
+// keeps returning nothing ends the input (as bufio does).
+func (c *chunkReader) read(p []byte) int {
+	for range 100 {
+		n, err := c.r.Read(p)
+		if err != nil {
+			c.finish(err)
+		}
+		if n > 0 || c.done {
+			return n
 		}
 	}
-	if c.done {
-		return nil, false, false
+	c.finish(io.ErrNoProgress)
+	return 0
+}
+
+// next is nextInto with the reader's own buffer (LineReader).
+func (c *chunkReader) next() (chunk []byte, giant, ok bool) {
+	chunk, giant, ok = c.nextInto(c.own)
+	if ok {
+		c.own = chunk[:0]
 	}
-	data, err := c.r.Peek(c.r.Size())
-	if len(data) == 0 {
-		c.finish(err)
+	return chunk, giant, ok
+}
+
+// nextInto fills buf (grown to the reader's size) with the next chunk and
+// returns it, whether it is a cut giant line, and false at the end of the
+// input (see err).
+func (c *chunkReader) nextInto(buf []byte) (chunk []byte, giant, ok bool) {
+	if cap(buf) < c.size {
+		buf = make([]byte, c.size)
+	}
+	buf = buf[:c.size]
+	if c.skip {
+		c.skipTail(buf)
+	}
+	n := copy(buf, c.carry)
+	c.carry = c.carry[:0]
+	for n < len(buf) && !c.done {
+		n += c.read(buf[n:])
+	}
+	data := buf[:n]
+	if n == 0 {
 		return nil, false, false
 	}
 	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
-		c.pending = i + 1
+		c.carry = append(c.carry, data[i+1:]...)
 		c.bytes += int64(i + 1)
 		return data[:i+1], false, true
 	}
-	if err != nil { // the last line, without a newline
-		c.pending = len(data)
-		c.bytes += int64(len(data))
-		c.finish(err)
+	c.bytes += int64(n)
+	if c.done { // the last line, without a newline
 		return data, false, true
 	}
 	// A full buffer without a newline: one giant line.
-	c.pending = len(data)
-	c.bytes += int64(len(data))
 	c.skip = true
-	return trimPartialRune(data[:min(c.max, len(data))]), true, true
+	return trimPartialRune(data[:min(c.max, n)]), true, true
+}
+
+// skipTail discards the rest of a giant line through its '\n', using buf
+// as scratch; what follows the '\n' is carried to the next chunk.
+func (c *chunkReader) skipTail(buf []byte) {
+	c.skip = false
+	c.skipped = 0
+	var nul int64
+	for !c.done {
+		m := c.read(buf)
+		sl := buf[:m]
+		if i := bytes.IndexByte(sl, '\n'); i >= 0 {
+			c.carry = append(c.carry, sl[i+1:]...)
+			sl = sl[:i+1]
+			c.bytes += int64(len(sl))
+			c.skipped += int64(len(sl))
+			return
+		}
+		c.bytes += int64(m)
+		c.skipped += int64(m)
+		if c.nulTail {
+			nul += int64(bytes.Count(sl, []byte{0}))
+			if c.skipped >= binaryCheckBytes && nul*10 > 9*c.skipped {
+				c.binaryTail = true
+				c.finish(nil)
+				return
+			}
+		}
+	}
 }
 
 // LineReader reads a log line by line in constant memory. Lines of any
@@ -173,7 +217,7 @@ func (lr *LineReader) Next() bool {
 		line, lr.pos = lr.chunk, len(lr.chunk)
 		lr.truncated = true
 		lr.chunk = nil
-		full = lr.c.r.Size() // at least; the tail is counted when skipped
+		full = lr.c.size // at least; the tail is counted when skipped
 	} else {
 		rest := lr.chunk[lr.pos:]
 		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
@@ -266,8 +310,10 @@ var gzipMagic = []byte{0x1f, 0x8b}
 // openMaybeGzip wraps r in a gzip reader when its first bytes are the gzip
 // magic, whatever the file is called. It returns the reader to use and
 // whether it decompresses.
-func openMaybeGzip(r io.Reader, maxLine int) (io.Reader, bool, error) {
-	br := bufio.NewReaderSize(r, bufSizeFor(maxLine))
+func openMaybeGzip(r io.Reader) (io.Reader, bool, error) {
+	// Small: it only peeks at the magic (and feeds gzip); the chunk
+	// reader's big reads go around it.
+	br := bufio.NewReaderSize(r, 64<<10)
 	head, err := br.Peek(2)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, false, err

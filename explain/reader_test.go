@@ -101,7 +101,7 @@ func TestGzipDetectedByMagic(t *testing.T) {
 	zw = gzip.NewWriter(&buf)
 	io.WriteString(zw, "again\n")
 	zw.Close()
-	r, gz, err := openMaybeGzip(&buf, 0)
+	r, gz, err := openMaybeGzip(&buf)
 	if err != nil || !gz {
 		t.Fatalf("gz=%v err=%v", gz, err)
 	}
@@ -110,7 +110,7 @@ func TestGzipDetectedByMagic(t *testing.T) {
 		t.Fatalf("lines=%q err=%v", lines, err)
 	}
 	// Plain text stays plain, even one starting with 0x1f.
-	r, gz, err = openMaybeGzip(strings.NewReader("\x1fplain\n"), 0)
+	r, gz, err = openMaybeGzip(strings.NewReader("\x1fplain\n"))
 	if err != nil || gz {
 		t.Fatalf("gz=%v err=%v", gz, err)
 	}

@@ -217,6 +217,12 @@ func slices64Equal(a, b []uint64) bool {
 
 func (s *scan) channel(fs *fileState, text []byte, n int64) {
 	cl, ok := parseChannel(text)
+	s.channelParsed(fs, text, n, cl, ok)
+}
+
+// channelParsed is channel with the line already parsed (by a pipeline
+// worker, for lines that are transport lines and nothing else).
+func (s *scan) channelParsed(fs *fileState, text []byte, n int64, cl channelLine, ok bool) {
 	if !ok {
 		// Not a transport line: perhaps a backtrace ("shm.cc:169 -> 2").
 		had := s.digest.origin != ""

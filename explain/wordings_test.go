@@ -465,3 +465,14 @@ func TestWordingsCoverSignatures(t *testing.T) {
 		}
 	}
 }
+
+// A WARN in the NCCL 2.0-2.2 format (no "NCCL" before it) that is not in
+// the catalogue is still placed by its source file (shape of
+// https://github.com/horovod/horovod/issues/610; values ours).
+func TestOldFormatUnrecognisedWarn(t *testing.T) {
+	r := analyze(t, testExplainer(t), "node7:2201:2265 [1] transport/p2p.cu:526 WARN failed to open CUDA IPC handle : 30 unknown error\n")
+	root := rootOf(r)
+	if root == nil || root.ID != idUnrecognisedWarn || root.Fields["source"] != "transport/p2p.cu" {
+		t.Fatalf("root = %+v", root)
+	}
+}

@@ -1,8 +1,9 @@
 // Command genlog writes a synthetic NCCL_DEBUG=INFO log for the explain
-// benchmark, and the explainer's signature patterns rewritten for
-// grep -E, so scripts/bench-explain-vs-grep.sh compares like with like.
+// benchmark, and the explainer's signature patterns for ripgrep (Go syntax
+// under (?-u)) or rewritten for grep -E, so scripts/bench-explain-vs-rg.sh
+// compares like with like.
 //
-//	go run ./explain/internal/genlog -size 256MiB -o /tmp/big.log -patterns /tmp/patterns.txt
+//	go run ./explain/internal/genlog -realistic -size 128MB -o /tmp/job.log -rg-patterns /tmp/rg.txt
 package main
 
 import (
@@ -21,6 +22,8 @@ func main() {
 	out := flag.String("o", "", "write the log to this file (required)")
 	patterns := flag.String("patterns", "", "also write the signature patterns as grep -E patterns to this file")
 	seed := flag.Uint64("seed", 1, "random seed")
+	rgPatterns := flag.String("rg-patterns", "", "also write the signature patterns as ripgrep patterns (Go syntax under (?-u)) to this file")
+	realistic := flag.Bool("realistic", false, "the 2-node 16-rank job (torchrun prefixes, interleaved ranks, GRAPH/NET lines, tqdm bars)")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "genlog: -o FILE is required")
@@ -31,30 +34,44 @@ func main() {
 		fmt.Fprintln(os.Stderr, "genlog:", err)
 		os.Exit(2)
 	}
-	if err := run(*out, *patterns, n, *seed); err != nil {
+	if err := run(*out, *patterns, *rgPatterns, loggen.Options{Size: n, Seed: *seed, Realistic: *realistic}); err != nil {
 		fmt.Fprintln(os.Stderr, "genlog:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, patterns string, size int64, seed uint64) error {
+func run(out, patterns, rgPatterns string, o loggen.Options) error {
 	f, err := os.Create(out)
 	if err != nil {
 		return err
 	}
-	if _, err := loggen.Generate(f, loggen.Options{Size: size, Seed: seed}); err != nil {
+	if _, err := loggen.Generate(f, o); err != nil {
 		f.Close()
 		return err
 	}
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if patterns == "" {
+	if patterns == "" && rgPatterns == "" {
 		return nil
 	}
 	e, err := explain.New(explain.Options{})
 	if err != nil {
 		return err
+	}
+	if rgPatterns != "" {
+		// ripgrep's regex crate reads RE2 syntax as Go writes it; (?-u)
+		// makes \d, \w and case folding ASCII, as the issue measured.
+		var b strings.Builder
+		for _, p := range e.Patterns() {
+			b.WriteString("(?-u)" + p + "\n")
+		}
+		if err := os.WriteFile(rgPatterns, []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	if patterns == "" {
+		return nil
 	}
 	var b strings.Builder
 	for _, p := range e.Patterns() {

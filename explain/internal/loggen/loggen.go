@@ -4,6 +4,8 @@
 // NCCL_DEBUG_SUBSYS=COLL collective lines, which is how real INFO logs reach
 // hundreds of megabytes), interleaved with training output, and a watchdog
 // timeout at the end. The line formats are those of reference §1 and §5.
+// Options.Realistic writes the heavier 2-node, 16-rank job of job.go
+// instead, the speed issue's measurement.
 package loggen
 
 import (
@@ -19,8 +21,12 @@ type Options struct {
 	Size int64
 	// Seed makes the output reproducible.
 	Seed uint64
-	// Ranks is the number of ranks (default 8).
+	// Ranks is the number of ranks (default 8; the realistic job has 16).
 	Ranks int
+	// Realistic writes the 2-node, 16-rank job of job.go instead: every
+	// line behind a torchrun prefix, ranks interleaved, GRAPH and NET
+	// lines, tqdm bars and long lines, as real INFO logs have.
+	Realistic bool
 }
 
 // Generate writes the log and returns the bytes written.
@@ -31,6 +37,9 @@ func Generate(w io.Writer, o Options) (int64, error) {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	cw := &countWriter{w: bw}
 	g := &gen{w: cw, r: rand.New(rand.NewPCG(o.Seed, 0x6e63636c)), ranks: o.Ranks}
+	if o.Realistic {
+		return generateJob(&jobGen{gen: g}, o.Size, bw, cw)
+	}
 	g.header()
 	for cw.n < o.Size-4096 {
 		g.block()
@@ -147,4 +156,25 @@ func (g *gen) failure() {
 	}
 	g.pf("[rank0]:[E501 14:10:21.200000000 ProcessGroupNCCL.cpp:630] [Rank 0] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.\n")
 	g.pf("[rank0]:[E501 14:10:21.200000000 ProcessGroupNCCL.cpp:636] [Rank 0] To avoid data inconsistency, we are taking the entire process down.\n")
+}
+
+func generateJob(j *jobGen, size int64, bw *bufio.Writer, cw *countWriter) (int64, error) {
+	j.header()
+	for i := 0; cw.n < size-64<<10; i++ {
+		j.commInit("ncclCommInitRank")
+		j.commInit("ncclCommSplit")
+		j.commInit("ncclCommSplit")
+		if i%2 == 0 {
+			j.p2pConnect()
+		}
+		j.train(60)
+		if cw.err != nil {
+			return cw.n, cw.err
+		}
+	}
+	j.failure()
+	if err := bw.Flush(); err != nil {
+		return cw.n, err
+	}
+	return cw.n, cw.err
 }

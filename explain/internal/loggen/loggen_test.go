@@ -88,3 +88,37 @@ func TestGenerateSize(t *testing.T) {
 		t.Fatal("missing expected lines")
 	}
 }
+
+// The realistic job has the size asked for, 16 interleaved ranks behind
+// torchrun prefixes, the NCCL 2.30 formats the benchmark is about, and
+// ends with the watchdog timeout.
+func TestGenerateRealistic(t *testing.T) {
+	var buf bytes.Buffer
+	n, err := Generate(&buf, Options{Size: 4 << 20, Seed: 7, Realistic: true})
+	if err != nil || n != int64(buf.Len()) || n < 4<<20 || n > 4<<20+1<<20 {
+		t.Fatalf("n=%d len=%d err=%v", n, buf.Len(), err)
+	}
+	log := buf.String()
+	for _, want := range []string{
+		"[rank15]:gpu-node-02:", "NCCL INFO Channel 00/32 :", "[send] via NET/IB/", "[receive] via NET/IB/",
+		"via P2P/CUMEM/read", "Connected all rings, use ring PXN 0 GDR 1", "ncclCommSplit comm 0x", "nNodes 2 localRanks 8",
+		"Trees [0] ", "Ring 00 : ", "AllReduce: opCount ", "\rTraining: ", "Watchdog caught collective operation timeout",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("no %q in the realistic log", want)
+		}
+	}
+	// Ranks interleave: a rank's line is often followed by another's.
+	lines := strings.Split(log, "\n")
+	switches := 0
+	for i := 1; i < len(lines); i++ {
+		a, _, _ := strings.Cut(lines[i-1], ":")
+		b, _, _ := strings.Cut(lines[i], ":")
+		if strings.HasPrefix(a, "[rank") && strings.HasPrefix(b, "[rank") && a != b {
+			switches++
+		}
+	}
+	if switches < len(lines)/10 {
+		t.Errorf("%d rank switches in %d lines: not interleaved", switches, len(lines))
+	}
+}
