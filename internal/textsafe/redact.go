@@ -68,6 +68,9 @@ var (
 	// name=value, name: value, "name": "value", --name=value. A name that
 	// ends a path (/run/secret.log: …) is not one.
 	reAssign = regexp.MustCompile(`(?:^|[^A-Za-z0-9_./])([A-Za-z][A-Za-z0-9_.\-]*)("?[ \t]*[=:][ \t]*)("[^"]*"|'[^']*'|[^\s'"&,;]*)`)
+	// A lower-case identifier with an optional :N (c10d's store keys).
+	reKeyName     = regexp.MustCompile(`^[a-z][a-z_]*[a-z](?::\d+)?$`)
+	reSmallNumber = regexp.MustCompile(`^\d{1,4}$`)
 	// --name value (a flag and the next word).
 	reFlag = regexp.MustCompile(`(?:^|[\s'"])(--?[A-Za-z][A-Za-z0-9_\-]*)[ \t]+("[^"]*"|'[^']*'|[^\s'"]+)`)
 	// NAME value: an environment dump without '=' (AWS_SECRET_ACCESS_KEY abc…).
@@ -118,6 +121,15 @@ func RedactText(s string) string {
 	s = replaceGroup(s, reAssign, 3, func(sm []string) bool {
 		// "secret.log: permission denied" is a file name and a message.
 		if strings.Contains(sm[2], ":") && strings.Contains(sm[1], ".") {
+			return false
+		}
+		if strings.EqualFold(sm[1], "key") && reKeyName.MatchString(sm[3]) {
+			// "Added key: store_based_barrier_key:1": a bare "key" naming a
+			// lower-case identifier is a store or dict key, not a secret.
+			return false
+		}
+		if strings.HasSuffix(sm[1], "_key") && strings.TrimSpace(sm[2]) == ":" && reSmallNumber.MatchString(sm[3]) {
+			// ... and "store_based_barrier_key:1" is its name and number.
 			return false
 		}
 		return sm[3] != "" && IsSecretName(sm[1])

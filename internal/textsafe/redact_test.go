@@ -48,6 +48,7 @@ func TestRedactSecretShapes(t *testing.T) {
 		{"private key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----\nnext", "MIIEpAIBAAKCAQEA7", "-----BEGIN RSA PRIVATE KEY-----" + Redacted + "-----END RSA PRIVATE KEY-----\nnext"},
 		{"private key cut", "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXk", "b3BlbnNzaC1rZXk", "-----BEGIN OPENSSH PRIVATE KEY-----" + Redacted},
 		{"slack", "hook xoxb-1234567890-abcdefghij", "xoxb-1234567890", "hook " + Redacted},
+		{"bare key with a random value", "api key: 3fa9c1d2e8b7a6f5 loaded", "3fa9c1d2e8b7a6f5", "key: " + Redacted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,6 +73,7 @@ func TestRedactLeavesOrdinaryText(t *testing.T) {
 		"NCCL_SOCKET_IFNAME=eth0",
 		"torchrun --master_port 29500 --nproc_per_node 8 train.py",
 		"RANK=0 LOCAL_RANK=0 WORLD_SIZE=8",
+		"Waiting in store based barrier to initialize process group for rank: 1, key: store_based_barrier_key:1 (world_size=2)",
 		"/home/alice/keys/model.pt and /etc/ssl/private",
 		"gpu-node-17.cluster.example.org:29500",
 		"NCCL INFO NCCL_IB_HCA set by environment to mlx5_0:1",
