@@ -1,11 +1,11 @@
 package tui
 
 import (
-	"charm.land/bubbles/v2/key"
 	"fmt"
 	"slices"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"

@@ -1,10 +1,10 @@
 package tui
 
 import (
-	"charm.land/bubbles/v2/key"
 	"fmt"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 

@@ -1,9 +1,9 @@
 package tui
 
 import (
-	"charm.land/bubbles/v2/key"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"

@@ -2,10 +2,11 @@ package validate
 
 import (
 	"fmt"
-	"github.com/ncclwiz/ncclwiz/internal/units"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // Expectation is a sourced typical range of all_reduce bus bandwidth for

@@ -3,7 +3,6 @@ package validate
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/ncclwiz/ncclwiz/explain"
 	"math"
 	"os"
 	"regexp"
@@ -13,6 +12,9 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ncclwiz/ncclwiz/explain"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 )
 
 // ResultPrefix starts every machine-readable line of collective.py.
@@ -156,7 +158,7 @@ func (p *parser) addError(s string) bool {
 		return false
 	}
 	if len(s) > 400 {
-		s = s[:400] + "…"
+		s = textwrap.Clip(s, 400) // cells, never half a rune
 	}
 	p.errors = append(p.errors, s)
 	return true
@@ -237,14 +239,14 @@ func (p *parser) line(s string) []Event {
 	if strings.Contains(s, ": Test ") {
 		if m := reTestFailure.FindStringSubmatch(s); m != nil {
 			p.testFailed = true
-			if p.addError(fmt.Sprintf("nccl-tests: %s failure at %s:%s: %s", m[2], m[3], m[4], m[5])) {
+			if p.addError(fmt.Sprintf("The nccl-tests backend failed at %s:%s (%s error: %s).", m[3], m[4], m[2], strings.TrimSuffix(m[5], "."))) {
 				evs = append(evs, Event{Kind: EventLog, Text: s})
 			}
 			return evs
 		}
 		if m := reTestTimeout.FindStringSubmatch(s); m != nil {
 			p.testFailed = true
-			p.addError("nccl-tests: its own timeout of " + m[2] + "s expired")
+			p.addError("The nccl-tests backend stopped: its own timeout of " + m[2] + " s expired.")
 			return nil
 		}
 	}
@@ -260,7 +262,7 @@ func (p *parser) line(s string) []Event {
 			if p.rootRank >= 0 {
 				who = "rank " + strconv.Itoa(p.rootRank)
 			}
-			msg := fmt.Sprintf("torchrun: %s exited with code %s%s (first observed failure)", who, m[1], signalSuffix(m[1]))
+			msg := fmt.Sprintf("Under the torchrun backend, %s exited with code %s%s, the first observed failure.", who, m[1], signalSuffix(m[1]))
 			if p.addError(msg) {
 				evs = append(evs, Event{Kind: EventLog, Text: msg})
 			}

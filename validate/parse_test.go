@@ -130,7 +130,7 @@ func TestNCCLTestsFailureLines(t *testing.T) {
 	if !p.testFailed || len(p.errors) != 3 {
 		t.Fatalf("%v %q", p.testFailed, p.errors)
 	}
-	if !strings.HasPrefix(p.errors[0], "nccl-tests: NCCL failure at common.cu:1279: unhandled system error") {
+	if !strings.HasPrefix(p.errors[0], "The nccl-tests backend failed at common.cu:1279 (NCCL error: unhandled system error") {
 		t.Errorf("%q", p.errors[0])
 	}
 }
@@ -235,7 +235,7 @@ func TestErrorLines(t *testing.T) {
 	want := []string{
 		"NCCL WARN Error while attaching to shared memory segment /dev/shm/nccl- (size 0), error: No such file or directory (2)",
 		"torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1, unhandled system error",
-		"torchrun: rank 3 exited with code -7 (SIGBUS) (first observed failure)",
+		"Under the torchrun backend, rank 3 exited with code -7 (SIGBUS), the first observed failure.",
 		"RuntimeError: The server socket has failed to listen on any local network address. (errno: 98 - Address already in use).",
 	}
 	if strings.Join(p.errors, "\n") != strings.Join(want, "\n") {

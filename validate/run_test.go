@@ -261,7 +261,7 @@ func TestRankCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rung(t, res, RungAll)
-	if r.Status != Fail || r.Reasons[0] != "torchrun: rank 7 exited with code -11 (SIGSEGV) (first observed failure)" {
+	if r.Status != Fail || r.Reasons[0] != "Under the torchrun backend, rank 7 exited with code -11 (SIGSEGV), the first observed failure." {
 		t.Fatalf("%s %v", r.Status, r.Reasons)
 	}
 	if !hasReason(r, "missing measurements") || !hasReason(r, "the launcher exited with status 1") || r.Bandwidth.State != BWMissing {

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 )
 
 // DefaultAddr is NCCL_RAS_CLIENT_PORT on localhost.
@@ -153,7 +155,7 @@ func cutPrefixFold(s, prefix string) (string, bool) {
 
 func clip(s string) string {
 	if len(s) > 60 {
-		s = s[:60] + "…"
+		s = textwrap.Clip(s, 60) // cells, never half a rune
 	}
 	return strconv.Quote(s)
 }

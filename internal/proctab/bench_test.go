@@ -4,8 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/shirou/gopsutil/v4/process"
+
+	"github.com/ncclwiz/ncclwiz/host"
 )
 
 // The real /proc read two ways, same fields: this package (one direct read

@@ -36,10 +36,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shirou/gopsutil/v4/process"
+
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
-	"github.com/shirou/gopsutil/v4/process"
 )
 
 // UserHZ is the unit of the tick fields of /proc/PID/stat. It is 100 on

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shirou/gopsutil/v4/process"
+
 	"github.com/ncclwiz/ncclwiz/host"
 	ft "github.com/ncclwiz/ncclwiz/internal/fixturetest"
-	"github.com/shirou/gopsutil/v4/process"
 )
 
 // fixturePID is above the largest pid_max Linux allows (2^22), so it can

@@ -6,8 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ncclwiz/ncclwiz/internal/units"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // gasInfo is a gradient-accumulation setting found on the command line or
