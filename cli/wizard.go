@@ -182,9 +182,7 @@ func wizardDeps(a *App, cs []checks.Check) tui.Deps {
 		// The candidate fix rung tries what the checks recommend now.
 		var env []string
 		if fs, ferr := findingsNow(ctx, h); ferr == nil {
-			for _, v := range steps.EnvFrom(fs) {
-				env = append(env, v.Name+"="+v.Value)
-			}
+			env = steps.CandidateEnv(h.Env, fs)
 		}
 		res, err := validate.Run(ctx, h, validate.Options{Env: env, OnEvent: func(e validate.Event) {
 			if e.Kind != validate.EventLog {

@@ -111,15 +111,42 @@ func EnvSnippet(h *host.Host, format string, vars []envsnippet.Var) (string, err
 	return envsnippet.RenderWith(format, vars, envsnippet.Options{Practice: PracticeName(h)})
 }
 
-// EnvFrom returns the settings the findings call for, merged (a variable
-// two findings disagree on at equal weight is left out; use EnvPlan to
-// report it). Variables to remove are not included: it is what a job's
-// environment gets added (validation's candidate fix); EnvChanges has both.
-func EnvFrom(findings []checks.Finding) []envsnippet.Var {
-	var out []envsnippet.Var
-	for _, v := range EnvChanges(findings) {
-		if !v.Unset {
-			out = append(out, v)
+// CandidateEnv is the NCCL environment a job would have after the fixes
+// the findings call for: the NCCL_* variables of env (KEY=VALUE, in order)
+// without those to remove, with the recommended values set. Validation's
+// candidate rung runs with it.
+func CandidateEnv(env []string, findings []checks.Finding) []string {
+	changes := EnvChanges(findings)
+	if len(changes) == 0 {
+		return nil
+	}
+	want := map[string]envsnippet.Var{}
+	for _, v := range changes {
+		want[v.Name] = v
+	}
+	var out []string
+	done := map[string]bool{}
+	for _, kv := range env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, "NCCL_") {
+			continue
+		}
+		v, changed := want[k]
+		switch {
+		case changed && v.Unset:
+			continue
+		case changed:
+			kv = k + "=" + v.Value
+		}
+		if !done[k] {
+			out = append(out, kv)
+			done[k] = true
+		}
+	}
+	for _, v := range changes {
+		if !v.Unset && !done[v.Name] {
+			out = append(out, v.Name+"="+v.Value)
+			done[v.Name] = true
 		}
 	}
 	return out

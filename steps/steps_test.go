@@ -400,7 +400,7 @@ func TestEveryMentionedVariableIsSuggestible(t *testing.T) {
 		}
 	}
 	for _, format := range envsnippet.Formats {
-		out, err := envsnippet.Render(format, EnvFrom(fs))
+		out, err := envsnippet.Render(format, EnvChanges(fs))
 		if err != nil {
 			t.Fatal(err)
 		}
