@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // causesCorpus is issue 15, class 8: logs whose cause is not NCCL (the
@@ -132,28 +130,13 @@ var causesCorpus = map[string]corpusCase{
 
 func TestCorpusCauses(t *testing.T) { runCorpusCases(t, causesCorpus) }
 
-// Every report of this corpus validates against the JSON Schema, and its
-// advice names only variables ncclwiz may suggest.
-func TestCorpusCausesSchemaAndAdvice(t *testing.T) {
-	c := jsonschema.NewCompiler()
-	sch, err := c.Compile("report.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+// The advice of every report of this corpus names only variables ncclwiz
+// may suggest, and a cause outside NCCL says so in plain output too. (The
+// JSON Schema is checked for the whole corpus by TestJSONMatchesSchema.)
+func TestCorpusCausesAdvice(t *testing.T) {
 	e := testExplainer(t)
 	for name := range causesCorpus {
 		r := analyzeCorpus(t, e, filepath.Join("testdata", "corpus", name))
-		var buf bytes.Buffer
-		if err := WriteJSON(&buf, r); err != nil {
-			t.Fatal(err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(buf.Bytes()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sch.Validate(doc); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
 		for _, d := range r.Diagnoses {
 			checkVarsSuggestible(t, append(append([]string{}, d.Advice...), d.Explanation))
 		}

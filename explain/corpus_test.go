@@ -355,6 +355,12 @@ func analyzeCorpus(t *testing.T, e *Explainer, path string) *Report {
 		}
 		sort.Strings(files)
 	}
+	return analyzeFiles(t, e, files)
+}
+
+// analyzeFiles explains files as one job's logs.
+func analyzeFiles(t *testing.T, e *Explainer, files []string) *Report {
+	t.Helper()
 	var in []Input
 	for _, f := range files {
 		in = append(in, FileInput(f))

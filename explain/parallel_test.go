@@ -2,7 +2,6 @@ package explain
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -65,16 +64,8 @@ func explainerWith(t *testing.T, maxLine int, p pipeShape) *Explainer {
 
 func reportJSON(t *testing.T, e *Explainer, files []string) []byte {
 	t.Helper()
-	var in []Input
-	for _, f := range files {
-		in = append(in, FileInput(f))
-	}
-	r, err := e.Analyze(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, r); err != nil {
+	if err := WriteJSON(&buf, analyzeFiles(t, e, files)); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()

@@ -3,13 +3,15 @@ package explain
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// Every corpus report validates against the documented JSON Schema.
+// Every report of the whole corpus validates against the documented JSON
+// Schema and survives a round trip.
 func TestJSONMatchesSchema(t *testing.T) {
 	c := jsonschema.NewCompiler()
 	sch, err := c.Compile("report.schema.json")
@@ -17,7 +19,12 @@ func TestJSONMatchesSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := testExplainer(t)
-	for name := range allCorpusCases() {
+	ents, err := os.ReadDir(filepath.Join("testdata", "corpus"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ent := range ents {
+		name := ent.Name()
 		r := analyzeCorpus(t, e, filepath.Join("testdata", "corpus", name))
 		var buf bytes.Buffer
 		if err := WriteJSON(&buf, r); err != nil {
