@@ -216,11 +216,73 @@ func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
 
-// infoParse is a communicator line parsed once: Init START/COMPLETE
-// (parseInitLine) or the "nRanks nNodes" summary (reCommSummary).
+// INFO digest line kinds. Each is a parser of digest.info (or a test of
+// hang.info) and the prefilter literals every line it can accept holds:
+// the prefilter has found them already, so a line runs only the parsers
+// whose literal it carries instead of trying each in turn.
+const (
+	infoVersion       = iota // reVersionLine: "NCCL version"
+	infoLocalRanks           // parseCommSummary: "localRanks"
+	infoInit                 // parseInitLine: "Init START", "Init COMPLETE"
+	infoBootstrap            // reBootstrap: "Bootstrap"
+	infoSocket               // reSockIfs: "NET/Socket : Using"
+	infoIB                   // reIBUsing: "NET/IB : Using", "NET/IB: Using"
+	infoUsingNet             // parseUsingNet: "Using network"
+	infoEnv                  // parseEnvSet: "set by environment"
+	infoDriver               // parseDriver: "cudaDriverVersion"
+	infoNVLSChannels         // hang.info: " nvls channels"
+	infoConnectedNVLS        // hang.info: "Connected NVLS"
+	infoGDR                  // hang.info: "GPU Direct RDMA Enabled"
+	numInfoKinds
+)
+
+// infoLiterals are the prefilter literals (lower case) of each kind.
+var infoLiterals = [numInfoKinds][]string{
+	infoVersion: {"nccl version"}, infoLocalRanks: {"localranks"}, infoInit: {"init complete", "init start"},
+	infoBootstrap: {"bootstrap"}, infoSocket: {"net/socket : using"}, infoIB: {"net/ib : using", "net/ib: using"},
+	infoUsingNet: {"using network"}, infoEnv: {"set by environment"}, infoDriver: {"cudadriverversion"},
+	infoNVLSChannels: {"nvls channels"}, infoConnectedNVLS: {"connected nvls"}, infoGDR: {"gpu direct rdma"},
+}
+
+// infoKinds is a set of INFO digest line kinds.
+type infoKinds uint16
+
+func (k infoKinds) has(kind int) bool { return k&(1<<kind) != 0 }
+
+// infoKinds returns the digest line kinds whose literal the prefilter
+// found on a line (cand).
+func (e *Explainer) infoKinds(cand []uint64) infoKinds {
+	var k infoKinds
+	for i, t := range e.tagInfo {
+		if setHas(cand, t) {
+			k |= 1 << i
+		}
+	}
+	return k
+}
+
+// infoParse is an INFO line parsed once for the digest, the hang tracker
+// and the host facts: only the parsers of its kinds ran; a nil or !ok
+// field did not match.
 type infoParse struct {
-	init    *initLine
-	summary [][]byte
+	kinds     infoKinds
+	init      initLine
+	initOK    bool
+	summary   commSummary
+	summaryOK bool
+	version   [][]byte // reVersionLine's submatches
+	boot      [][]byte // reBootstrap's submatches
+	network   []byte
+	envName   []byte
+	envValue  []byte
+	envOK     bool
+	driver    []byte
+}
+
+// commSummary is "comm 0x… rank R nRanks N nNodes M localRanks L
+// localRank l" (src/init.cc).
+type commSummary struct {
+	rank, nranks, nnodes, localRanks int
 }
 
 // initLine is "… comm 0x… rank R nranks N cudaDev D … - Init START|COMPLETE"
@@ -386,20 +448,36 @@ func (d *digestAcc) version(v string, m lineMeta, file string) {
 	}
 }
 
-// info handles an NCCL INFO line other than a channel line. It reports
-// whether the line was a digest line.
-func (d *digestAcc) info(line []byte, m lineMeta, file string, n int64) {
-	// The communicator lines are parsed once for the digest, the hang
-	// tracker and the host facts.
-	var p infoParse
-	if il, ok := parseInitLine(line); ok {
-		p.init = &il
-	} else if bytes.Contains(line, []byte(" nRanks ")) {
-		p.summary = reCommSummary.FindSubmatch(line)
+// info handles an NCCL INFO line other than a channel line whose
+// prefilter found the literals of kinds.
+func (d *digestAcc) info(line []byte, m lineMeta, file string, n int64, kinds infoKinds) {
+	p := infoParse{kinds: kinds}
+	if kinds.has(infoInit) {
+		p.init, p.initOK = parseInitLine(line)
 	}
-	d.hang.info(line, m, file, n, p)
-	d.hosts.info(line, m, file, n, p)
-	if il := p.init; il != nil {
+	if !p.initOK && kinds.has(infoLocalRanks) && bytes.Contains(line, []byte(" nRanks ")) {
+		p.summary, p.summaryOK = parseCommSummary(line)
+	}
+	// The parsers the host facts share with the digest run once.
+	if kinds.has(infoVersion) {
+		p.version = reVersionLine.FindSubmatch(line)
+	}
+	if kinds.has(infoDriver) {
+		p.driver = parseDriver(line)
+	}
+	if kinds.has(infoUsingNet) {
+		p.network = parseUsingNet(line)
+	}
+	if kinds.has(infoEnv) {
+		p.envName, p.envValue, p.envOK = parseEnvSet(line)
+	}
+	if kinds.has(infoBootstrap) {
+		p.boot = reBootstrap.FindSubmatch(line)
+	}
+	d.hang.info(line, m, file, n, &p)
+	d.hosts.info(line, m, file, n, &p)
+	if p.initOK {
+		il := p.init
 		if !il.complete {
 			return
 		}
@@ -411,19 +489,23 @@ func (d *digestAcc) info(line []byte, m lineMeta, file string, n int64) {
 		d.mapRank(m, il.rank, il.nranks)
 		return
 	}
-	if sm := p.summary; sm != nil {
+	if p.summaryOK {
+		sm := p.summary
 		d.seenINFO = true
-		r, n, nn, lr := atoi(sm[1]), atoi(sm[2]), atoi(sm[3]), atoi(sm[4])
-		if n >= d.nranks {
-			d.nranks, d.nnodes, d.localRanks = n, nn, lr
+		if sm.nranks >= d.nranks {
+			d.nranks, d.nnodes, d.localRanks = sm.nranks, sm.nnodes, sm.localRanks
 		}
-		d.mapRank(m, r, n)
+		d.mapRank(m, sm.rank, sm.nranks)
 		return
+	}
+	const digestKinds = 1<<infoVersion | 1<<infoSocket | 1<<infoBootstrap | 1<<infoIB | 1<<infoUsingNet | 1<<infoEnv | 1<<infoDriver
+	if kinds&digestKinds == 0 {
+		return // only the hang tracker reads it
 	}
 	if bytes.Contains(line, []byte(" coll channels, ")) {
 		return // only the hang tracker reads it
 	}
-	if sm := reVersionLine.FindSubmatch(line); sm != nil {
+	if sm := p.version; sm != nil {
 		v := string(sm[1]) + string(sm[2])
 		if len(sm[3]) > 0 {
 			v += "+cuda" + string(sm[3])
@@ -431,44 +513,175 @@ func (d *digestAcc) info(line []byte, m lineMeta, file string, n int64) {
 		d.version(v, m, file)
 		return
 	}
-	if sm := reSockIfs.FindSubmatch(line); sm != nil {
-		d.seenINFO = true
-		for _, f := range reSockIf.FindAllSubmatch(sm[1], -1) {
-			d.sockIfs = addUnique(d.sockIfs, string(f[1])+":"+string(f[2]))
+	if kinds.has(infoSocket) {
+		if sm := reSockIfs.FindSubmatch(line); sm != nil {
+			d.seenINFO = true
+			for _, f := range reSockIf.FindAllSubmatch(sm[1], -1) {
+				d.sockIfs = addUnique(d.sockIfs, string(f[1])+":"+string(f[2]))
+			}
+			return
 		}
-		return
 	}
-	if sm := reBootstrap.FindSubmatch(line); sm != nil {
+	if sm := p.boot; sm != nil {
 		d.seenINFO = true
 		d.bootstrap = addUnique(d.bootstrap, string(sm[1])+":"+string(sm[2]))
 		return
 	}
-	if sm := reIBUsing.FindSubmatch(line); sm != nil {
-		d.seenINFO = true
-		for _, f := range reIBDev.FindAllSubmatch(sm[1], -1) {
-			dev := string(f[1])
-			if k := strings.IndexByte(dev, ';'); k >= 0 {
-				dev = dev[:k]
+	if kinds.has(infoIB) {
+		if sm := reIBUsing.FindSubmatch(line); sm != nil {
+			d.seenINFO = true
+			for _, f := range reIBDev.FindAllSubmatch(sm[1], -1) {
+				dev := string(f[1])
+				if k := strings.IndexByte(dev, ';'); k >= 0 {
+					dev = dev[:k]
+				}
+				d.ibDevs = addUnique(d.ibDevs, dev)
 			}
-			d.ibDevs = addUnique(d.ibDevs, dev)
+			return
+		}
+	}
+	if p.network != nil {
+		d.seenINFO = true
+		if d.network != string(p.network) {
+			d.network = string(p.network)
 		}
 		return
 	}
-	if sm := reUsingNet.FindSubmatch(line); sm != nil {
-		d.seenINFO = true
-		d.network = string(sm[1])
-		return
-	}
-	if sm := reEnvSet.FindSubmatch(line); sm != nil {
+	if p.envOK {
 		d.seenINFO = true
 		if len(d.env) < maxEnvEntries {
-			d.env[string(sm[1])] = string(sm[2])
+			if old, ok := d.env[string(p.envName)]; !ok || old != string(p.envValue) {
+				d.env[string(p.envName)] = string(p.envValue)
+			}
 		}
 		return
 	}
-	if sm := reDriver.FindSubmatch(line); sm != nil {
-		d.driver = string(sm[1])
+	if p.driver != nil {
+		if d.driver != string(p.driver) {
+			d.driver = string(p.driver)
+		}
 		return
+	}
+}
+
+// The hand parsers below accept exactly what the regexps in their comments
+// accept, with the same submatches (leftmost match; a test compares them
+// on generated and corpus lines): they run on every ENV, network and comm
+// line of an INFO log.
+
+// parseCommSummary is reCommSummary: `comm 0x[0-9a-f]+ rank (\d+) nRanks
+// (\d+) nNodes (\d+) localRanks (\d+) localRank (\d+)`.
+func parseCommSummary(line []byte) (commSummary, bool) {
+	for off := 0; ; {
+		i := bytes.Index(line[off:], []byte("comm 0x"))
+		if i < 0 {
+			return commSummary{}, false
+		}
+		start := off + i
+		off = start + 1
+		p, ok := skipLowerHex(line[start+7:])
+		if !ok {
+			continue
+		}
+		var v [5]int
+		for k, w := range [5]string{" rank ", " nRanks ", " nNodes ", " localRanks ", " localRank "} {
+			if !bytes.HasPrefix(p, []byte(w)) {
+				ok = false
+				break
+			}
+			var q []byte
+			if q, ok = skipDigits(p[len(w):]); !ok {
+				break
+			}
+			v[k] = atoi(p[len(w) : len(p)-len(q)])
+			p = q
+		}
+		if ok {
+			return commSummary{rank: v[0], nranks: v[1], nnodes: v[2], localRanks: v[3]}, true
+		}
+	}
+}
+
+func skipLowerHex(p []byte) ([]byte, bool) {
+	i := 0
+	for i < len(p) && (p[i] >= '0' && p[i] <= '9' || p[i] >= 'a' && p[i] <= 'f') {
+		i++
+	}
+	return p[i:], i > 0
+}
+
+// parseEnvSet is reEnvSet: `NCCL INFO (NCCL_\w+) set by environment to
+// ([^\r\n]*?)\.?\s*$`.
+func parseEnvSet(line []byte) (name, value []byte, ok bool) {
+	for off := 0; ; {
+		i := bytes.Index(line[off:], []byte("NCCL INFO NCCL_"))
+		if i < 0 {
+			return nil, nil, false
+		}
+		start := off + i + len("NCCL INFO ")
+		off = start
+		j := start + len("NCCL_")
+		for j < len(line) && isWordByte(line[j]) {
+			j++
+		}
+		if j == start+len("NCCL_") || !bytes.HasPrefix(line[j:], []byte(" set by environment to ")) {
+			continue
+		}
+		tail := line[j+len(" set by environment to "):]
+		// The lazy value ends where only "." and then \s remain.
+		w := len(tail)
+		for w > 0 && isRESpace(tail[w-1]) {
+			w--
+		}
+		k := w
+		if w > 0 && tail[w-1] == '.' {
+			k = w - 1
+		}
+		if bytes.IndexByte(tail[:k], '\r') >= 0 || bytes.IndexByte(tail[:k], '\n') >= 0 {
+			continue
+		}
+		return line[start:j], tail[:k], true
+	}
+}
+
+// isWordByte is RE2's \w: [0-9A-Za-z_].
+func isWordByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
+}
+
+// parseDriver is reDriver's submatch: `NCCL INFO cudaDriverVersion (\d+)`.
+func parseDriver(line []byte) []byte {
+	const w = "NCCL INFO cudaDriverVersion "
+	for off := 0; ; {
+		i := bytes.Index(line[off:], []byte(w))
+		if i < 0 {
+			return nil
+		}
+		at := off + i + len(w)
+		off = off + i + 1
+		if q, ok := skipDigits(line[at:]); ok {
+			return line[at : len(line)-len(q)]
+		}
+	}
+}
+
+// parseUsingNet is reUsingNet's submatch: `NCCL INFO Using network (\S+)`.
+func parseUsingNet(line []byte) []byte {
+	const w = "NCCL INFO Using network "
+	for off := 0; ; {
+		i := bytes.Index(line[off:], []byte(w))
+		if i < 0 {
+			return nil
+		}
+		at := off + i + len(w)
+		off = off + i + 1
+		j := at
+		for j < len(line) && !isRESpace(line[j]) {
+			j++
+		}
+		if j > at {
+			return line[at:j]
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package explain
 
 import (
-	"bytes"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -85,7 +84,7 @@ func (h *hostsAcc) add(fact, value, where string, ev func() Evidence) {
 }
 
 // info reads the facts of one NCCL INFO line.
-func (h *hostsAcc) info(line []byte, m lineMeta, file string, n int64, ip infoParse) {
+func (h *hostsAcc) info(line []byte, m lineMeta, file string, n int64, ip *infoParse) {
 	where := hostOf(m, file)
 	ev := func() Evidence {
 		return Evidence{File: file, Line: n, Text: string(truncText(line)), Rank: m.Rank, Host: m.Host, PID: m.PID}
@@ -93,27 +92,27 @@ func (h *hostsAcc) info(line []byte, m lineMeta, file string, n int64, ip infoPa
 	if m.Host != "" && len(h.seen) < maxHostsTracked {
 		h.seen[where] = true
 	}
-	if sm := reVersionLine.FindSubmatch(line); bytes.Contains(line, []byte("NCCL version")) && sm != nil {
+	if sm := ip.version; sm != nil {
 		h.add("nccl-version", string(sm[1])+string(sm[2]), where, ev)
 		if len(sm[3]) > 0 {
 			h.add("nccl-cuda-build", string(sm[1])+"+cuda"+string(sm[3]), where, ev)
 		}
 		return
 	}
-	if sm := reDriver.FindSubmatch(line); bytes.Contains(line, []byte("cudaDriverVersion")) && sm != nil {
-		h.add("cuda-driver", string(sm[1]), where, ev)
+	if ip.driver != nil {
+		h.add("cuda-driver", string(ip.driver), where, ev)
 		return
 	}
-	if sm := reUsingNet.FindSubmatch(line); bytes.Contains(line, []byte("Using network")) && sm != nil {
-		h.add("network", string(sm[1]), where, ev)
+	if ip.network != nil {
+		h.add("network", string(ip.network), where, ev)
 		return
 	}
-	if sm := reEnvSet.FindSubmatch(line); bytes.Contains(line, []byte("set by environment")) && sm != nil {
-		name := string(sm[1])
+	if ip.envOK {
+		name := string(ip.envName)
 		if envIgnored[name] {
 			return
 		}
-		h.add("env:"+name, string(sm[2]), where, ev)
+		h.add("env:"+name, string(ip.envValue), where, ev)
 		if h.env[name] == nil {
 			if len(h.env) >= maxEnvEntries {
 				return
@@ -123,7 +122,7 @@ func (h *hostsAcc) info(line []byte, m lineMeta, file string, n int64, ip infoPa
 		h.env[name][where] = true
 		return
 	}
-	if sm := reBootstrap.FindSubmatch(line); bytes.Contains(line, []byte("Bootstrap")) && sm != nil {
+	if sm := ip.boot; sm != nil {
 		h.add("interface", string(sm[1])+":"+string(sm[2]), where, ev)
 		return
 	}
@@ -132,7 +131,7 @@ func (h *hostsAcc) info(line []byte, m lineMeta, file string, n int64, ip infoPa
 	if m.Host == "" || m.PID == 0 {
 		return
 	}
-	if il := ip.init; il != nil && !h.procN[m.Host][m.PID] && len(h.procN) < maxHostsTracked {
+	if il := ip.init; ip.initOK && !h.procN[m.Host][m.PID] && len(h.procN) < maxHostsTracked {
 		if h.procN[m.Host] == nil {
 			h.procN[m.Host] = map[int]bool{}
 		}

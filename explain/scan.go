@@ -184,8 +184,8 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 			fs.lastWrapper = a
 		}
 	}
-	if setHas(s.cand, s.e.tagInfo) {
-		s.digest.info(text, m, fs.name, n)
+	if kinds := s.e.infoKinds(s.cand); kinds != 0 {
+		s.digest.info(text, m, fs.name, n, kinds)
 	}
 	if samePayload != nil {
 		s.payload(fs, samePayload, ev(), m)
