@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -380,7 +379,7 @@ type digestAcc struct {
 	cumem       []string
 	cumemSet    map[string]bool
 	origin      string
-	pidRank     map[string]int // "host:pid" → rank
+	pidRank     map[hostPID]int
 	seenINFO    bool
 	// hang and hosts feed the cross-line diagnoses (hang.go, hosts.go).
 	hang  *hangAcc
@@ -391,7 +390,7 @@ func newDigestAcc() *digestAcc {
 	return &digestAcc{
 		versions: map[string]map[string]bool{}, peers: map[[2]int]uint16{},
 		transports: map[string]int{}, env: map[string]string{}, cumemSet: map[string]bool{},
-		pidRank: map[string]int{}, hang: newHangAcc(), hosts: newHostsAcc(),
+		pidRank: map[hostPID]int{}, hang: newHangAcc(), hosts: newHostsAcc(),
 	}
 }
 
@@ -701,11 +700,17 @@ func (d *digestAcc) backtrace(line []byte) {
 	}
 }
 
+// hostPID names a NCCL process.
+type hostPID struct {
+	host string
+	pid  int
+}
+
 func (d *digestAcc) mapRank(m lineMeta, rank, nranks int) {
 	if m.Host == "" || m.PID == 0 {
 		return
 	}
-	key := m.Host + ":" + strconv.Itoa(m.PID)
+	key := hostPID{m.Host, m.PID}
 	if _, ok := d.pidRank[key]; ok || len(d.pidRank) >= maxRankMap {
 		return
 	}
@@ -719,7 +724,7 @@ func (d *digestAcc) rankOf(m lineMeta) int {
 	if m.Host == "" || m.PID == 0 {
 		return -1
 	}
-	if r, ok := d.pidRank[m.Host+":"+strconv.Itoa(m.PID)]; ok {
+	if r, ok := d.pidRank[hostPID{m.Host, m.PID}]; ok {
 		return r
 	}
 	return -1

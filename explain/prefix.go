@@ -96,7 +96,37 @@ var (
 )
 
 // parseMeta strips the prefixes a line may carry and reads what they say.
-func parseMeta(line []byte) lineMeta {
+func parseMeta(line []byte) lineMeta { return parseMetaIn(line, nil) }
+
+// strCache interns the host and launcher strings of parsed lines: a log
+// repeats a few of them on every line, and converting each would cost an
+// allocation per line. A nil cache converts.
+type strCache struct {
+	m map[string]string
+}
+
+// maxCachedStrings bounds the cache whatever the log.
+const maxCachedStrings = 4096
+
+func (c *strCache) str(b []byte) string {
+	if c == nil {
+		return string(b)
+	}
+	if s, ok := c.m[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if c.m == nil {
+		c.m = map[string]string{}
+	}
+	if len(c.m) < maxCachedStrings {
+		c.m[s] = s
+	}
+	return s
+}
+
+// parseMetaIn is parseMeta with the strings interned in c.
+func parseMetaIn(line []byte, c *strCache) lineMeta {
 	m := lineMeta{Rank: -1, LocalRank: -1, Dev: -1}
 	rest := line
 	launchStart, launchEnd := -1, 0
@@ -131,7 +161,7 @@ func parseMeta(line []byte) lineMeta {
 		if sm := reRay.FindSubmatchIndex(rest); sm != nil {
 			m.PID = atoi(rest[sm[4]:sm[5]])
 			if sm[6] >= 0 {
-				m.Host = string(rest[sm[6]:sm[7]])
+				m.Host = c.str(rest[sm[6]:sm[7]])
 			}
 			if launchStart < 0 {
 				launchStart = consumed
@@ -151,7 +181,7 @@ func parseMeta(line []byte) lineMeta {
 			continue
 		}
 		if sm := reStream.FindSubmatchIndex(rest); sm != nil {
-			m.Host = string(rest[sm[2]:sm[3]])
+			m.Host = c.str(rest[sm[2]:sm[3]])
 			if launchStart < 0 {
 				launchStart = consumed
 			}
@@ -167,7 +197,7 @@ func parseMeta(line []byte) lineMeta {
 			if isDigits(tok) {
 				m.Rank = atoi(tok)
 			} else {
-				m.Host = string(tok)
+				m.Host = c.str(tok)
 			}
 			if launchStart < 0 {
 				launchStart = consumed
@@ -179,7 +209,7 @@ func parseMeta(line []byte) lineMeta {
 		break
 	}
 	if launchStart >= 0 {
-		m.Launcher = string(line[launchStart:launchEnd])
+		m.Launcher = c.str(line[launchStart:launchEnd])
 	}
 	// glog prefix from PyTorch.
 	if sm := reGlog.FindSubmatchIndex(rest); sm != nil {
@@ -203,20 +233,22 @@ func parseMeta(line []byte) lineMeta {
 	if i >= 0 {
 		if lv, msg, ok := ncclLevel(rest[i+off:]); ok {
 			m.Level = lv
-			parseNCCLHead(rest[:i], &m)
+			parseNCCLHead(rest[:i], &m, c)
 			rest = msg
 		}
 	} else if sm := reOldNCCL.FindSubmatchIndex(rest); sm != nil {
 		// Releases before "NCCL" joined the level word.
 		m.Level = string(rest[sm[6]:sm[7]])
-		parseNCCLHead(rest[:sm[6]], &m)
+		parseNCCLHead(rest[:sm[6]], &m, c)
 		rest = rest[sm[1]:]
 	} else if sm := reNCCL1.FindSubmatchIndex(rest); sm != nil {
 		m.Level = "WARN"
 		rest = rest[sm[1]:]
 	}
-	if sm := reMsgRank.FindSubmatchIndex(rest); sm != nil && sm[0] < 120 && m.Rank < 0 {
-		m.Rank = atoi(rest[sm[2]:sm[3]])
+	if m.Rank < 0 {
+		if sm := reMsgRank.FindSubmatchIndex(rest); sm != nil && sm[0] < 120 {
+			m.Rank = atoi(rest[sm[2]:sm[3]])
+		}
 	}
 	m.Msg = rest
 	return m
@@ -238,7 +270,7 @@ func ncclLevel(b []byte) (string, []byte, bool) {
 
 // parseNCCLHead reads "[2025-05-10 23:09:41] host:pid:tid [dev] file:line"
 // (every part optional) into m.
-func parseNCCLHead(h []byte, m *lineMeta) {
+func parseNCCLHead(h []byte, m *lineMeta, c *strCache) {
 	h = bytes.TrimLeft(h, " ")
 	if sm := reLeadTS.FindSubmatchIndex(h); sm != nil {
 		if !m.TS.OK {
@@ -255,7 +287,7 @@ func parseNCCLHead(h []byte, m *lineMeta) {
 	}
 	if host, pid, tid, ok := cut3(tok); ok && isDigits(pid) && isDigits(tid) && len(host) > 0 {
 		if m.Host == "" {
-			m.Host = string(host)
+			m.Host = c.str(host)
 		}
 		m.PID = atoi(pid)
 	}

@@ -42,6 +42,7 @@ type scan struct {
 	cand2    []uint64
 	synth    []byte
 	clean    []byte
+	strs     strCache // hosts and launchers of parsed lines
 	aggs     map[string]*sigAgg
 	notes    map[string]*sigAgg
 	digest   *digestAcc
@@ -100,7 +101,7 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 		s.channel(fs, text, n)
 		return
 	}
-	m := parseMeta(text)
+	m := parseMetaIn(text, &s.strs)
 	if m.Rank < 0 {
 		m.Rank = s.digest.rankOf(m)
 	}
