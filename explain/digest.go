@@ -97,16 +97,16 @@ func parseChannel(line []byte) (channelLine, bool) {
 	return channelLine{}, false
 }
 
-// indexChannelWord finds the next "Channel " or "Ring ".
+// indexChannelWord finds the next "Channel " or "Ring ". A "Ring " that
+// comes first starts before the "Channel ", so only that stretch is
+// searched for it.
 func indexChannelWord(b []byte) int {
 	c := bytes.Index(b, []byte("Channel "))
-	r := bytes.Index(b, []byte("Ring "))
-	switch {
-	case c < 0:
-		return r
-	case r < 0:
-		return c
-	case r < c:
+	limit := len(b)
+	if c >= 0 {
+		limit = min(c+len("Ring ")-1, len(b))
+	}
+	if r := bytes.Index(b[:limit], []byte("Ring ")); r >= 0 && (c < 0 || r < c) {
 		return r
 	}
 	return c
@@ -687,7 +687,7 @@ func parseUsingNet(line []byte) []byte {
 // backtrace records the first NCCL INFO backtrace line ("transport/shm.cc:169
 // -> 2"): where the error started and its ncclResult_t.
 func (d *digestAcc) backtrace(line []byte) {
-	if d.origin != "" {
+	if d.origin != "" || !mayBeBacktrace(line) {
 		return
 	}
 	if sm := reBacktrace.FindSubmatch(line); sm != nil {
@@ -704,6 +704,27 @@ func (d *digestAcc) backtrace(line []byte) {
 type hostPID struct {
 	host string
 	pid  int
+}
+
+// mayBeBacktrace is a necessary condition for reBacktrace: some " -> " is
+// preceded by ":" and digits ("shm.cc:169 -> 2"). GRAPH lines ("Ring 00 :
+// 15 -> 0 -> 1", "Tree 0 : -1 -> 0 -> 1/-1/-1") carry the arrow too.
+func mayBeBacktrace(line []byte) bool {
+	for off := 0; ; {
+		i := bytes.Index(line[off:], []byte(" -> "))
+		if i < 0 {
+			return false
+		}
+		at := off + i
+		j := at
+		for j > 0 && line[j-1] >= '0' && line[j-1] <= '9' {
+			j--
+		}
+		if j < at && j > 0 && line[j-1] == ':' {
+			return true
+		}
+		off = at + 1
+	}
 }
 
 func (d *digestAcc) mapRank(m lineMeta, rank, nranks int) {

@@ -35,6 +35,8 @@ func TestDigestParsersAgreeWithRegexps(t *testing.T) {
 		[]byte("NCCL INFO Using network  IB NCCL INFO Using network Socket"),
 		[]byte("NCCL INFO Using network \xe2\x80\x9cIB\xe2 x"),
 		[]byte("NCCL INFO Using network \x00\tx"),
+		[]byte("h:1:2 [0] NCCL INFO transport/shm.cc:169 -> 2"),
+		[]byte("h:1:2 [0] NCCL INFO Ring 00 : 15 -> 0 -> 1 init.cc:12 -> 3"),
 		[]byte("comm 0x55d0 rank 1 nRanks 16 nNodes 2 localRanks 8 localRank 1 MNNVL 0"),
 		[]byte("comm 0x55D0 rank 1 nRanks 16 nNodes 2 localRanks 8 localRank 1"),
 		[]byte("comm 0xg comm 0xab rank 1 nRanks 16 nNodes 2 localRanks 8 localRank 12345678901234567890"),
@@ -58,7 +60,7 @@ func TestDigestParsersAgreeWithRegexps(t *testing.T) {
 	}
 	lines = append(lines, bytes.Split(gen.Bytes(), []byte("\n"))...)
 	frags := []string{"NCCL INFO ", "NCCL_", "IB_HCA", " set by environment to ", "cudaDriverVersion ", "Using network ",
-		"comm 0x", "5a", "G", " rank ", " nRanks ", " nNodes ", " localRanks ", " localRank ", "12", ".", " ", "\t", "\r", "\n", "x", "_", "\xff"}
+		"comm 0x", "5a", "transport/shm.cc:", " -> ", ":", "G", " rank ", " nRanks ", " nNodes ", " localRanks ", " localRank ", "12", ".", " ", "\t", "\r", "\n", "x", "_", "\xff"}
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 20000; i++ {
 		var b []byte
@@ -93,6 +95,12 @@ func TestDigestParsersAgreeWithRegexps(t *testing.T) {
 		if got := parseUsingNet(l); !same(got, want) {
 			t.Errorf("parseUsingNet(%q) = %q; regexp %q", l, got, want)
 		}
+		if reBacktrace.Regexp.Match(l) {
+			matched["backtrace"]++
+			if !mayBeBacktrace(l) {
+				t.Errorf("mayBeBacktrace(%q) = false; reBacktrace matches", l)
+			}
+		}
 		cs, ok := parseCommSummary(l)
 		sm = reCommSummary.Regexp.FindSubmatch(l)
 		if ok != (sm != nil) || ok && (cs != commSummary{rank: atoi(sm[1]), nranks: atoi(sm[2]), nnodes: atoi(sm[3]), localRanks: atoi(sm[4])}) {
@@ -102,7 +110,7 @@ func TestDigestParsersAgreeWithRegexps(t *testing.T) {
 		}
 	}
 	// The comparison means something only if each parser matched often.
-	for _, k := range []string{"env", "driver", "network", "summary"} {
+	for _, k := range []string{"env", "driver", "network", "summary", "backtrace"} {
 		if matched[k] < 20 {
 			t.Errorf("%s: only %d matching lines", k, matched[k])
 		}

@@ -239,8 +239,11 @@ func procOfLine(text []byte) ([]byte, int) {
 		return nil, 0
 	}
 	// "[1,5]<stdout>:host" and "node1:host" keep only the host.
-	if k := bytes.LastIndexAny(host, ">]:"); k >= 0 {
-		host = host[k+1:]
+	for k := len(host) - 1; k >= 0; k-- {
+		if c := host[k]; c == '>' || c == ']' || c == ':' {
+			host = host[k+1:]
+			break
+		}
 	}
 	if len(host) == 0 {
 		return nil, 0
