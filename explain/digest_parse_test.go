@@ -5,12 +5,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ncclwiz/ncclwiz/explain/internal/loggen"
 )
 
-// The hand parsers of digest.go must accept exactly what their regexps
+// The hand parsers of digest.go (and prefix.go's reStreamIndex) must accept exactly what their regexps
 // accept, with the same submatches: checked on every line of the corpus,
 // on an init-heavy generated log, on edge cases and on random splices of
 // the formats' fragments.
@@ -36,6 +37,10 @@ func TestDigestParsersAgreeWithRegexps(t *testing.T) {
 		[]byte("NCCL INFO Using network \xe2\x80\x9cIB\xe2 x"),
 		[]byte("NCCL INFO Using network \x00\tx"),
 		[]byte("h:1:2 [0] NCCL INFO transport/shm.cc:169 -> 2"),
+		[]byte("cn-d004 [stderr] h:1:2 [0] NCCL WARN x"),
+		[]byte("cn-d004.x_y [stdout] "),
+		[]byte("_cn [stdout] x"),
+		[]byte("cn:1 [stdout] x"),
 		[]byte("h:1:2 [0] NCCL INFO Ring 00 : 15 -> 0 -> 1 init.cc:12 -> 3"),
 		[]byte("comm 0x55d0 rank 1 nRanks 16 nNodes 2 localRanks 8 localRank 1 MNNVL 0"),
 		[]byte("comm 0x55D0 rank 1 nRanks 16 nNodes 2 localRanks 8 localRank 1"),
@@ -60,7 +65,7 @@ func TestDigestParsersAgreeWithRegexps(t *testing.T) {
 	}
 	lines = append(lines, bytes.Split(gen.Bytes(), []byte("\n"))...)
 	frags := []string{"NCCL INFO ", "NCCL_", "IB_HCA", " set by environment to ", "cudaDriverVersion ", "Using network ",
-		"comm 0x", "5a", "transport/shm.cc:", " -> ", ":", "G", " rank ", " nRanks ", " nNodes ", " localRanks ", " localRank ", "12", ".", " ", "\t", "\r", "\n", "x", "_", "\xff"}
+		"cn-d004", " [stderr] ", " [stdout]", "a.b-c_d", "comm 0x", "5a", "transport/shm.cc:", " -> ", ":", "G", " rank ", " nRanks ", " nNodes ", " localRanks ", " localRank ", "12", ".", " ", "\t", "\r", "\n", "x", "_", "\xff"}
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 20000; i++ {
 		var b []byte
@@ -101,6 +106,11 @@ func TestDigestParsersAgreeWithRegexps(t *testing.T) {
 				t.Errorf("mayBeBacktrace(%q) = false; reBacktrace matches", l)
 			}
 		}
+		if got, want := reStreamIndex(l), reStream.Regexp.FindSubmatchIndex(l); !slices.Equal(got, want) {
+			t.Errorf("reStreamIndex(%q) = %v; regexp %v", l, got, want)
+		} else if want != nil {
+			matched["stream"]++
+		}
 		cs, ok := parseCommSummary(l)
 		sm = reCommSummary.Regexp.FindSubmatch(l)
 		if ok != (sm != nil) || ok && (cs != commSummary{rank: atoi(sm[1]), nranks: atoi(sm[2]), nnodes: atoi(sm[3]), localRanks: atoi(sm[4])}) {
@@ -110,7 +120,7 @@ func TestDigestParsersAgreeWithRegexps(t *testing.T) {
 		}
 	}
 	// The comparison means something only if each parser matched often.
-	for _, k := range []string{"env", "driver", "network", "summary", "backtrace"} {
+	for _, k := range []string{"env", "driver", "network", "summary", "backtrace", "stream"} {
 		if matched[k] < 20 {
 			t.Errorf("%s: only %d matching lines", k, matched[k])
 		}

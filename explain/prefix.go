@@ -103,6 +103,10 @@ func parseMeta(line []byte) lineMeta { return parseMetaIn(line, nil) }
 // allocation per line. A nil cache converts.
 type strCache struct {
 	m map[string]string
+	// recent strings, checked before hashing: a log's lines come from a
+	// few hosts in runs.
+	recent [4]string
+	next   int
 }
 
 // maxCachedStrings bounds the cache whatever the log.
@@ -112,9 +116,21 @@ func (c *strCache) str(b []byte) string {
 	if c == nil {
 		return string(b)
 	}
-	if s, ok := c.m[string(b)]; ok {
-		return s
+	for _, s := range c.recent {
+		if s == string(b) {
+			return s
+		}
 	}
+	s, ok := c.m[string(b)]
+	if !ok {
+		s = c.add(b)
+	}
+	c.recent[c.next] = s
+	c.next = (c.next + 1) % len(c.recent)
+	return s
+}
+
+func (c *strCache) add(b []byte) string {
 	s := string(b)
 	if c.m == nil {
 		c.m = map[string]string{}
@@ -180,7 +196,7 @@ func parseMetaIn(line []byte, c *strCache) lineMeta {
 			rest = rest[sm[1]:]
 			continue
 		}
-		if sm := reStream.FindSubmatchIndex(rest); sm != nil {
+		if sm := reStreamIndex(rest); sm != nil {
 			m.Host = c.str(rest[sm[2]:sm[3]])
 			if launchStart < 0 {
 				launchStart = consumed
@@ -337,6 +353,27 @@ func labelShape(b []byte) bool {
 		break
 	}
 	return i > 0 && i+1 < len(b) && b[i] == ':' && b[i+1] == ' '
+}
+
+// reStreamIndex is reStream.FindSubmatchIndex behind an exact necessary
+// condition: its tag is the line's first run of [\w.-] followed by " [".
+// A NCCL head ("host:pid:tid [0] NCCL …") fails at the colon at once.
+func reStreamIndex(b []byte) []int {
+	if len(b) == 0 || !isAlnum(b[0]) {
+		return nil
+	}
+	i := 1
+	for i < len(b) && (isWordByte(b[i]) || b[i] == '.' || b[i] == '-') {
+		i++
+	}
+	if i+1 >= len(b) || b[i] != ' ' || b[i+1] != '[' {
+		return nil
+	}
+	return reStream.FindSubmatchIndex(b)
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // cut3 splits "a:b:c" into its three parts; ok is false for any other
