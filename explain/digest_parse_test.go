@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -148,5 +149,41 @@ func TestInfoLiteralsRequired(t *testing.T) {
 				t.Errorf("kind %d: %s can match %q, which holds none of %q", k, re, l, infoLiterals[k])
 			}
 		}
+	}
+}
+
+// A worker's packed parse of a line's prefixes gives the consumer the same
+// meta as parsing the line there.
+func TestPackedMetaIsParseMeta(t *testing.T) {
+	var lines [][]byte
+	err := filepath.WalkDir("testdata/corpus", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		lines = append(lines, bytes.Split(data, []byte("\n"))...)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c strCache
+	packed := 0
+	for _, l := range lines {
+		if len(l) == 0 {
+			continue
+		}
+		r := parseMetaRaw(l)
+		pm, ok := r.pack(l)
+		if !ok {
+			continue
+		}
+		packed++
+		if got, want := pm.meta(l, &c), parseMeta(l); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: packed %+v, parseMeta %+v", l, got, want)
+		}
+	}
+	if packed < len(lines)/2 {
+		t.Errorf("only %d of %d lines packed", packed, len(lines))
 	}
 }
