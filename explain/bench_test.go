@@ -79,3 +79,48 @@ func BenchmarkAnalyzeRankFiles(b *testing.B) {
 	}
 	benchAnalyze(b, inputs, total)
 }
+
+// BenchmarkAnalyzeInitHeavy128MB is a 128 MB log of communicator set-up
+// under NCCL_DEBUG_SUBSYS=ALL (loggen's init-heavy mode): ENV, bootstrap,
+// NET/IB, topology, graph, ring/tree and connection lines.
+func BenchmarkAnalyzeInitHeavy128MB(b *testing.B) {
+	data := benchLog(b, loggen.Options{Size: 128e6, Seed: 1, InitHeavy: true})
+	benchAnalyze(b, []Input{memInput("init.log", data)}, int64(len(data)))
+}
+
+// BenchmarkAnalyzeDigestLines is the worst case of the INFO digest: only
+// the init-heavy log's lines the digest parses (ENV, Bootstrap, NET/IB,
+// GPU Direct RDMA, Using network, comm and Init START/COMPLETE lines),
+// repeated to 32 MB, then its ending (scripts/bench-explain-vs-rg.sh
+// -digest makes the same log for the binary).
+func BenchmarkAnalyzeDigestLines(b *testing.B) {
+	src := benchLog(b, loggen.Options{Size: 16e6, Seed: 1, InitHeavy: true})
+	data := digestOnly(src, 32<<20)
+	benchAnalyze(b, []Input{memInput("digest.log", data)}, int64(len(data)))
+}
+
+// digestOnly keeps the lines of src the INFO digest parses, repeated to
+// about size bytes, and appends src's last 200 bytes (the failure).
+func digestOnly(src []byte, size int) []byte {
+	keys := [][]byte{[]byte("set by environment"), []byte("Bootstrap"), []byte("Init START"), []byte("Init COMPLETE"),
+		[]byte(" nRanks "), []byte("GPU Direct"), []byte("Using network"), []byte("nvls channels"), []byte("NCCL version"),
+		[]byte("cudaDriver"), []byte("NET/IB : Using")}
+	var kept []byte
+	for _, l := range bytes.SplitAfter(src, []byte("\n")) {
+		for _, k := range keys {
+			if bytes.Contains(l, k) {
+				kept = append(kept, l...)
+				break
+			}
+		}
+	}
+	out := make([]byte, 0, size+len(kept))
+	for len(kept) > 0 && len(out) < size {
+		out = append(out, kept...)
+	}
+	tail := src[max(len(src)-200, 0):]
+	if i := bytes.IndexByte(tail, '\n'); i >= 0 {
+		tail = tail[i+1:]
+	}
+	return append(out, tail...)
+}

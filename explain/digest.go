@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -98,16 +97,16 @@ func parseChannel(line []byte) (channelLine, bool) {
 	return channelLine{}, false
 }
 
-// indexChannelWord finds the next "Channel " or "Ring ".
+// indexChannelWord finds the next "Channel " or "Ring ". A "Ring " that
+// comes first starts before the "Channel ", so only that stretch is
+// searched for it.
 func indexChannelWord(b []byte) int {
 	c := bytes.Index(b, []byte("Channel "))
-	r := bytes.Index(b, []byte("Ring "))
-	switch {
-	case c < 0:
-		return r
-	case r < 0:
-		return c
-	case r < c:
+	limit := len(b)
+	if c >= 0 {
+		limit = min(c+len("Ring ")-1, len(b))
+	}
+	if r := bytes.Index(b[:limit], []byte("Ring ")); r >= 0 && (c < 0 || r < c) {
 		return r
 	}
 	return c
@@ -216,11 +215,73 @@ func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
 
-// infoParse is a communicator line parsed once: Init START/COMPLETE
-// (parseInitLine) or the "nRanks nNodes" summary (reCommSummary).
+// INFO digest line kinds. Each is a parser of digest.info (or a test of
+// hang.info) and the prefilter literals every line it can accept holds:
+// the prefilter has found them already, so a line runs only the parsers
+// whose literal it carries instead of trying each in turn.
+const (
+	infoVersion       = iota // reVersionLine: "NCCL version"
+	infoLocalRanks           // parseCommSummary: "localRanks"
+	infoInit                 // parseInitLine: "Init START", "Init COMPLETE"
+	infoBootstrap            // reBootstrap: "Bootstrap"
+	infoSocket               // reSockIfs: "NET/Socket : Using"
+	infoIB                   // reIBUsing: "NET/IB : Using", "NET/IB: Using"
+	infoUsingNet             // parseUsingNet: "Using network"
+	infoEnv                  // parseEnvSet: "set by environment"
+	infoDriver               // parseDriver: "cudaDriverVersion"
+	infoNVLSChannels         // hang.info: " nvls channels"
+	infoConnectedNVLS        // hang.info: "Connected NVLS"
+	infoGDR                  // hang.info: "GPU Direct RDMA Enabled"
+	numInfoKinds
+)
+
+// infoLiterals are the prefilter literals (lower case) of each kind.
+var infoLiterals = [numInfoKinds][]string{
+	infoVersion: {"nccl version"}, infoLocalRanks: {"localranks"}, infoInit: {"init complete", "init start"},
+	infoBootstrap: {"bootstrap"}, infoSocket: {"net/socket : using"}, infoIB: {"net/ib : using", "net/ib: using"},
+	infoUsingNet: {"using network"}, infoEnv: {"set by environment"}, infoDriver: {"cudadriverversion"},
+	infoNVLSChannels: {"nvls channels"}, infoConnectedNVLS: {"connected nvls"}, infoGDR: {"gpu direct rdma"},
+}
+
+// infoKinds is a set of INFO digest line kinds.
+type infoKinds uint16
+
+func (k infoKinds) has(kind int) bool { return k&(1<<kind) != 0 }
+
+// infoKinds returns the digest line kinds whose literal the prefilter
+// found on a line (cand).
+func (e *Explainer) infoKinds(cand []uint64) infoKinds {
+	var k infoKinds
+	for i, t := range e.tagInfo {
+		if setHas(cand, t) {
+			k |= 1 << i
+		}
+	}
+	return k
+}
+
+// infoParse is an INFO line parsed once for the digest, the hang tracker
+// and the host facts: only the parsers of its kinds ran; a nil or !ok
+// field did not match.
 type infoParse struct {
-	init    *initLine
-	summary [][]byte
+	kinds     infoKinds
+	init      initLine
+	initOK    bool
+	summary   commSummary
+	summaryOK bool
+	version   [][]byte // reVersionLine's submatches
+	boot      [][]byte // reBootstrap's submatches
+	network   []byte
+	envName   []byte
+	envValue  []byte
+	envOK     bool
+	driver    []byte
+}
+
+// commSummary is "comm 0x… rank R nRanks N nNodes M localRanks L
+// localRank l" (src/init.cc).
+type commSummary struct {
+	rank, nranks, nnodes, localRanks int
 }
 
 // initLine is "… comm 0x… rank R nranks N cudaDev D … - Init START|COMPLETE"
@@ -318,7 +379,7 @@ type digestAcc struct {
 	cumem       []string
 	cumemSet    map[string]bool
 	origin      string
-	pidRank     map[string]int // "host:pid" → rank
+	pidRank     map[hostPID]int
 	seenINFO    bool
 	// hang and hosts feed the cross-line diagnoses (hang.go, hosts.go).
 	hang  *hangAcc
@@ -329,7 +390,7 @@ func newDigestAcc() *digestAcc {
 	return &digestAcc{
 		versions: map[string]map[string]bool{}, peers: map[[2]int]uint16{},
 		transports: map[string]int{}, env: map[string]string{}, cumemSet: map[string]bool{},
-		pidRank: map[string]int{}, hang: newHangAcc(), hosts: newHostsAcc(),
+		pidRank: map[hostPID]int{}, hang: newHangAcc(), hosts: newHostsAcc(),
 	}
 }
 
@@ -386,20 +447,36 @@ func (d *digestAcc) version(v string, m lineMeta, file string) {
 	}
 }
 
-// info handles an NCCL INFO line other than a channel line. It reports
-// whether the line was a digest line.
-func (d *digestAcc) info(line []byte, m lineMeta, file string, n int64) {
-	// The communicator lines are parsed once for the digest, the hang
-	// tracker and the host facts.
-	var p infoParse
-	if il, ok := parseInitLine(line); ok {
-		p.init = &il
-	} else if bytes.Contains(line, []byte(" nRanks ")) {
-		p.summary = reCommSummary.FindSubmatch(line)
+// info handles an NCCL INFO line other than a channel line whose
+// prefilter found the literals of kinds.
+func (d *digestAcc) info(line []byte, m lineMeta, file string, n int64, kinds infoKinds) {
+	p := infoParse{kinds: kinds}
+	if kinds.has(infoInit) {
+		p.init, p.initOK = parseInitLine(line)
 	}
-	d.hang.info(line, m, file, n, p)
-	d.hosts.info(line, m, file, n, p)
-	if il := p.init; il != nil {
+	if !p.initOK && kinds.has(infoLocalRanks) && bytes.Contains(line, []byte(" nRanks ")) {
+		p.summary, p.summaryOK = parseCommSummary(line)
+	}
+	// The parsers the host facts share with the digest run once.
+	if kinds.has(infoVersion) {
+		p.version = reVersionLine.FindSubmatch(line)
+	}
+	if kinds.has(infoDriver) {
+		p.driver = parseDriver(line)
+	}
+	if kinds.has(infoUsingNet) {
+		p.network = parseUsingNet(line)
+	}
+	if kinds.has(infoEnv) {
+		p.envName, p.envValue, p.envOK = parseEnvSet(line)
+	}
+	if kinds.has(infoBootstrap) {
+		p.boot = reBootstrap.FindSubmatch(line)
+	}
+	d.hang.info(line, m, file, n, &p)
+	d.hosts.info(line, m, file, n, &p)
+	if p.initOK {
+		il := p.init
 		if !il.complete {
 			return
 		}
@@ -411,19 +488,23 @@ func (d *digestAcc) info(line []byte, m lineMeta, file string, n int64) {
 		d.mapRank(m, il.rank, il.nranks)
 		return
 	}
-	if sm := p.summary; sm != nil {
+	if p.summaryOK {
+		sm := p.summary
 		d.seenINFO = true
-		r, n, nn, lr := atoi(sm[1]), atoi(sm[2]), atoi(sm[3]), atoi(sm[4])
-		if n >= d.nranks {
-			d.nranks, d.nnodes, d.localRanks = n, nn, lr
+		if sm.nranks >= d.nranks {
+			d.nranks, d.nnodes, d.localRanks = sm.nranks, sm.nnodes, sm.localRanks
 		}
-		d.mapRank(m, r, n)
+		d.mapRank(m, sm.rank, sm.nranks)
 		return
+	}
+	const digestKinds = 1<<infoVersion | 1<<infoSocket | 1<<infoBootstrap | 1<<infoIB | 1<<infoUsingNet | 1<<infoEnv | 1<<infoDriver
+	if kinds&digestKinds == 0 {
+		return // only the hang tracker reads it
 	}
 	if bytes.Contains(line, []byte(" coll channels, ")) {
 		return // only the hang tracker reads it
 	}
-	if sm := reVersionLine.FindSubmatch(line); sm != nil {
+	if sm := p.version; sm != nil {
 		v := string(sm[1]) + string(sm[2])
 		if len(sm[3]) > 0 {
 			v += "+cuda" + string(sm[3])
@@ -431,51 +512,182 @@ func (d *digestAcc) info(line []byte, m lineMeta, file string, n int64) {
 		d.version(v, m, file)
 		return
 	}
-	if sm := reSockIfs.FindSubmatch(line); sm != nil {
-		d.seenINFO = true
-		for _, f := range reSockIf.FindAllSubmatch(sm[1], -1) {
-			d.sockIfs = addUnique(d.sockIfs, string(f[1])+":"+string(f[2]))
+	if kinds.has(infoSocket) {
+		if sm := reSockIfs.FindSubmatch(line); sm != nil {
+			d.seenINFO = true
+			for _, f := range reSockIf.FindAllSubmatch(sm[1], -1) {
+				d.sockIfs = addUnique(d.sockIfs, string(f[1])+":"+string(f[2]))
+			}
+			return
 		}
-		return
 	}
-	if sm := reBootstrap.FindSubmatch(line); sm != nil {
+	if sm := p.boot; sm != nil {
 		d.seenINFO = true
 		d.bootstrap = addUnique(d.bootstrap, string(sm[1])+":"+string(sm[2]))
 		return
 	}
-	if sm := reIBUsing.FindSubmatch(line); sm != nil {
-		d.seenINFO = true
-		for _, f := range reIBDev.FindAllSubmatch(sm[1], -1) {
-			dev := string(f[1])
-			if k := strings.IndexByte(dev, ';'); k >= 0 {
-				dev = dev[:k]
+	if kinds.has(infoIB) {
+		if sm := reIBUsing.FindSubmatch(line); sm != nil {
+			d.seenINFO = true
+			for _, f := range reIBDev.FindAllSubmatch(sm[1], -1) {
+				dev := string(f[1])
+				if k := strings.IndexByte(dev, ';'); k >= 0 {
+					dev = dev[:k]
+				}
+				d.ibDevs = addUnique(d.ibDevs, dev)
 			}
-			d.ibDevs = addUnique(d.ibDevs, dev)
+			return
+		}
+	}
+	if p.network != nil {
+		d.seenINFO = true
+		if d.network != string(p.network) {
+			d.network = string(p.network)
 		}
 		return
 	}
-	if sm := reUsingNet.FindSubmatch(line); sm != nil {
-		d.seenINFO = true
-		d.network = string(sm[1])
-		return
-	}
-	if sm := reEnvSet.FindSubmatch(line); sm != nil {
+	if p.envOK {
 		d.seenINFO = true
 		if len(d.env) < maxEnvEntries {
-			d.env[string(sm[1])] = string(sm[2])
+			if old, ok := d.env[string(p.envName)]; !ok || old != string(p.envValue) {
+				d.env[string(p.envName)] = string(p.envValue)
+			}
 		}
 		return
 	}
-	if sm := reDriver.FindSubmatch(line); sm != nil {
-		d.driver = string(sm[1])
+	if p.driver != nil {
+		if d.driver != string(p.driver) {
+			d.driver = string(p.driver)
+		}
 		return
+	}
+}
+
+// The hand parsers below accept exactly what the regexps in their comments
+// accept, with the same submatches (leftmost match; a test compares them
+// on generated and corpus lines): they run on every ENV, network and comm
+// line of an INFO log.
+
+// parseCommSummary is reCommSummary: `comm 0x[0-9a-f]+ rank (\d+) nRanks
+// (\d+) nNodes (\d+) localRanks (\d+) localRank (\d+)`.
+func parseCommSummary(line []byte) (commSummary, bool) {
+	for off := 0; ; {
+		i := bytes.Index(line[off:], []byte("comm 0x"))
+		if i < 0 {
+			return commSummary{}, false
+		}
+		start := off + i
+		off = start + 1
+		p, ok := skipLowerHex(line[start+7:])
+		if !ok {
+			continue
+		}
+		var v [5]int
+		for k, w := range [5]string{" rank ", " nRanks ", " nNodes ", " localRanks ", " localRank "} {
+			if !bytes.HasPrefix(p, []byte(w)) {
+				ok = false
+				break
+			}
+			var q []byte
+			if q, ok = skipDigits(p[len(w):]); !ok {
+				break
+			}
+			v[k] = atoi(p[len(w) : len(p)-len(q)])
+			p = q
+		}
+		if ok {
+			return commSummary{rank: v[0], nranks: v[1], nnodes: v[2], localRanks: v[3]}, true
+		}
+	}
+}
+
+func skipLowerHex(p []byte) ([]byte, bool) {
+	i := 0
+	for i < len(p) && (p[i] >= '0' && p[i] <= '9' || p[i] >= 'a' && p[i] <= 'f') {
+		i++
+	}
+	return p[i:], i > 0
+}
+
+// parseEnvSet is reEnvSet: `NCCL INFO (NCCL_\w+) set by environment to
+// ([^\r\n]*?)\.?\s*$`.
+func parseEnvSet(line []byte) (name, value []byte, ok bool) {
+	for off := 0; ; {
+		i := bytes.Index(line[off:], []byte("NCCL INFO NCCL_"))
+		if i < 0 {
+			return nil, nil, false
+		}
+		start := off + i + len("NCCL INFO ")
+		off = start
+		j := start + len("NCCL_")
+		for j < len(line) && isWordByte(line[j]) {
+			j++
+		}
+		if j == start+len("NCCL_") || !bytes.HasPrefix(line[j:], []byte(" set by environment to ")) {
+			continue
+		}
+		tail := line[j+len(" set by environment to "):]
+		// The lazy value ends where only "." and then \s remain.
+		w := len(tail)
+		for w > 0 && isRESpace(tail[w-1]) {
+			w--
+		}
+		k := w
+		if w > 0 && tail[w-1] == '.' {
+			k = w - 1
+		}
+		if bytes.IndexByte(tail[:k], '\r') >= 0 || bytes.IndexByte(tail[:k], '\n') >= 0 {
+			continue
+		}
+		return line[start:j], tail[:k], true
+	}
+}
+
+// isWordByte is RE2's \w: [0-9A-Za-z_].
+func isWordByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
+}
+
+// parseDriver is reDriver's submatch: `NCCL INFO cudaDriverVersion (\d+)`.
+func parseDriver(line []byte) []byte {
+	const w = "NCCL INFO cudaDriverVersion "
+	for off := 0; ; {
+		i := bytes.Index(line[off:], []byte(w))
+		if i < 0 {
+			return nil
+		}
+		at := off + i + len(w)
+		off = off + i + 1
+		if q, ok := skipDigits(line[at:]); ok {
+			return line[at : len(line)-len(q)]
+		}
+	}
+}
+
+// parseUsingNet is reUsingNet's submatch: `NCCL INFO Using network (\S+)`.
+func parseUsingNet(line []byte) []byte {
+	const w = "NCCL INFO Using network "
+	for off := 0; ; {
+		i := bytes.Index(line[off:], []byte(w))
+		if i < 0 {
+			return nil
+		}
+		at := off + i + len(w)
+		off = off + i + 1
+		j := at
+		for j < len(line) && !isRESpace(line[j]) {
+			j++
+		}
+		if j > at {
+			return line[at:j]
+		}
 	}
 }
 
 // backtrace records the first NCCL INFO backtrace line ("transport/shm.cc:169
 // -> 2"): where the error started and its ncclResult_t.
 func (d *digestAcc) backtrace(line []byte) {
-	if d.origin != "" {
+	if d.origin != "" || !mayBeBacktrace(line) {
 		return
 	}
 	if sm := reBacktrace.FindSubmatch(line); sm != nil {
@@ -488,11 +700,38 @@ func (d *digestAcc) backtrace(line []byte) {
 	}
 }
 
+// hostPID names a NCCL process.
+type hostPID struct {
+	host string
+	pid  int
+}
+
+// mayBeBacktrace is a necessary condition for reBacktrace: some " -> " is
+// preceded by ":" and digits ("shm.cc:169 -> 2"). GRAPH lines ("Ring 00 :
+// 15 -> 0 -> 1", "Tree 0 : -1 -> 0 -> 1/-1/-1") carry the arrow too.
+func mayBeBacktrace(line []byte) bool {
+	for off := 0; ; {
+		i := bytes.Index(line[off:], []byte(" -> "))
+		if i < 0 {
+			return false
+		}
+		at := off + i
+		j := at
+		for j > 0 && line[j-1] >= '0' && line[j-1] <= '9' {
+			j--
+		}
+		if j < at && j > 0 && line[j-1] == ':' {
+			return true
+		}
+		off = at + 1
+	}
+}
+
 func (d *digestAcc) mapRank(m lineMeta, rank, nranks int) {
 	if m.Host == "" || m.PID == 0 {
 		return
 	}
-	key := m.Host + ":" + strconv.Itoa(m.PID)
+	key := hostPID{m.Host, m.PID}
 	if _, ok := d.pidRank[key]; ok || len(d.pidRank) >= maxRankMap {
 		return
 	}
@@ -506,7 +745,7 @@ func (d *digestAcc) rankOf(m lineMeta) int {
 	if m.Host == "" || m.PID == 0 {
 		return -1
 	}
-	if r, ok := d.pidRank[m.Host+":"+strconv.Itoa(m.PID)]; ok {
+	if r, ok := d.pidRank[hostPID{m.Host, m.PID}]; ok {
 		return r
 	}
 	return -1

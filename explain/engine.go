@@ -61,10 +61,14 @@ type Explainer struct {
 	ac    *gramScanner
 	words int
 	// tag numbers of the auxiliary triggers.
-	tagChannel, tagInfo, tagLastError, tagWarn, tagError, tagFrame, tagBenign, tagRoot int
-	channelOnly                                                                        []uint64
-	transportSig                                                                       *sigDef
-	always                                                                             []*sigDef
+	tagChannel, tagLastError, tagWarn, tagError, tagFrame, tagBenign, tagRoot int
+	// tagInfo[k] is the trigger of the INFO digest line kind 1<<k
+	// (digest.go): the digest runs only the parsers whose literal is on
+	// the line.
+	tagInfo      [numInfoKinds]int
+	channelOnly  []uint64
+	transportSig *sigDef
+	always       []*sigDef
 }
 
 // sigDef is one compiled signature.
@@ -160,9 +164,9 @@ func New(opts Options) (*Explainer, error) {
 	// ("shm.cc:114 -> 2") both carry " -> " and a digit: the scanner's
 	// arrow trigger, not literals.
 	e.tagChannel = addAux()
-	e.tagInfo = addAux("nccl version", "localranks", "init complete", "bootstrap", "net/socket : using", "net/ib : using", "net/ib: using",
-		"using network", "set by environment", "cudadriverversion",
-		"init start", "nvls channels", "connected nvls", "gpu direct rdma")
+	for k, ls := range infoLiterals {
+		e.tagInfo[k] = addAux(ls...)
+	}
 	e.tagLastError = addAux("last error:")
 	e.tagWarn = addAux("nccl warn", " warn ") // NCCL 2.0-2.2 printed "file:line WARN" without NCCL
 	e.tagError = addAux(errorLiterals...)

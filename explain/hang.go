@@ -104,7 +104,7 @@ func (h *hangAcc) proc(host string, pid int, file string) *procInit {
 }
 
 // info sees an NCCL INFO line (other than a channel line).
-func (h *hangAcc) info(line []byte, m lineMeta, file string, n int64, ip infoParse) {
+func (h *hangAcc) info(line []byte, m lineMeta, file string, n int64, ip *infoParse) {
 	p := h.proc(m.Host, m.PID, file)
 	if p == nil {
 		return
@@ -114,7 +114,8 @@ func (h *hangAcc) info(line []byte, m lineMeta, file string, n int64, ip infoPar
 			p.stage = s
 		}
 	}
-	if il := ip.init; il != nil {
+	if ip.initOK {
+		il := ip.init
 		if p.rank < 0 {
 			p.rank = il.rank
 		}
@@ -128,27 +129,29 @@ func (h *hangAcc) info(line []byte, m lineMeta, file string, n int64, ip infoPar
 		}
 		return
 	}
-	if sm := ip.summary; sm != nil {
+	if ip.summaryOK {
 		if p.rank < 0 {
-			p.rank = atoi(sm[1])
+			p.rank = ip.summary.rank
 		}
 		raise(stageTopology)
 		return
 	}
-	if i := bytes.Index(line, []byte(" nvls channels")); i >= 0 && bytes.Contains(line, []byte(" coll channels, ")) {
-		// The collnet count is printed non-zero without CollNet support
-		// (NVIDIA/nccl#1936): only COLLNET transport lines name it.
-		j := bytes.LastIndexByte(line[:i], ' ')
-		if n := atoi(line[j+1 : i]); n > 0 {
-			h.nvls = true
+	if ip.kinds.has(infoNVLSChannels) {
+		if i := bytes.Index(line, []byte(" nvls channels")); i >= 0 && bytes.Contains(line, []byte(" coll channels, ")) {
+			// The collnet count is printed non-zero without CollNet support
+			// (NVIDIA/nccl#1936): only COLLNET transport lines name it.
+			j := bytes.LastIndexByte(line[:i], ' ')
+			if n := atoi(line[j+1 : i]); n > 0 {
+				h.nvls = true
+			}
+			raise(stageConnecting)
+			return
 		}
-		raise(stageConnecting)
-		return
 	}
-	if bytes.Contains(line, []byte("Connected NVLS")) {
+	if ip.kinds.has(infoConnectedNVLS) && bytes.Contains(line, []byte("Connected NVLS")) {
 		h.nvls = true
 	}
-	if bytes.Contains(line, []byte("GPU Direct RDMA Enabled")) {
+	if ip.kinds.has(infoGDR) && bytes.Contains(line, []byte("GPU Direct RDMA Enabled")) {
 		h.ibGDR = true
 	}
 	raise(stageBootstrap)
@@ -236,8 +239,11 @@ func procOfLine(text []byte) ([]byte, int) {
 		return nil, 0
 	}
 	// "[1,5]<stdout>:host" and "node1:host" keep only the host.
-	if k := bytes.LastIndexAny(host, ">]:"); k >= 0 {
-		host = host[k+1:]
+	for k := len(host) - 1; k >= 0; k-- {
+		if c := host[k]; c == '>' || c == ']' || c == ':' {
+			host = host[k+1:]
+			break
+		}
 	}
 	if len(host) == 0 {
 		return nil, 0

@@ -1,7 +1,6 @@
 package explain
 
 import (
-	"bytes"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -47,6 +46,9 @@ type hostsAcc struct {
 	env   map[string]map[string]bool     // var → hosts where set
 	// processes (host → pid) whose first communicator's nranks is known.
 	procN map[string]map[int]bool
+	// scratch for fact keys and values; the last file's "file NAME".
+	key, val            []byte
+	lastFile, lastWhere string
 }
 
 func newHostsAcc() *hostsAcc {
@@ -61,70 +63,92 @@ func hostOf(m lineMeta, file string) string {
 	return "file " + file
 }
 
-func (h *hostsAcc) add(fact, value, where string, ev func() Evidence) {
-	vals := h.facts[fact]
+// add notes that where printed value for fact. Keys are looked up as
+// bytes and converted only when new: this runs on every INFO line that
+// states a fact.
+func (h *hostsAcc) add(fact, value []byte, where string, src *lineSrc) {
+	vals := h.facts[string(fact)]
 	if vals == nil {
 		if len(h.facts) >= maxEnvEntries*2 {
 			return
 		}
 		vals = map[string]*factVal{}
-		h.facts[fact] = vals
-		h.order = append(h.order, fact)
+		h.facts[string(fact)] = vals
+		h.order = append(h.order, string(fact))
 	}
-	v := vals[value]
+	v := vals[string(value)]
 	if v == nil {
 		if len(vals) >= maxListItems {
 			return
 		}
-		v = &factVal{where: map[string]bool{}, ev: ev()}
-		vals[value] = v
+		v = &factVal{where: map[string]bool{}, ev: src.evidence()}
+		vals[string(value)] = v
 	}
 	if len(v.where) < maxWhere {
 		v.where[where] = true
 	}
 }
 
+// lineSrc is the line a fact came from, made into evidence only when the
+// fact's value is new.
+type lineSrc struct {
+	line []byte
+	m    lineMeta
+	file string
+	n    int64
+}
+
+func (l *lineSrc) evidence() Evidence {
+	return Evidence{File: l.file, Line: l.n, Text: string(truncText(l.line)), Rank: l.m.Rank, Host: l.m.Host, PID: l.m.PID}
+}
+
 // info reads the facts of one NCCL INFO line.
-func (h *hostsAcc) info(line []byte, m lineMeta, file string, n int64, ip infoParse) {
-	where := hostOf(m, file)
-	ev := func() Evidence {
-		return Evidence{File: file, Line: n, Text: string(truncText(line)), Rank: m.Rank, Host: m.Host, PID: m.PID}
+func (h *hostsAcc) info(line []byte, m lineMeta, file string, n int64, ip *infoParse) {
+	where := m.Host
+	if where == "" {
+		if file != h.lastFile || h.lastWhere == "" {
+			h.lastFile, h.lastWhere = file, hostOf(m, file)
+		}
+		where = h.lastWhere
 	}
+	src := &lineSrc{line: line, m: m, file: file, n: n}
 	if m.Host != "" && len(h.seen) < maxHostsTracked {
 		h.seen[where] = true
 	}
-	if sm := reVersionLine.FindSubmatch(line); bytes.Contains(line, []byte("NCCL version")) && sm != nil {
-		h.add("nccl-version", string(sm[1])+string(sm[2]), where, ev)
+	if sm := ip.version; sm != nil {
+		h.add([]byte("nccl-version"), append(append(h.val[:0], sm[1]...), sm[2]...), where, src)
 		if len(sm[3]) > 0 {
-			h.add("nccl-cuda-build", string(sm[1])+"+cuda"+string(sm[3]), where, ev)
+			h.add([]byte("nccl-cuda-build"), append(append(append(h.val[:0], sm[1]...), "+cuda"...), sm[3]...), where, src)
 		}
 		return
 	}
-	if sm := reDriver.FindSubmatch(line); bytes.Contains(line, []byte("cudaDriverVersion")) && sm != nil {
-		h.add("cuda-driver", string(sm[1]), where, ev)
+	if ip.driver != nil {
+		h.add([]byte("cuda-driver"), ip.driver, where, src)
 		return
 	}
-	if sm := reUsingNet.FindSubmatch(line); bytes.Contains(line, []byte("Using network")) && sm != nil {
-		h.add("network", string(sm[1]), where, ev)
+	if ip.network != nil {
+		h.add([]byte("network"), ip.network, where, src)
 		return
 	}
-	if sm := reEnvSet.FindSubmatch(line); bytes.Contains(line, []byte("set by environment")) && sm != nil {
-		name := string(sm[1])
-		if envIgnored[name] {
+	if ip.envOK {
+		if envIgnored[string(ip.envName)] {
 			return
 		}
-		h.add("env:"+name, string(sm[2]), where, ev)
-		if h.env[name] == nil {
+		h.key = append(append(h.key[:0], "env:"...), ip.envName...)
+		h.add(h.key, ip.envValue, where, src)
+		hosts := h.env[string(ip.envName)]
+		if hosts == nil {
 			if len(h.env) >= maxEnvEntries {
 				return
 			}
-			h.env[name] = map[string]bool{}
+			hosts = map[string]bool{}
+			h.env[string(ip.envName)] = hosts
 		}
-		h.env[name][where] = true
+		hosts[where] = true
 		return
 	}
-	if sm := reBootstrap.FindSubmatch(line); bytes.Contains(line, []byte("Bootstrap")) && sm != nil {
-		h.add("interface", string(sm[1])+":"+string(sm[2]), where, ev)
+	if sm := ip.boot; sm != nil {
+		h.add([]byte("interface"), append(append(append(h.val[:0], sm[1]...), ':'), sm[2]...), where, src)
 		return
 	}
 	// The first communicator of a process is PyTorch's default group: its
@@ -132,12 +156,12 @@ func (h *hostsAcc) info(line []byte, m lineMeta, file string, n int64, ip infoPa
 	if m.Host == "" || m.PID == 0 {
 		return
 	}
-	if il := ip.init; il != nil && !h.procN[m.Host][m.PID] && len(h.procN) < maxHostsTracked {
+	if il := ip.init; ip.initOK && !h.procN[m.Host][m.PID] && len(h.procN) < maxHostsTracked {
 		if h.procN[m.Host] == nil {
 			h.procN[m.Host] = map[int]bool{}
 		}
 		h.procN[m.Host][m.PID] = true
-		h.add("nranks", itoa(il.nranks), where, ev)
+		h.add([]byte("nranks"), appendInt(h.val[:0], il.nranks), where, src)
 	}
 }
 

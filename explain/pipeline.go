@@ -59,6 +59,9 @@ type event struct {
 	// a slice: events hold no pointers for the collector to scan.
 	pre                      int8
 	from, to, viaOff, viaLen int32
+	// meta is 1 + the index in prepped.metas of the line's prefixes,
+	// parsed by the worker (parseMetaRaw is pure), or 0.
+	meta int32
 }
 
 const (
@@ -77,6 +80,7 @@ type prepped struct {
 	nul       int64
 	badUTF8   int64
 	ranks     []int
+	metas     []packedMeta
 	scratch   []event
 	ready     chan struct{}
 }
@@ -201,7 +205,7 @@ func (p *producer) worker() {
 
 // prep finds the lines of b.data that need the consumer.
 func (p *producer) prep(b *prepped) {
-	b.events, b.tags, b.ranks = b.events[:0], b.tags[:0], b.ranks[:0]
+	b.events, b.tags, b.ranks, b.metas = b.events[:0], b.tags[:0], b.ranks[:0], b.metas[:0]
 	b.truncated, b.nul, b.badUTF8 = 0, 0, 0
 	data := b.data
 	words := p.e.words
@@ -329,6 +333,28 @@ func (p *producer) prep(b *prepped) {
 		}
 		ev.pre, ev.from, ev.to = preParsed, int32(cl.From), int32(cl.To)
 		ev.viaOff, ev.viaLen = int32(ev.start+via), int32(len(cl.Via))
+	}
+
+	// The prefixes of the other candidate lines, parsed here on all cores;
+	// the consumer uses them for exactly this text (scan.line).
+	for i := range b.events {
+		ev := &b.events[i]
+		if ev.special || ev.tagOff < 0 || ev.pre != 0 {
+			continue
+		}
+		end := len(data)
+		if j := bytes.IndexByte(data[ev.start:], '\n'); j >= 0 {
+			end = ev.start + j
+		}
+		text, trunc := capLine(data[ev.start:end], p.max)
+		if trunc || len(text) == 0 {
+			continue
+		}
+		r := parseMetaRaw(text)
+		if pm, ok := r.pack(text); ok {
+			b.metas = append(b.metas, pm)
+			ev.meta = int32(len(b.metas))
+		}
 	}
 
 	// Lines longer than the cap: such a line contains a whole aligned block
@@ -461,7 +487,11 @@ func (s *scan) consume(fs *fileState, b *prepped, line int64) {
 			}
 			s.channelParsed(fs, text, curLine, cl, pre.pre == preParsed)
 		} else {
+			if pre != nil && pre.meta > 0 {
+				s.preMeta, s.preText = &b.metas[pre.meta-1], text
+			}
 			s.visit(fs, text, curLine, trunc, cand, special)
+			s.preMeta, s.preText = nil, nil
 		}
 		cur, curLine = end+1, curLine+1
 	}

@@ -119,7 +119,21 @@ var commonGrams = map[string]bool{
 	// 16-rank INFO log: these windows caused nine false hits in ten).
 	"nfo ": true, "et/i": true, "t/ib": true, "/ib/": true, "/ib ": true, "ecei": true, "ceiv": true, "eive": true,
 	"work": true, "ocal": true,
+	// NCCL_DEBUG_SUBSYS=GRAPH topology and search lines ("GPU/0-18000"),
+	// COLL lines ("datatype 7"), torchrun's "[rankN]:" at every line start.
+	"gpu/": true, "ype ": true, "\n[ra": true, "[ran": true,
 }
+
+// commonHashes are the bitmap positions of commonGrams: a window whose
+// gram merely shares one (a hash collision) is checked as often as if it
+// were common.
+var commonHashes = func() map[uint32]bool {
+	m := map[uint32]bool{}
+	for g := range commonGrams {
+		m[gramHash(binary.LittleEndian.Uint32([]byte(g))|gramFold)] = true
+	}
+	return m
+}()
 
 // rarestWindow picks the offset o whose windows o and o+1 (five bytes
 // l[o:o+5]) are rarest.
@@ -131,7 +145,7 @@ func rarestWindow(l string) int {
 			score += byteRarity(l[j])
 		}
 		for _, w := range []string{l[i : i+4], l[i+1 : i+5]} {
-			if commonGrams[w] {
+			if commonGrams[w] || commonHashes[gramHash(binary.LittleEndian.Uint32([]byte(w))|gramFold)] {
 				score -= 20
 			}
 		}

@@ -96,7 +96,144 @@ var (
 )
 
 // parseMeta strips the prefixes a line may carry and reads what they say.
-func parseMeta(line []byte) lineMeta {
+func parseMeta(line []byte) lineMeta { return parseMetaIn(line, nil) }
+
+// strCache interns the host and launcher strings of parsed lines: a log
+// repeats a few of them on every line, and converting each would cost an
+// allocation per line. A nil cache converts.
+type strCache struct {
+	m map[string]string
+	// recent strings, checked before hashing: a log's lines come from a
+	// few hosts in runs.
+	recent [4]string
+	next   int
+}
+
+// maxCachedStrings bounds the cache whatever the log.
+const maxCachedStrings = 4096
+
+func (c *strCache) str(b []byte) string {
+	if c == nil {
+		return string(b)
+	}
+	for _, s := range c.recent {
+		if s == string(b) {
+			return s
+		}
+	}
+	s, ok := c.m[string(b)]
+	if !ok {
+		s = c.add(b)
+	}
+	c.recent[c.next] = s
+	c.next = (c.next + 1) % len(c.recent)
+	return s
+}
+
+func (c *strCache) add(b []byte) string {
+	s := string(b)
+	if c.m == nil {
+		c.m = map[string]string{}
+	}
+	if len(c.m) < maxCachedStrings {
+		c.m[s] = s
+	}
+	return s
+}
+
+// parseMetaIn is parseMeta with the strings interned in c.
+func parseMetaIn(line []byte, c *strCache) lineMeta {
+	r := parseMetaRaw(line)
+	return r.meta(c)
+}
+
+// rawMeta is a parsed line's meta with its host and launcher still bytes
+// of the line: pipeline workers parse lines this way, with no allocation
+// and no shared state, and the consumer makes the strings.
+type rawMeta struct {
+	m              lineMeta // Host and Launcher empty
+	host, launcher []byte   // nil: none
+}
+
+func (r *rawMeta) meta(c *strCache) lineMeta {
+	m := r.m
+	if r.host != nil {
+		m.Host = c.str(r.host)
+	}
+	if r.launcher != nil {
+		m.Launcher = c.str(r.launcher)
+	}
+	return m
+}
+
+// packedMeta is a rawMeta as offsets into its line: the pipeline keeps
+// one per candidate line, and a pointer-free array is cheap to keep.
+type packedMeta struct {
+	rank, localRank, pid, dev int
+	ts                        stamp
+	level                     uint8
+	// host and launcher: offset and length, length -1 for none.
+	hostOff, hostLen, launchOff, launchLen, msgOff, msgLen int32
+}
+
+// metaLevels are the levels parseMetaRaw sets.
+var metaLevels = [...]string{"", "WARN", "INFO", "TRACE", "CALL", "ABORT", "I", "W", "E", "F"}
+
+// pack turns r, parsed from line, into offsets; false when it cannot.
+func (r *rawMeta) pack(line []byte) (packedMeta, bool) {
+	p := packedMeta{rank: r.m.Rank, localRank: r.m.LocalRank, pid: r.m.PID, dev: r.m.Dev, ts: r.m.TS}
+	lv := -1
+	for i, l := range metaLevels {
+		if l == r.m.Level {
+			lv = i
+		}
+	}
+	if lv < 0 || len(line) > 1<<30 {
+		return p, false
+	}
+	p.level = uint8(lv)
+	var ok bool
+	if p.hostOff, p.hostLen, ok = subOffset(line, r.host); !ok {
+		return p, false
+	}
+	if p.launchOff, p.launchLen, ok = subOffset(line, r.launcher); !ok {
+		return p, false
+	}
+	if r.m.Msg == nil {
+		return p, false
+	}
+	p.msgOff, p.msgLen, ok = subOffset(line, r.m.Msg)
+	return p, ok
+}
+
+// subOffset is where sub lies in line (length -1 for nil).
+func subOffset(line, sub []byte) (off, n int32, ok bool) {
+	if sub == nil {
+		return 0, -1, true
+	}
+	o := cap(line) - cap(sub)
+	if o < 0 || o+len(sub) > len(line) || len(sub) > 0 && &line[o] != &sub[0] {
+		return 0, 0, false
+	}
+	return int32(o), int32(len(sub)), true
+}
+
+// meta is the lineMeta of line, the text p was packed from.
+func (p *packedMeta) meta(line []byte, c *strCache) lineMeta {
+	m := lineMeta{Rank: p.rank, LocalRank: p.localRank, PID: p.pid, Dev: p.dev, TS: p.ts, Level: metaLevels[p.level],
+		Msg: line[p.msgOff : p.msgOff+p.msgLen]}
+	if p.hostLen >= 0 {
+		m.Host = c.str(line[p.hostOff : p.hostOff+p.hostLen])
+	}
+	if p.launchLen >= 0 {
+		m.Launcher = c.str(line[p.launchOff : p.launchOff+p.launchLen])
+	}
+	return m
+}
+
+// parseMetaRaw is parseMeta's work.
+func parseMetaRaw(line []byte) rawMeta {
+	var host, launcher []byte
 	m := lineMeta{Rank: -1, LocalRank: -1, Dev: -1}
 	rest := line
 	launchStart, launchEnd := -1, 0
@@ -131,7 +268,7 @@ func parseMeta(line []byte) lineMeta {
 		if sm := reRay.FindSubmatchIndex(rest); sm != nil {
 			m.PID = atoi(rest[sm[4]:sm[5]])
 			if sm[6] >= 0 {
-				m.Host = string(rest[sm[6]:sm[7]])
+				host = rest[sm[6]:sm[7]]
 			}
 			if launchStart < 0 {
 				launchStart = consumed
@@ -150,8 +287,8 @@ func parseMeta(line []byte) lineMeta {
 			rest = rest[sm[1]:]
 			continue
 		}
-		if sm := reStream.FindSubmatchIndex(rest); sm != nil {
-			m.Host = string(rest[sm[2]:sm[3]])
+		if sm := reStreamIndex(rest); sm != nil {
+			host = rest[sm[2]:sm[3]]
 			if launchStart < 0 {
 				launchStart = consumed
 			}
@@ -167,7 +304,7 @@ func parseMeta(line []byte) lineMeta {
 			if isDigits(tok) {
 				m.Rank = atoi(tok)
 			} else {
-				m.Host = string(tok)
+				host = tok
 			}
 			if launchStart < 0 {
 				launchStart = consumed
@@ -179,7 +316,7 @@ func parseMeta(line []byte) lineMeta {
 		break
 	}
 	if launchStart >= 0 {
-		m.Launcher = string(line[launchStart:launchEnd])
+		launcher = line[launchStart:launchEnd]
 	}
 	// glog prefix from PyTorch.
 	if sm := reGlog.FindSubmatchIndex(rest); sm != nil {
@@ -203,23 +340,25 @@ func parseMeta(line []byte) lineMeta {
 	if i >= 0 {
 		if lv, msg, ok := ncclLevel(rest[i+off:]); ok {
 			m.Level = lv
-			parseNCCLHead(rest[:i], &m)
+			parseNCCLHead(rest[:i], &m, &host)
 			rest = msg
 		}
 	} else if sm := reOldNCCL.FindSubmatchIndex(rest); sm != nil {
 		// Releases before "NCCL" joined the level word.
 		m.Level = string(rest[sm[6]:sm[7]])
-		parseNCCLHead(rest[:sm[6]], &m)
+		parseNCCLHead(rest[:sm[6]], &m, &host)
 		rest = rest[sm[1]:]
 	} else if sm := reNCCL1.FindSubmatchIndex(rest); sm != nil {
 		m.Level = "WARN"
 		rest = rest[sm[1]:]
 	}
-	if sm := reMsgRank.FindSubmatchIndex(rest); sm != nil && sm[0] < 120 && m.Rank < 0 {
-		m.Rank = atoi(rest[sm[2]:sm[3]])
+	if m.Rank < 0 {
+		if sm := reMsgRank.FindSubmatchIndex(rest); sm != nil && sm[0] < 120 {
+			m.Rank = atoi(rest[sm[2]:sm[3]])
+		}
 	}
 	m.Msg = rest
-	return m
+	return rawMeta{m: m, host: host, launcher: launcher}
 }
 
 // ncclLevel reads "WARN msg" / "INFO msg" after " NCCL ".
@@ -237,8 +376,8 @@ func ncclLevel(b []byte) (string, []byte, bool) {
 }
 
 // parseNCCLHead reads "[2025-05-10 23:09:41] host:pid:tid [dev] file:line"
-// (every part optional) into m.
-func parseNCCLHead(h []byte, m *lineMeta) {
+// (every part optional) into m; the host goes to *hostp unless one is known.
+func parseNCCLHead(h []byte, m *lineMeta, hostp *[]byte) {
 	h = bytes.TrimLeft(h, " ")
 	if sm := reLeadTS.FindSubmatchIndex(h); sm != nil {
 		if !m.TS.OK {
@@ -254,8 +393,8 @@ func parseNCCLHead(h []byte, m *lineMeta) {
 		tok = h[:sp]
 	}
 	if host, pid, tid, ok := cut3(tok); ok && isDigits(pid) && isDigits(tid) && len(host) > 0 {
-		if m.Host == "" {
-			m.Host = string(host)
+		if len(*hostp) == 0 {
+			*hostp = host
 		}
 		m.PID = atoi(pid)
 	}
@@ -305,6 +444,27 @@ func labelShape(b []byte) bool {
 		break
 	}
 	return i > 0 && i+1 < len(b) && b[i] == ':' && b[i+1] == ' '
+}
+
+// reStreamIndex is reStream.FindSubmatchIndex behind an exact necessary
+// condition: its tag is the line's first run of [\w.-] followed by " [".
+// A NCCL head ("host:pid:tid [0] NCCL …") fails at the colon at once.
+func reStreamIndex(b []byte) []int {
+	if len(b) == 0 || !isAlnum(b[0]) {
+		return nil
+	}
+	i := 1
+	for i < len(b) && (isWordByte(b[i]) || b[i] == '.' || b[i] == '-') {
+		i++
+	}
+	if i+1 >= len(b) || b[i] != ' ' || b[i+1] != '[' {
+		return nil
+	}
+	return reStream.FindSubmatchIndex(b)
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // cut3 splits "a:b:c" into its three parts; ok is false for any other

@@ -52,6 +52,7 @@ func TestBinaryPeakRSS(t *testing.T) {
 		return p
 	}
 	job := gen("job.log", loggen.Options{Size: 128e6, Seed: 1, Realistic: true})
+	initLog := gen("init.log", loggen.Options{Size: 128e6, Seed: 1, InitHeavy: true})
 	var ranks []string
 	for r := 0; r < 8; r++ {
 		ranks = append(ranks, gen(fmt.Sprintf("rank%d.log", r), loggen.Options{Size: 16e6, Seed: uint64(r + 2), Realistic: true}))
@@ -78,6 +79,7 @@ func TestBinaryPeakRSS(t *testing.T) {
 		out   string
 	}{
 		{"128 MB log", []string{job}, nil, 0, "watchdog-timeout"},
+		{"128 MB init-heavy log", []string{initLog}, nil, 0, "watchdog-timeout"},
 		{"8 rank files", ranks, nil, 0, "8 inputs"},
 		{"2 GiB line on stdin", []string{"-"}, &repeatReader{pat: []byte("NCCL INFO x "), left: 2 << 30}, 1, "longer than"},
 		{"gzip bomb", []string{bomb}, nil, 2, "not a text log"},

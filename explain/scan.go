@@ -36,12 +36,16 @@ type sigAgg struct {
 
 // scan is the state of one Analyze call.
 type scan struct {
-	e        *Explainer
-	seq      int64
-	cand     []uint64
-	cand2    []uint64
-	synth    []byte
-	clean    []byte
+	e     *Explainer
+	seq   int64
+	cand  []uint64
+	cand2 []uint64
+	synth []byte
+	clean []byte
+	strs  strCache // hosts and launchers of parsed lines
+	// preMeta is the worker's parse of preText, the line being visited.
+	preMeta  *packedMeta
+	preText  []byte
 	aggs     map[string]*sigAgg
 	notes    map[string]*sigAgg
 	digest   *digestAcc
@@ -100,7 +104,12 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 		s.channel(fs, text, n)
 		return
 	}
-	m := parseMeta(text)
+	var m lineMeta
+	if p := s.preMeta; p != nil && len(text) > 0 && len(text) == len(s.preText) && &text[0] == &s.preText[0] {
+		m = p.meta(text, &s.strs) // a worker parsed this very text
+	} else {
+		m = parseMetaIn(text, &s.strs)
+	}
 	if m.Rank < 0 {
 		m.Rank = s.digest.rankOf(m)
 	}
@@ -184,8 +193,8 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 			fs.lastWrapper = a
 		}
 	}
-	if setHas(s.cand, s.e.tagInfo) {
-		s.digest.info(text, m, fs.name, n)
+	if kinds := s.e.infoKinds(s.cand); kinds != 0 {
+		s.digest.info(text, m, fs.name, n, kinds)
 	}
 	if samePayload != nil {
 		s.payload(fs, samePayload, ev(), m)

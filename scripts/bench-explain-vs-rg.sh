@@ -2,8 +2,13 @@
 # Times `ncclwiz explain` against ripgrep (`rg -c -f patterns`) running the
 # explainer's own signature regexps on the same generated NCCL_DEBUG=INFO
 # logs: one 128 MB log of a 2-node 16-rank torchrun job (loggen's realistic
-# mode), then 8 rank files of 16 MB given together. Prints wall time (best
-# of RUNS on a warm page cache), throughput and max RSS of each.
+# mode), 8 rank files of 16 MB given together, a 128 MB log of that job's
+# communicator set-up under NCCL_DEBUG_SUBSYS=ALL (loggen's init-heavy mode:
+# ENV, bootstrap, NET/IB, topology, graph, ring/tree and connection lines),
+# and the worst case of the INFO digest: only the init-heavy log's lines the
+# digest parses (ENV, Bootstrap, NET/IB, GPU Direct RDMA, Using network,
+# comm and Init START/COMPLETE lines) repeated to 128 MB. Prints wall time
+# (best of RUNS on a warm page cache), throughput and max RSS of each.
 #
 #   scripts/bench-explain-vs-rg.sh [SIZE]      (default 128MB; RUNS=3)
 #
@@ -24,10 +29,22 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
-echo "building ncclwiz and generating the logs (${size}; 8 x 16MB)..."
-go build -o "$work/ncclwiz" .
+echo "building ncclwiz and generating the logs (${size}; 8 x 16MB; init-heavy and digest-only ${size})..."
+go build -o "$work/ncclwiz.new" .
+# A binary the linker has just written maps into a process with a few MB
+# more resident pages than the same file copied (page-cache folios), which
+# would inflate max RSS by 5-8 MB; measure a copy, as an installed binary is.
+cat "$work/ncclwiz.new" > "$work/ncclwiz" && chmod +x "$work/ncclwiz" && rm "$work/ncclwiz.new"
 go build -o "$work/genlog" ./explain/internal/genlog
 "$work/genlog" -realistic -size "$size" -o "$work/job.log" -rg-patterns "$work/rg.txt"
+"$work/genlog" -init-heavy -size "$size" -o "$work/init.log"
+# The digest's worst case: the same keys as BenchmarkAnalyzeDigestLines.
+grep -E 'set by environment|Bootstrap|Init (START|COMPLETE)| nRanks |GPU Direct|Using network|nvls channels|NCCL version|cudaDriver|NET/IB : Using' \
+	"$work/init.log" > "$work/digest.unit"
+want=$(stat -c %s "$work/init.log")
+while [ "$(stat -c %s "$work/digest.log" 2>/dev/null || echo 0)" -lt "$want" ]; do cat "$work/digest.unit" >> "$work/digest.log"; done
+tail -n 20 "$work/init.log" >> "$work/digest.log" # the ending (a watchdog timeout)
+rm "$work/digest.unit"
 for r in 0 1 2 3 4 5 6 7; do
 	"$work/genlog" -realistic -size 16MB -seed $((r + 1)) -o "$work/rank$r.log"
 done
@@ -72,3 +89,7 @@ compare "one log: $(stat -c %s "$work/job.log") bytes, $(wc -l < "$work/job.log"
 	"$(stat -c %s "$work/job.log")" "$work/job.log"
 total=$(cat "$work"/rank?.log | wc -c)
 compare "8 rank files: $total bytes" "$total" "$work"/rank?.log
+for f in init digest; do
+	compare "$f log: $(stat -c %s "$work/$f.log") bytes, $(wc -l < "$work/$f.log") lines" \
+		"$(stat -c %s "$work/$f.log")" "$work/$f.log"
+done

@@ -24,6 +24,7 @@ func main() {
 	seed := flag.Uint64("seed", 1, "random seed")
 	rgPatterns := flag.String("rg-patterns", "", "also write the signature patterns as ripgrep patterns (Go syntax under (?-u)) to this file")
 	realistic := flag.Bool("realistic", false, "the 2-node 16-rank job (torchrun prefixes, interleaved ranks, GRAPH/NET lines, tqdm bars)")
+	initHeavy := flag.Bool("init-heavy", false, "the same job's communicator set-up under NCCL_DEBUG_SUBSYS=ALL: nearly all INFO init/topology/graph/ENV/connection lines")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "genlog: -o FILE is required")
@@ -34,7 +35,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "genlog:", err)
 		os.Exit(2)
 	}
-	if err := run(*out, *patterns, *rgPatterns, loggen.Options{Size: n, Seed: *seed, Realistic: *realistic}); err != nil {
+	if err := run(*out, *patterns, *rgPatterns, loggen.Options{Size: n, Seed: *seed, Realistic: *realistic, InitHeavy: *initHeavy}); err != nil {
 		fmt.Fprintln(os.Stderr, "genlog:", err)
 		os.Exit(1)
 	}

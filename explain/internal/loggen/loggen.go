@@ -5,7 +5,8 @@
 // hundreds of megabytes), interleaved with training output, and a watchdog
 // timeout at the end. The line formats are those of reference §1 and §5.
 // Options.Realistic writes the heavier 2-node, 16-rank job of job.go
-// instead, the speed issue's measurement.
+// instead, the speed issue's measurement; Options.InitHeavy that job's
+// communicator set-up under NCCL_DEBUG_SUBSYS=ALL (initheavy.go).
 package loggen
 
 import (
@@ -27,6 +28,11 @@ type Options struct {
 	// line behind a torchrun prefix, ranks interleaved, GRAPH and NET
 	// lines, tqdm bars and long lines, as real INFO logs have.
 	Realistic bool
+	// InitHeavy writes the same job's communicator set-up under
+	// NCCL_DEBUG_SUBSYS=ALL (initheavy.go): nearly every line an INFO
+	// init, topology, graph, ENV or connection line. It wins over
+	// Realistic.
+	InitHeavy bool
 }
 
 // Generate writes the log and returns the bytes written.
@@ -37,6 +43,9 @@ func Generate(w io.Writer, o Options) (int64, error) {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	cw := &countWriter{w: bw}
 	g := &gen{w: cw, r: rand.New(rand.NewPCG(o.Seed, 0x6e63636c)), ranks: o.Ranks}
+	if o.InitHeavy {
+		return generateInitHeavy(&jobGen{gen: g}, o.Size, bw, cw)
+	}
 	if o.Realistic {
 		return generateJob(&jobGen{gen: g}, o.Size, bw, cw)
 	}

@@ -122,3 +122,39 @@ func TestGenerateRealistic(t *testing.T) {
 		t.Errorf("%d rank switches in %d lines: not interleaved", switches, len(lines))
 	}
 }
+
+// The init-heavy log has the size asked for, is nearly all NCCL INFO set-up
+// lines of every kind the digest and the GRAPH subsystem print, has no COLL
+// lines beyond a few steps of training, and ends with the watchdog timeout.
+func TestGenerateInitHeavy(t *testing.T) {
+	var buf bytes.Buffer
+	n, err := Generate(&buf, Options{Size: 4 << 20, Seed: 7, InitHeavy: true})
+	if err != nil || n != int64(buf.Len()) || n < 4<<20 || n > 4<<20+2<<20 {
+		t.Fatalf("n=%d len=%d err=%v", n, buf.Len(), err)
+	}
+	log := buf.String()
+	for _, want := range []string{
+		"NCCL INFO NCCL_IB_HCA set by environment to ", "NCCL INFO Bootstrap: Using ib0:", "NCCL INFO NET/IB : Using [0]mlx5_0",
+		"NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 7 'mlx5_7'", "=== System : maxBw ", "+ PCI[48.0] - GPU/0-",
+		"Pattern 4, crossNic 0, nChannels 16, bw ", " 0 : NET/0-0 GPU/0-18000", "Tree 0 : -1 -> 0 -> 1/-1/-1",
+		"Ring 00 : 15 -> 0 -> 1", "[receive] via NET/IB/", "Worker group FAILED", "ncclCommSplit comm 0x",
+		"Watchdog caught collective operation timeout",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("no %q in the init-heavy log", want)
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(log, "\n"), "\n")
+	info, coll := 0, 0
+	for _, l := range lines {
+		if strings.Contains(l, " NCCL INFO ") {
+			info++
+		}
+		if strings.Contains(l, ": opCount ") {
+			coll++
+		}
+	}
+	if info < len(lines)*95/100 || coll > len(lines)/20 {
+		t.Errorf("%d lines: %d NCCL INFO, %d COLL: not an init-heavy log", len(lines), info, coll)
+	}
+}
