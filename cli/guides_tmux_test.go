@@ -133,17 +133,7 @@ func TestGuidesBrowserNoColorInTmux(t *testing.T) {
 
 func waitUntil(t *testing.T, s *tmuxtest.Session, timeout time.Duration, ok func(string) bool) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var scr string
-	for time.Now().Before(deadline) {
-		scr = s.Screen()
-		if ok(scr) {
-			return scr
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out; screen:\n%s", scr)
-	return ""
+	return s.WaitUntil(timeout, ok)
 }
 
 // colourSGR returns the first SGR sequence in s that sets a foreground or

@@ -83,26 +83,49 @@ func (s *Session) Screen() string { return s.tmux("capture-pane", "-p", "-t", s.
 // ScreenEscapes returns the pane with its SGR escape sequences.
 func (s *Session) ScreenEscapes() string { return s.tmux("capture-pane", "-p", "-e", "-t", s.name) }
 
-// WaitFor polls the screen until it contains every marker, or fails.
+// WaitFor polls the screen until it contains every marker and has
+// settled (see WaitUntil), or fails.
 func (s *Session) WaitFor(timeout time.Duration, markers ...string) string {
 	s.t.Helper()
-	deadline := time.Now().Add(timeout)
-	var screen string
-	for time.Now().Before(deadline) {
-		screen = s.Screen()
-		ok := true
+	return s.wait(timeout, fmt.Sprintf("%q", markers), func(screen string) bool {
 		for _, m := range markers {
 			if !strings.Contains(screen, m) {
-				ok = false
-				break
+				return false
 			}
 		}
-		if ok {
+		return true
+	})
+}
+
+// WaitUntil polls the screen until ok accepts it and it has settled, or
+// fails. Settled means two captures settleGap apart are identical: tmux
+// reads a program's frame from the pty in chunks of a few KB and updates
+// its grid between them, so a capture can hold the top of the new frame
+// over the bottom of the old one (a 100x30 frame with SGR is bigger than
+// one chunk). Markers near the top then match before the frame is
+// complete; on a loaded machine the gap is wide enough to catch.
+func (s *Session) WaitUntil(timeout time.Duration, ok func(string) bool) string {
+	s.t.Helper()
+	return s.wait(timeout, "condition", ok)
+}
+
+// settleGap is long enough for tmux to read the rest of a frame already
+// written to the pty, short enough not to slow the tests.
+const settleGap = 50 * time.Millisecond
+
+func (s *Session) wait(timeout time.Duration, what string, ok func(string) bool) string {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var screen, prev string
+	for time.Now().Before(deadline) {
+		screen = s.Screen()
+		if ok(screen) && screen == prev {
 			return screen
 		}
-		time.Sleep(50 * time.Millisecond)
+		prev = screen
+		time.Sleep(settleGap)
 	}
-	s.t.Fatalf("timed out waiting for %q; screen:\n%s", markers, screen)
+	s.t.Fatalf("timed out waiting for %s (settled); screen:\n%s", what, screen)
 	return ""
 }
 
