@@ -128,33 +128,7 @@ func (j *jobGen) commInit(api string) {
 				j.add(r, "Channel %02d/%02d :%s", c, jobChannels, ring.String())
 			}
 		}
-		j.add(r, "P2P Chunksize set to 131072")
-		prev, next := (r+jobRanks-1)%jobRanks, (r+1)%jobRanks
-		for c := 0; c < jobChannels; c++ {
-			j.add(r, "Ring %02d : %d -> %d -> %d", c, prev, r, next)
-		}
-		for c := 0; c < jobChannels; c++ {
-			if next/jobGPUs == r/jobGPUs {
-				j.add(r, "Channel %02d/0 : %d[%d] -> %d[%d] via P2P/CUMEM/read", c, r, lr, next, next%jobGPUs)
-			} else {
-				j.add(r, "Channel %02d/0 : %d[%d] -> %d[%d] [send] via NET/IB/%d/GDRDMA", c, r, lr, next, next%jobGPUs, c%jobGPUs)
-			}
-			if prev/jobGPUs != r/jobGPUs {
-				j.add(r, "Channel %02d/0 : %d[%d] -> %d[%d] [receive] via NET/IB/%d/GDRDMA", c, prev, prev%jobGPUs, r, lr, c%jobGPUs)
-			}
-		}
-		j.add(r, "Connected all rings, use ring PXN 0 GDR 1")
-		for c := 0; c < jobChannels; c++ {
-			if lr > 0 {
-				j.add(r, "Channel %02d/0 : %d[%d] -> %d[%d] via P2P/CUMEM/read", c, r, lr, r-1, lr-1)
-			}
-		}
-		j.add(r, "Connected all trees")
-		j.add(r, "threadThresholds 8/8/64 | 128/8/64 | 512 | 512")
-		j.add(r, "%d coll channels, %d collnet channels, 0 nvls channels, %d p2p channels, %d p2p channels per peer", jobChannels, jobChannels, jobChannels, jobP2PPerPeer)
-		j.add(r, "CC Off, workFifoBytes 1048576")
-		j.add(r, "%s comm 0x%x rank %d nranks %d cudaDev %d nvmlDev %d busId %x commId 0x%x - Init COMPLETE", api, comm(r), r, jobRanks, lr, lr, bus, id)
-		j.add(r, "Init timings - %s: rank %d nranks %d total %.2f (kernels 0.21, alloc 0.02, bootstrap 0.41, allgathers 0.01, topo 0.18, graphs 0.01, connections 0.30, rest 0.01)", api, r, jobRanks, 1+j.r.Float64())
+		j.connect(r, lr, api, comm(r), bus, id, false)
 	}
 	j.flush()
 }
@@ -230,4 +204,41 @@ func (j *jobGen) failure() {
 	j.flush()
 	j.pf("[rank0]:[E501 14:10:21.200000000 ProcessGroupNCCL.cpp:630] [Rank 0] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.\n")
 	j.pf("[rank0]:[E501 14:10:21.200000000 ProcessGroupNCCL.cpp:636] [Rank 0] To avoid data inconsistency, we are taking the entire process down.\n")
+}
+
+// connect is the end of one rank's communicator set-up, shared by the
+// realistic and the init-heavy job: rings, the ring and tree connections
+// and Init COMPLETE (proxy: with the proxy thread's affinity line of
+// NCCL_DEBUG_SUBSYS=ALL).
+func (j *jobGen) connect(r, lr int, api string, commAddr, bus, id int, proxy bool) {
+	j.add(r, "P2P Chunksize set to 131072")
+	prev, next := (r+jobRanks-1)%jobRanks, (r+1)%jobRanks
+	for c := 0; c < jobChannels; c++ {
+		j.add(r, "Ring %02d : %d -> %d -> %d", c, prev, r, next)
+	}
+	if proxy {
+		j.add(r, "[Proxy Progress] Device %d CPU core %d", lr, 16+lr)
+	}
+	for c := 0; c < jobChannels; c++ {
+		if next/jobGPUs == r/jobGPUs {
+			j.add(r, "Channel %02d/0 : %d[%d] -> %d[%d] via P2P/CUMEM/read", c, r, lr, next, next%jobGPUs)
+		} else {
+			j.add(r, "Channel %02d/0 : %d[%d] -> %d[%d] [send] via NET/IB/%d/GDRDMA", c, r, lr, next, next%jobGPUs, c%jobGPUs)
+		}
+		if prev/jobGPUs != r/jobGPUs {
+			j.add(r, "Channel %02d/0 : %d[%d] -> %d[%d] [receive] via NET/IB/%d/GDRDMA", c, prev, prev%jobGPUs, r, lr, c%jobGPUs)
+		}
+	}
+	j.add(r, "Connected all rings, use ring PXN 0 GDR 1")
+	for c := 0; c < jobChannels; c++ {
+		if lr > 0 {
+			j.add(r, "Channel %02d/0 : %d[%d] -> %d[%d] via P2P/CUMEM/read", c, r, lr, r-1, lr-1)
+		}
+	}
+	j.add(r, "Connected all trees")
+	j.add(r, "threadThresholds 8/8/64 | 128/8/64 | 512 | 512")
+	j.add(r, "%d coll channels, %d collnet channels, 0 nvls channels, %d p2p channels, %d p2p channels per peer", jobChannels, jobChannels, jobChannels, jobP2PPerPeer)
+	j.add(r, "CC Off, workFifoBytes 1048576")
+	j.add(r, "%s comm 0x%x rank %d nranks %d cudaDev %d nvmlDev %d busId %x commId 0x%x - Init COMPLETE", api, commAddr, r, jobRanks, lr, lr, bus, id)
+	j.add(r, "Init timings - %s: rank %d nranks %d total %.2f (kernels 0.21, alloc 0.02, bootstrap 0.41, allgathers 0.01, topo 0.18, graphs 0.01, connections 0.30, rest 0.01)", api, r, jobRanks, 1+j.r.Float64())
 }
