@@ -26,8 +26,7 @@ import (
 // core 17"), transport/net.cc and transport/p2p.cc (transport lines).
 
 func generateInitHeavy(j *jobGen, size int64, bw *bufio.Writer, cw *countWriter) (int64, error) {
-	j.header()
-	for i := 0; cw.n < size-64<<10; i++ {
+	return runJob(j, size, bw, cw, func(i int) {
 		if i > 0 {
 			j.restart()
 		}
@@ -39,15 +38,7 @@ func generateInitHeavy(j *jobGen, size int64, bw *bufio.Writer, cw *countWriter)
 			j.p2pConnect()
 		}
 		j.train(8)
-		if cw.err != nil {
-			return cw.n, cw.err
-		}
-	}
-	j.failure()
-	if err := bw.Flush(); err != nil {
-		return cw.n, err
-	}
-	return cw.n, cw.err
+	})
 }
 
 // envVars are variables a cluster's job script sets; NCCL prints each once
@@ -131,26 +122,9 @@ func (j *jobGen) commInitAll(api string) {
 				j.add(r, "%s", line.String())
 			}
 		}
-		var trees strings.Builder
+		j.add(r, "Trees%s", treeList(r, lr))
 		for c := 0; c < jobChannels; c++ {
-			up, down := r-1, r+1
-			if lr == 0 {
-				up = -1
-			}
-			if lr == jobGPUs-1 {
-				down = -1
-			}
-			fmt.Fprintf(&trees, " [%d] %d/-1/-1->%d->%d", c, down, r, up)
-		}
-		j.add(r, "Trees%s", trees.String())
-		for c := 0; c < jobChannels; c++ {
-			up, down := r-1, r+1
-			if lr == 0 {
-				up = -1
-			}
-			if lr == jobGPUs-1 {
-				down = -1
-			}
+			up, down := treeNeighbours(r, lr)
 			j.add(r, "Tree %d : %d -> %d -> %d/-1/-1", c, up, r, down)
 		}
 		if lr == 0 {

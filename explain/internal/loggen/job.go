@@ -107,18 +107,7 @@ func (j *jobGen) commInit(api string) {
 		j.add(r, "Bootstrap timings total 0.%06d (create 0.000021, send 0.000102, recv 0.%06d, ring 0.000410, delay 0.000000)", j.r.IntN(999999), j.r.IntN(999999))
 		j.add(r, "Setting affinity for GPU %d to ffffffff,00000000,ffffffff", lr)
 		j.add(r, "comm 0x%x rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL 0", comm(r), r, jobRanks, jobNodes, jobGPUs, lr)
-		var trees strings.Builder
-		for c := 0; c < jobChannels; c++ {
-			up, down := r-1, r+1
-			if lr == 0 {
-				up = -1
-			}
-			if lr == jobGPUs-1 {
-				down = -1
-			}
-			fmt.Fprintf(&trees, " [%d] %d/-1/-1->%d->%d", c, down, r, up)
-		}
-		j.add(r, "Trees%s", trees.String())
+		j.add(r, "Trees%s", treeList(r, lr))
 		if r == 0 {
 			for c := 0; c < jobChannels; c++ {
 				var ring strings.Builder
@@ -241,4 +230,27 @@ func (j *jobGen) connect(r, lr int, api string, commAddr, bus, id int, proxy boo
 	j.add(r, "CC Off, workFifoBytes 1048576")
 	j.add(r, "%s comm 0x%x rank %d nranks %d cudaDev %d nvmlDev %d busId %x commId 0x%x - Init COMPLETE", api, commAddr, r, jobRanks, lr, lr, bus, id)
 	j.add(r, "Init timings - %s: rank %d nranks %d total %.2f (kernels 0.21, alloc 0.02, bootstrap 0.41, allgathers 0.01, topo 0.18, graphs 0.01, connections 0.30, rest 0.01)", api, r, jobRanks, 1+j.r.Float64())
+}
+
+// treeNeighbours is a rank's parent and child in the intra-node chain
+// NCCL's trees use (-1 at the ends).
+func treeNeighbours(r, lr int) (up, down int) {
+	up, down = r-1, r+1
+	if lr == 0 {
+		up = -1
+	}
+	if lr == jobGPUs-1 {
+		down = -1
+	}
+	return up, down
+}
+
+// treeList is the " [c] down/-1/-1->r->up" list of a "Trees" line.
+func treeList(r, lr int) string {
+	var b strings.Builder
+	for c := 0; c < jobChannels; c++ {
+		up, down := treeNeighbours(r, lr)
+		fmt.Fprintf(&b, " [%d] %d/-1/-1->%d->%d", c, down, r, up)
+	}
+	return b.String()
 }

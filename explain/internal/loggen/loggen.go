@@ -168,8 +168,7 @@ func (g *gen) failure() {
 }
 
 func generateJob(j *jobGen, size int64, bw *bufio.Writer, cw *countWriter) (int64, error) {
-	j.header()
-	for i := 0; cw.n < size-64<<10; i++ {
+	return runJob(j, size, bw, cw, func(i int) {
 		j.commInit("ncclCommInitRank")
 		j.commInit("ncclCommSplit")
 		j.commInit("ncclCommSplit")
@@ -177,6 +176,15 @@ func generateJob(j *jobGen, size int64, bw *bufio.Writer, cw *countWriter) (int6
 			j.p2pConnect()
 		}
 		j.train(60)
+	})
+}
+
+// runJob writes the job's header, then steps until the log is about size
+// bytes, then its failure.
+func runJob(j *jobGen, size int64, bw *bufio.Writer, cw *countWriter, step func(i int)) (int64, error) {
+	j.header()
+	for i := 0; cw.n < size-64<<10; i++ {
+		step(i)
 		if cw.err != nil {
 			return cw.n, cw.err
 		}
