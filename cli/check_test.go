@@ -236,7 +236,10 @@ func holdOpen(t *testing.T, path string) int {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	fd := fmt.Sprintf("/proc/%d/fd/3", cmd.Process.Pid)
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if target, err := os.Readlink(fd); err == nil && target == path {
+		// The shell opens fd 3 before it execs sleep: wait for both, or the
+		// holder may still be named "sh".
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", cmd.Process.Pid))
+		if target, err := os.Readlink(fd); err == nil && target == path && strings.TrimSpace(string(comm)) == "sleep" {
 			return cmd.Process.Pid
 		}
 	}
