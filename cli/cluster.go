@@ -234,7 +234,7 @@ func collectCluster(ctx context.Context, a *App, f clusterFlags) (cluster.Run, c
 	switch {
 	case f.fromJSON != "":
 		engine = "json"
-		out, err = remote.FromJSON(f.fromJSON)
+		out, err = remote.FromJSON(ctx, f.fromJSON)
 		if err != nil {
 			return cluster.Run{}, cluster.Result{}, usageError{err}
 		}

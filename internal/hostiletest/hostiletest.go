@@ -227,7 +227,7 @@ func Attack(t *testing.T, reader, path string, repeats int) Result {
 }
 
 // attack is Attack; widen runs the child under strace with every openat
-// delayed 3 ms on entry, so that a name swapped between a check and the
+// of path delayed 3 ms on entry, so that a name swapped between a check and the
 // open is opened swapped (the race window of a check-then-open reader,
 // microseconds wide, becomes milliseconds).
 func attack(t *testing.T, reader, path string, repeats int, widen bool) Result {
@@ -235,7 +235,7 @@ func attack(t *testing.T, reader, path string, repeats int, widen bool) Result {
 	argv := []string{os.Args[0], "-test.run=^$"}
 	if widen {
 		if st, err := exec.LookPath("strace"); err == nil {
-			argv = append([]string{st, "-f", "-qq", "-o", "/dev/null", "-e", "trace=openat", "-e", "inject=openat:delay_enter=3000"}, argv...)
+			argv = append([]string{st, "-f", "-qq", "-o", "/dev/null", "-P", path, "-e", "trace=openat", "-e", "inject=openat:delay_enter=3000"}, argv...)
 		}
 	}
 	c := exec.Command(argv[0], argv[1:]...)
