@@ -283,7 +283,7 @@ func runHosts(ctx context.Context, f clusterFlags, opts remote.Options) (string,
 	var hosts []string
 	var err error
 	if f.hostfile != "" {
-		hosts, err = nodes.ReadHostfile(f.hostfile)
+		hosts, err = nodes.ReadHostfile(ctx, f.hostfile)
 	} else {
 		hosts, err = nodes.ParseHosts(f.hosts)
 	}
