@@ -222,6 +222,15 @@ func collectCluster(ctx context.Context, a *App, f clusterFlags) (cluster.Run, c
 	if err := f.validate(); err != nil {
 		return cluster.Run{}, cluster.Result{}, usageError{err}
 	}
+	// A practice scenario simulates one server. Reaching nodes (ssh, pdsh,
+	// srun) would run real commands on real machines and present their
+	// answers inside a simulation, so only --from-json (files, no machine)
+	// is allowed with it.
+	if a.Scenario != "" && f.fromJSON == "" {
+		return cluster.Run{}, cluster.Result{}, usageError{fmt.Errorf("the practice scenario %q simulates one server; cluster check reaches real nodes "+
+			"(ssh, pdsh or srun), so it does not run in a practice scenario and nothing was contacted. Without --scenario it checks your real nodes; "+
+			"--from-json DIR aggregates reports saved as files", a.Scenario)}
+	}
 	opts := remote.Options{SSHConfig: f.sshConfig, SSHOptions: f.sshOptions, ConnectTimeout: f.connectTimeout,
 		NodeTimeout: f.timeout, Fanout: f.fanout, RemotePath: f.remotePath, Copy: remote.CopyMode(f.copyMode)}
 	if len(f.only) > 0 {
