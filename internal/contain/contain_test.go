@@ -278,7 +278,6 @@ func TestProcReads(t *testing.T) {
 	}
 }
 
-
 // BenchmarkStartEnd measures what containment adds to a launch: the
 // keeper's re-exec, the namespace or subreaper set-up, the cgroup, and
 // End's scans of /proc.
