@@ -27,11 +27,11 @@ import (
 func cleanupCandidates(inv *shm.Inventory, h *host.Host, allUsers bool) (cands []shm.Segment, skipped []string) {
 	others := allUsers && h.IsRoot()
 	for _, s := range inv.Segments {
-		name := textsafe.Sanitize(s.Name)
+		name := textsafe.Name(s.Name)
 		switch {
 		case s.Symlink:
 			skipped = append(skipped, fmt.Sprintf("%s: a symlink to %s (uid %d); never followed or removed — remove it by hand if it is not yours to keep",
-				name, textsafe.Sanitize(s.LinkTarget), s.UID))
+				name, textsafe.Name(s.LinkTarget), s.UID))
 		case s.Irregular:
 			skipped = append(skipped, name+": not a regular file")
 		case s.State == shm.InUse:
@@ -181,7 +181,7 @@ batches:
 				break
 			}
 			for _, s := range batch {
-				out.Skipped = append(out.Skipped, textsafe.Sanitize(s.Name)+": not proven unused ("+reason(err, "scan failed")+")")
+				out.Skipped = append(out.Skipped, textsafe.Name(s.Name)+": not proven unused ("+reason(err, "scan failed")+")")
 			}
 			done += len(batch)
 			continue
@@ -237,7 +237,7 @@ batches:
 // lease possible here) and that scan saw everything: then fallback
 // decides it.
 func (c *cleaner) one(i int, s shm.Segment, proof *shm.Proof) bool {
-	name := textsafe.Sanitize(s.Name)
+	name := textsafe.Name(s.Name)
 	if hs := proof.Holders[i]; len(hs) > 0 {
 		c.skip(fmt.Sprintf("%s: now in use by pid %d (%s)", name, hs[0].PID, textsafe.Sanitize(hs[0].Comm)))
 		return false
@@ -296,7 +296,7 @@ func (c *cleaner) one(i int, s shm.Segment, proof *shm.Proof) bool {
 // CAP_LEASE, no lease support, a fixture tree): only a scan that saw every
 // process and thread may prove it, and it is queued for fallback.
 func (c *cleaner) scanAlone(i int, s shm.Segment, proof *shm.Proof, lr shm.LeaseResult) bool {
-	name := textsafe.Sanitize(s.Name)
+	name := textsafe.Name(s.Name)
 	cur, err := c.current(s)
 	if err != nil {
 		c.skip(name + ": " + err.Error())
@@ -321,7 +321,7 @@ func (c *cleaner) scanAlone(i int, s shm.Segment, proof *shm.Proof, lr shm.Lease
 func (c *cleaner) fallback(ctx context.Context, batch []shm.Segment, queued []int) {
 	if len(queued) == 0 || ctx.Err() != nil {
 		for _, i := range queued {
-			c.skip(textsafe.Sanitize(batch[i].Name) + ": interrupted before it was proven; not touched")
+			c.skip(textsafe.Name(batch[i].Name) + ": interrupted before it was proven; not touched")
 		}
 		return
 	}
@@ -329,7 +329,7 @@ func (c *cleaner) fallback(ctx context.Context, batch []shm.Segment, queued []in
 	var orig []shm.Segment
 	for _, i := range queued {
 		s := batch[i]
-		name := textsafe.Sanitize(s.Name)
+		name := textsafe.Name(s.Name)
 		if err := sameFile(c.dirfd, s.Name, s); err != nil {
 			c.skip(name + ": " + err.Error())
 			continue
@@ -356,7 +356,7 @@ func (c *cleaner) fallback(ctx context.Context, batch []shm.Segment, queued []in
 	proof, err := shm.ProveBatch(context.WithoutCancel(ctx), c.h, moved)
 	for k, m := range moved {
 		s := orig[k]
-		name := textsafe.Sanitize(s.Name)
+		name := textsafe.Name(s.Name)
 		if err != nil {
 			c.skip(name + ": " + c.putBack(s, m.Name, "no longer provably unused ("+reason(err, "scan failed")+")").Error())
 			continue
@@ -412,13 +412,13 @@ func (c *cleaner) skip(why string) { c.out.Skipped = append(c.out.Skipped, why) 
 func (c *cleaner) done(s shm.Segment, format string) {
 	c.removed++
 	c.freed += s.Allocated
-	line := fmt.Sprintf(format, path.Join(c.dir, textsafe.Sanitize(s.Name)), shm.Human(uint64(s.Allocated)))
+	line := fmt.Sprintf(format, path.Join(c.dir, textsafe.Name(s.Name)), shm.Human(uint64(s.Allocated)))
 	if c.listed < changedListed {
 		c.out.Changed = append(c.out.Changed, line)
 		c.listed++
 	}
 	if c.total <= proofBatch && !c.o.DryRun {
-		c.o.progress("removed %s (%s)", textsafe.Sanitize(s.Name), shm.Human(uint64(s.Allocated)))
+		c.o.progress("removed %s (%s)", textsafe.Name(s.Name), shm.Human(uint64(s.Allocated)))
 	}
 }
 

@@ -244,7 +244,8 @@ func (p *Plan) setOptions() error {
 	for _, kv := range o.Env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || !reEnvKey.MatchString(k) {
-			return fmt.Errorf("--env %q: want KEY=VALUE with a valid variable name", kv)
+			// NAME=value, not KEY=VALUE: errors pass the secret redactor.
+			return fmt.Errorf("--env %q: want NAME=value with a valid variable name", kv)
 		}
 		if strings.ContainsAny(v, "\x00\n") {
 			return fmt.Errorf("--env %s: the value holds a newline or NUL byte", k)
@@ -574,7 +575,7 @@ func (p *Plan) layout() error {
 			}
 			r.Env = p.Candidate
 			if len(p.Candidate) == 0 {
-				p.Skipped[id] = "no candidate environment: pass --env KEY=VALUE (or set NCCL_* variables in your shell)"
+				p.Skipped[id] = "no candidate environment: pass --env NAME=value (or set NCCL_* variables in your shell)"
 				continue
 			}
 		}

@@ -90,6 +90,19 @@ func TakeLease(dirfd int, name string, dev, ino uint64) (*Lease, LeaseResult) {
 		return nil, LeaseResult{LeaseChanged, "it changed since it was scanned (not the same regular file)"}
 	}
 	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		// No /proc to reopen the O_PATH descriptor through: open the name
+		// again (never following a link, never blocking on a FIFO) and
+		// check that it is the very file the O_PATH descriptor holds.
+		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			var again unix.Stat_t
+			if serr := unix.Fstat(fd, &again); serr != nil || again.Ino != st.Ino || again.Dev != st.Dev {
+				_ = unix.Close(fd)
+				return nil, LeaseResult{LeaseChanged, "it changed while ncclwiz opened it (not the same regular file)"}
+			}
+		}
+	}
 	switch {
 	case errors.Is(err, unix.EWOULDBLOCK):
 		// Someone else holds a lease on it, so they have it open.

@@ -289,6 +289,14 @@ func visibility(ctx context.Context, h *host.Host) vis {
 		v.evidence = append(v.evidence, "no container detected")
 		return v
 	}
+	if ns == "unknown" && RealHost(h) && !procReadable(h) {
+		// No /proc: nothing says whose namespace this is, and no process
+		// can be inspected. Say that, not a guess about a container.
+		v.note = "/proc cannot be read here (not mounted, or hidden), so ncclwiz can see no process at all and cannot tell " +
+			"which PID namespace it runs in. Only the kernel's lease can prove a segment unused (ncclwiz takes one on the files it owns, " +
+			"or on any file with CAP_LEASE); the others are left alone. Mount /proc (mount -t proc proc /proc) to see the holders."
+		return v
+	}
 	src := ""
 	if b, err := h.ReadFile("/proc/self/mountinfo"); err == nil {
 		if r, err := resolveDir(h, shmDir(h)); err == nil {
@@ -319,6 +327,12 @@ func visibility(ctx context.Context, h *host.Host) vis {
 		v.note = fmt.Sprintf("ncclwiz runs in %s, and %s (mount source %q) may be shared with processes outside it.", where, shmDir(h), src) + prove
 	}
 	return v
+}
+
+// procReadable reports whether /proc lists this very process.
+func procReadable(h *host.Host) bool {
+	_, err := h.Lstat("/proc/self/stat")
+	return err == nil
 }
 
 // blindness says why the /proc scan cannot prove a segment unused on its
