@@ -107,10 +107,10 @@ func planCleanup(ctx context.Context, h *host.Host, r *request) *Fix {
 		steps = append(steps, Step{Comment: "OTHER USERS' files (--all-users); each re-proven unused right before removal" + proofWord(h), Lines: others, Root: true})
 	}
 	f := &Fix{
-		ID:    "shm.cleanup",
-		Title: fmt.Sprintf("Remove %s (%s) from %s", units.Count(len(cands), "orphaned segment"), shm.Human(uint64(total)), inv.Dir),
+		ID:      "shm.cleanup",
+		Title:   fmt.Sprintf("Remove %s (%s) from %s", units.Count(len(cands), "orphaned segment"), shm.Human(uint64(total)), inv.Dir),
 		Summary: cleanupSummary(h, len(cands), total),
-		Guide: "shm-stale-segments", Risk: RiskLow,
+		Guide:   "shm-stale-segments", Risk: RiskLow,
 		NeedsRoot: len(others) > 0,
 		Steps:     steps,
 		Recheck:   []string{"shm.segments", "shm.mount"},
