@@ -237,6 +237,11 @@ func judgeName(s Setting, ss []Setting, setIn map[string][]string) []checks.Find
 		if s.Name == "NCCL_TIMEOUT" {
 			rm.code = timeoutCode(s.Value)
 		}
+	case v.Status == envvars.Removed && v.Generated:
+		// Read by older NCCL releases only: it still works with one of
+		// them, so ncclwiz says so and offers no removal.
+		return []checks.Finding{{Severity: checks.Info, Title: fmt.Sprintf("%s%s is read only by older NCCL releases", s.Name, where),
+			Detail: v.Advice + ". (" + v.Source + ")", Guide: "env-reference", Evidence: map[string]any{"name": s.Name}}}
 	case v.Status == envvars.Removed:
 		f = checks.Finding{Severity: checks.Warn, Title: fmt.Sprintf("%s%s was removed from NCCL", s.Name, where),
 			Detail: v.Advice + ". (" + v.Source + ")", Guide: "env-reference", Evidence: map[string]any{"name": s.Name}}
