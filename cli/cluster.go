@@ -56,6 +56,7 @@ func newClusterCmd(a *App) *cobra.Command {
 // it on the nodes).
 func newMeshListenCmd(a *App) *cobra.Command {
 	var lifetime time.Duration
+	var addr string
 	var lifeline bool
 	cmd := &cobra.Command{
 		Use:    "mesh-listen",
@@ -70,9 +71,10 @@ func newMeshListenCmd(a *App) *cobra.Command {
 			if lifeline {
 				ll = a.Stdin
 			}
-			return mesh.Listen(cmdContext(cmd), a.Stdout, ll, lifetime)
+			return mesh.Listen(cmdContext(cmd), a.Stdout, ll, lifetime, addr)
 		},
 	}
+	cmd.Flags().StringVar(&addr, "addr", "", "the address to listen on: NCCL's interface on this node (required)")
 	cmd.Flags().DurationVar(&lifetime, "lifetime", time.Minute, "stop listening after this long")
 	cmd.Flags().BoolVar(&lifeline, "lifeline", false, "also stop when stdin ends")
 	return cmd
