@@ -494,12 +494,13 @@ func (p *Plan) ensureTmp() error {
 	if p.tmpDir != "" {
 		return nil
 	}
-	// A test killed (SIGKILL) while no launcher ran left its directory:
-	// remove those whose owner is provably gone.
-	for _, d := range contain.SweepTmp(os.TempDir()) {
-		p.Notes = append(p.Notes, "removed "+d+", left by an earlier `ncclwiz test` that was killed")
-	}
-	d, err := os.MkdirTemp("", contain.TmpPrefix)
+	// A test killed (SIGKILL) left its directory, and if its keeper was
+	// killed too, its processes: end and remove those whose owner is
+	// provably gone.
+	p.Notes = append(p.Notes, contain.SweepRuns(os.TempDir(), MarkerVar)...)
+	// The run ID in the name lets the next run find this run's processes
+	// should ncclwiz and its keeper both be killed.
+	d, err := os.MkdirTemp("", contain.TmpPrefix+p.ensureRunID()+"-")
 	if err != nil {
 		return fmt.Errorf("private temporary directory: %w", err)
 	}

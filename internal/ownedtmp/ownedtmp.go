@@ -71,7 +71,11 @@ func Make(parent, prefix string) (string, error) {
 // directory without an owner record, of another user, of an owner in
 // another PID namespace, or a symlink, is left alone. It returns the
 // directories removed.
-func Sweep(parent, prefix string) []string {
+func Sweep(parent, prefix string) []string { return SweepWith(parent, prefix, nil) }
+
+// SweepWith is Sweep; before (if not nil) is called with each directory
+// about to be removed, while it is still there.
+func SweepWith(parent, prefix string, before func(dir string)) []string {
 	if parent == "" {
 		parent = os.TempDir()
 	}
@@ -114,6 +118,9 @@ func Sweep(parent, prefix string) []string {
 			if p, err := proctab.ReadStat(procHost(), pid); err == nil && p.StartTicks == start {
 				continue // alive
 			}
+		}
+		if before != nil {
+			before(dir)
 		}
 		if os.RemoveAll(dir) == nil {
 			removed = append(removed, dir)
