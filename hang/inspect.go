@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/hang/flightrec"
@@ -370,8 +371,9 @@ func InspectDumps(ctx context.Context, h *host.Host, prefix string) *Report {
 	case len(f.Dumps) == 0 && len(f.Skipped) > 0:
 		// Files were there: say why none was read, not that none exists.
 		r.Verdict, r.ExitCode = "no_hang_found", 2
+		shown := f.Skipped[:min(len(f.Skipped), 3)]
 		r.Summary = fmt.Sprintf("No job runs on this machine, and none of the %s at %s<rank> could be read as a dump: %s%s.",
-			units.Count(len(f.Skipped), "file"), textsafe.Clean(prefix), textsafe.Clean(f.Skipped[0]), more(len(f.Skipped)-1))
+			units.Count(len(f.Skipped), "file"), textsafe.Clean(prefix), textsafe.Clean(strings.Join(shown, "; ")), more(len(f.Skipped)-len(shown)))
 	case len(f.Dumps) == 0:
 		r.Verdict, r.ExitCode = "no_hang_found", 2
 		r.Summary = fmt.Sprintf("No job runs on this machine and no dump was found at %s<rank>.", textsafe.Clean(prefix))
@@ -464,5 +466,5 @@ func more(n int) string {
 	if n <= 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (and %d more; --json lists each)", n)
+	return fmt.Sprintf(" (and %d more)", n)
 }
