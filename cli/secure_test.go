@@ -429,7 +429,8 @@ func grepLines(s, sub string) string {
 func TestPrintError(t *testing.T) {
 	tests := []struct{ err, want string }{
 		{"unknown flag: --\x1b]0;p\a", `ncclwiz: unknown flag: --\x1b]0;p\x07` + "\n"},
-		{"bad peer user:pw@x\u202e", `ncclwiz: bad peer user:pw@x\u202e` + "\n"},
+		// user:password@host is a secret even without a scheme (issue 22 item 15).
+		{"bad peer user:pw@x\u202e", `ncclwiz: bad peer user:[redacted]@x\u202e` + "\n"},
 		{"line one\nline two\r", "ncclwiz: line one\nline two\\r\n"},
 		{"connect https://:hunter2@store failed", "ncclwiz: connect https://:[redacted]@store failed\n"},
 	}

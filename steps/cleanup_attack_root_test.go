@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/checks/shm"
+	"github.com/ncclwiz/ncclwiz/internal/hostiletest"
 	"github.com/ncclwiz/ncclwiz/internal/shmtest"
 )
 
@@ -59,6 +60,7 @@ const nobodyUID = 65534
 
 func newAttackTree(t *testing.T) *attackTree {
 	t.Helper()
+	hostiletest.SkipUnderRace(t)
 	needTool(t, "setpriv")
 	needTool(t, "unshare")
 	dir := shmtest.MountTmpfs(t, "16M")
@@ -229,6 +231,7 @@ func TestCleanupKeepsVisibleOPathHolder(t *testing.T) {
 // inode inside a private directory: the held file always keeps its name,
 // and what is reported removed is the orphan. The binary and the script.
 func TestCleanupExchangeRace(t *testing.T) {
+	hostiletest.SkipUnderRace(t)
 	needTool(t, "strace")
 	needTool(t, "setpriv")
 	holder := shmtest.BuildHolder(t)

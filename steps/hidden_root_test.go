@@ -208,17 +208,6 @@ func checkHeld(t *testing.T, held []heldSeg) {
 	}
 }
 
-// wantInUse fails the test for any held segment that the cleanup run r
-// (from where) did not judge in use.
-func wantInUse(t *testing.T, r cleanupRun, held []heldSeg, where string) {
-	t.Helper()
-	for _, hs := range held {
-		if st := r.States[filepath.Base(hs.path)]; st != string(shm.InUse) {
-			t.Errorf("%s (%s) judged %s %s", filepath.Base(hs.path), hs.how, st, where)
-		}
-	}
-}
-
 // noneMovedAside fails the test for any file or private directory the
 // cleanup moved aside to remove (nccl-ncclwiz-rm-*) and left in dir.
 func noneMovedAside(t *testing.T, dir string) {

@@ -223,6 +223,7 @@ const (
 // its resident memory passes MaxRSS (it is killed then).
 func Attack(t *testing.T, reader, path string, repeats int) Result {
 	t.Helper()
+	SkipUnderRace(t)
 	return attack(t, reader, path, repeats, false)
 }
 
@@ -308,6 +309,7 @@ func rssOf(pid int) int64 {
 // it must still end in time and within memory.
 func Suite(t *testing.T, reader string, dir func(t *testing.T) string, name string, valid []byte, mustSay bool) {
 	t.Helper()
+	SkipUnderRace(t)
 	for _, in := range Inputs() {
 		t.Run(in.Name, func(t *testing.T) {
 			if in.Root && os.Geteuid() != 0 {
@@ -347,4 +349,12 @@ func mentions(s string, any []string) bool {
 		}
 	}
 	return false
+}
+
+// SkipUnderRace skips an attack suite in a -race build (see Race).
+func SkipUnderRace(t testing.TB) {
+	t.Helper()
+	if Race {
+		t.Skip("an attack suite: it runs in the plain test pass (it tests syscalls and processes, not goroutines)")
+	}
 }
