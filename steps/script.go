@@ -138,7 +138,8 @@ shm_holder() {
 # (a name swapped meanwhile brings another file, which is put back) and
 # unlinked there. Exit status: 0 free (and removed, with rm), 3 held,
 # 4 changed, 6 gone, 7 swapped (put back), 8 swapped and not put back (its
-# path is printed); anything else: no lease here.
+# path is printed), 9 unlinked but the file still has a name; anything
+# else: no lease here.
 lease_rm() {
   command -v perl >/dev/null 2>&1 || return 5
   perl -e '
@@ -194,6 +195,7 @@ lease_rm() {
     $back->(3) if fcntl($fh, 1025, 0) != 1;
     unlink("$priv/$n") or $back->(5);
     rmdir($priv);
+    exit 9 if (stat($fh))[3] != 0;   # the leased file still has a name somewhere
     exit 0;
   ' "$@"
 }
@@ -222,6 +224,7 @@ remove_unused() {
     6) say "  already gone: $1" ;;
     7) say "  kept $1: another file had taken its name at that moment (a rename swapped them); put back untouched" ;;
     8) say "  FAILED: a file that had taken the name $1 could not be put back: it is now $left"; FAILED=$((FAILED + 1)) ;;
+    9) say "  removed the name $1, yet the file still has another name: nothing was freed"; FAILED=$((FAILED + 1)) ;;
     *)
       if command -v perl >/dev/null 2>&1; then WHY="neither its owner, CAP_LEASE nor root may take one here"; else WHY="perl, which takes it, is not installed"; fi
       say "  kept $1: not proven unused: no kernel lease ($WHY), and a /proc scan is no proof" ;;
