@@ -41,6 +41,8 @@ func cleanupCandidates(inv *shm.Inventory, h *host.Host, allUsers bool) (cands [
 			continue // the common case; the check lists the holders
 		case s.State == shm.Young:
 			skipped = append(skipped, name+": "+textsafe.Sanitize(s.Reason))
+		case s.State != shm.Orphaned && strings.HasPrefix(s.Reason, "not proven unused"):
+			skipped = append(skipped, name+": "+textsafe.Sanitize(s.Reason))
 		case s.State != shm.Orphaned:
 			skipped = append(skipped, name+": not proven unused ("+textsafe.Sanitize(s.Reason)+")")
 		case s.Nlink > 1:
