@@ -276,13 +276,15 @@ func decodeJSON(t []byte, b *budget) (map[string]any, error) {
 			if len(entries) == maxEntries {
 				return nil, fmt.Errorf("more than %d entries (PyTorch's default ring holds 2000): %w", maxEntries, ErrFormat)
 			}
-			var e map[string]json.RawMessage
+			// A struct, not a map: keys it does not name (the stack in
+			// "frames", most of a dump) are skipped without being copied.
+			var e jsonEntry
 			if err := d.Decode(&e); err != nil {
 				return nil, bad(err)
 			}
-			pe := make(map[string]any, len(entryKeys))
-			for k, raw := range e {
-				if !entryKeys[k] {
+			pe := make(map[string]any, 12)
+			for k, raw := range e.fields() {
+				if raw == nil {
 					continue
 				}
 				v, err := jsonValue(raw, b)
@@ -304,9 +306,27 @@ func decodeJSON(t []byte, b *budget) (map[string]any, error) {
 	return m, nil
 }
 
-// entryKeys are the fields of an entry Parse reads.
-var entryKeys = map[string]bool{"profiling_name": true, "state": true, "record_id": true, "pg_id": true, "collective_seq_id": true,
-	"p2p_seq_id": true, "is_p2p": true, "process_group": true, "input_sizes": true, "output_sizes": true, "input_dtypes": true, "output_dtypes": true}
+// jsonEntry holds the fields of an entry Parse reads, undecoded.
+type jsonEntry struct {
+	ProfilingName json.RawMessage `json:"profiling_name"`
+	State         json.RawMessage `json:"state"`
+	RecordID      json.RawMessage `json:"record_id"`
+	PGID          json.RawMessage `json:"pg_id"`
+	Seq           json.RawMessage `json:"collective_seq_id"`
+	P2PSeq        json.RawMessage `json:"p2p_seq_id"`
+	IsP2P         json.RawMessage `json:"is_p2p"`
+	PG            json.RawMessage `json:"process_group"`
+	InSizes       json.RawMessage `json:"input_sizes"`
+	OutSizes      json.RawMessage `json:"output_sizes"`
+	InDtypes      json.RawMessage `json:"input_dtypes"`
+	OutDtypes     json.RawMessage `json:"output_dtypes"`
+}
+
+func (e *jsonEntry) fields() map[string]json.RawMessage {
+	return map[string]json.RawMessage{"profiling_name": e.ProfilingName, "state": e.State, "record_id": e.RecordID, "pg_id": e.PGID,
+		"collective_seq_id": e.Seq, "p2p_seq_id": e.P2PSeq, "is_p2p": e.IsP2P, "process_group": e.PG,
+		"input_sizes": e.InSizes, "output_sizes": e.OutSizes, "input_dtypes": e.InDtypes, "output_dtypes": e.OutDtypes}
+}
 
 // jsonValue decodes one small JSON value under b. Its values are counted
 // from the text before anything is built (a value is at most one per

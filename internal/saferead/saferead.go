@@ -91,7 +91,7 @@ func At(ctx context.Context, dirfd int, name, shown string, o Options) ([]byte, 
 			_ = unix.Close(fd)
 			return nil, fmt.Errorf("%s holds %d bytes, more than the %s this reader accepts: %w", shown, st.Size, human(o.Limit), ErrTooLarge)
 		}
-		return readRegular(ctx, fd, shown, o.Limit)
+		return readRegular(ctx, fd, shown, o.Limit, st.Size)
 	case unix.S_IFIFO, unix.S_IFSOCK:
 		if o.Pipes {
 			return readPipe(ctx, fd, shown, o.Limit)
@@ -148,7 +148,7 @@ const chunk = 256 << 10
 // from a regular file cannot be interrupted (a hung network filesystem), so
 // it runs beside the caller, who stops waiting when ctx ends; the
 // descriptor is closed when the read returns.
-func readRegular(ctx context.Context, fd int, shown string, limit int64) ([]byte, error) {
+func readRegular(ctx context.Context, fd int, shown string, limit, size int64) ([]byte, error) {
 	type result struct {
 		b   []byte
 		err error
@@ -156,7 +156,13 @@ func readRegular(ctx context.Context, fd int, shown string, limit int64) ([]byte
 	done := make(chan result, 1)
 	go func() {
 		defer unix.Close(fd)
-		var b []byte
+		// Sized from fstat (a file that grows meanwhile still stops at
+		// the limit), so a big dump is not copied over and over.
+		capN := max(size, 0)
+		if limit > 0 {
+			capN = min(capN, limit)
+		}
+		b := make([]byte, 0, capN+1)
 		buf := make([]byte, chunk)
 		for {
 			if ctx.Err() != nil {
