@@ -91,6 +91,10 @@ type Finding struct {
 	Guide string `json:"guide,omitempty"`
 	// Fixes are IDs of fixes (steps package) that answer this finding.
 	Fixes []string `json:"fixes,omitempty"`
+	// Incomplete marks the finding Run makes for a check that crashed,
+	// failed or timed out: whatever it would have found or recommended is
+	// missing, and commands that collect recommendations (env) say so.
+	Incomplete bool `json:"-"`
 }
 
 // Problems counts the findings that are warnings or errors.

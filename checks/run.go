@@ -150,10 +150,10 @@ func runOne(ctx context.Context, h *host.Host, c Check, def time.Duration) Resul
 		switch {
 		case o.panicked:
 			res.Panicked = true
-			res.Findings = []Finding{{Check: c.ID, Severity: Error, Title: c.Title + ": internal error in ncclwiz",
+			res.Findings = []Finding{{Check: c.ID, Severity: Error, Incomplete: true, Title: c.Title + ": internal error in ncclwiz",
 				Detail: "The check crashed; its result is unknown. Please report this with the text below.\n" + o.err.Error()}}
 		case o.err != nil:
-			res.Findings = append(normalise(c, o.fs), Finding{Check: c.ID, Severity: Skipped, Title: c.Title + ": could not complete", Detail: o.err.Error()})
+			res.Findings = append(normalise(c, o.fs), Finding{Check: c.ID, Severity: Skipped, Incomplete: true, Title: c.Title + ": could not complete", Detail: o.err.Error()})
 		default:
 			res.Findings = normalise(c, o.fs)
 		}
@@ -163,7 +163,7 @@ func runOne(ctx context.Context, h *host.Host, c Check, def time.Duration) Resul
 		if ctx.Err() != nil {
 			why = "cancelled"
 		}
-		res.Findings = []Finding{{Check: c.ID, Severity: Skipped, Title: c.Title + ": " + why,
+		res.Findings = []Finding{{Check: c.ID, Severity: Skipped, Incomplete: true, Title: c.Title + ": " + why,
 			Detail: "The check did not finish in time; something it reads may be hanging (an NFS mount, a stuck driver)."}}
 	}
 	return res

@@ -8,6 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
 
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/termio"
@@ -111,13 +115,81 @@ func (a *App) Host() (*host.Host, error) {
 // scenarioHost builds the simulated practice server named by --scenario;
 // its private copy is removed when the command ends.
 func scenarioHost(a *App) (*host.Host, error) {
+	// The guard is in place before the copy exists, so no moment is left
+	// where a signal kills the process with the copy on disk.
+	closeCopy := make(chan func() error, 1)
+	stop := guardScenario(closeCopy)
 	s, err := scenario.Build(a.Scenario)
 	if err != nil {
+		stop()
 		return nil, usageError{err}
 	}
+	closeCopy <- s.Close
 	a.scenario = s
-	a.cleanups = append(a.cleanups, func() { _ = s.Close() })
+	a.cleanups = append(a.cleanups, func() { stop(); _ = s.Close() })
 	return s.Host, nil
+}
+
+// closeCopyWithin waits up to d for the copy's Close.
+func closeCopyWithin(ch <-chan func() error, d time.Duration) <-chan func() error {
+	out := make(chan func() error, 1)
+	go func() {
+		select {
+		case c := <-ch:
+			out <- c
+		case <-time.After(d):
+		}
+		close(out)
+	}()
+	return out
+}
+
+// scenarioGrace is how long a command that got SIGHUP, SIGTERM or SIGINT
+// has to return (and remove its copy as usual) before the guard does.
+const scenarioGrace = 2 * time.Second
+
+// guardScenario removes the scenario's private copy when a signal ends the
+// command: a command that handles the signal returns within scenarioGrace
+// and cleans up as usual; one that does not (SIGHUP during `check`) would
+// have died with its copy left in /tmp, so the guard removes the copy and
+// then ends the process with that signal. (A SIGKILL cannot be caught: the
+// next scenario run sweeps such copies, scenario.Build.) The returned
+// function stops the guard.
+func guardScenario(closeCopy <-chan func() error) func() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case sig := <-sigs:
+			select {
+			case <-done:
+				return
+			case <-time.After(scenarioGrace):
+			}
+			select {
+			case c := <-closeCopy:
+				_ = c()
+			default: // the signal came while the copy was being made
+				if c, ok := <-closeCopyWithin(closeCopy, scenarioGrace); ok {
+					_ = c()
+				}
+			}
+			signal.Reset(sig)
+			_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
+			time.Sleep(time.Second)
+			os.Exit(128 + int(sig.(syscall.Signal)))
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+		})
+	}
 }
 
 // usageError marks errors that come from what the user typed.

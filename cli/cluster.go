@@ -56,6 +56,7 @@ func newClusterCmd(a *App) *cobra.Command {
 // it on the nodes).
 func newMeshListenCmd(a *App) *cobra.Command {
 	var lifetime time.Duration
+	var addr string
 	var lifeline bool
 	cmd := &cobra.Command{
 		Use:    "mesh-listen",
@@ -70,9 +71,10 @@ func newMeshListenCmd(a *App) *cobra.Command {
 			if lifeline {
 				ll = a.Stdin
 			}
-			return mesh.Listen(cmdContext(cmd), a.Stdout, ll, lifetime)
+			return mesh.Listen(cmdContext(cmd), a.Stdout, ll, lifetime, addr)
 		},
 	}
+	cmd.Flags().StringVar(&addr, "addr", "", "the address to listen on: NCCL's interface on this node (required)")
 	cmd.Flags().DurationVar(&lifetime, "lifetime", time.Minute, "stop listening after this long")
 	cmd.Flags().BoolVar(&lifeline, "lifeline", false, "also stop when stdin ends")
 	return cmd
@@ -222,6 +224,15 @@ func collectCluster(ctx context.Context, a *App, f clusterFlags) (cluster.Run, c
 	if err := f.validate(); err != nil {
 		return cluster.Run{}, cluster.Result{}, usageError{err}
 	}
+	// A practice scenario simulates one server. Reaching nodes (ssh, pdsh,
+	// srun) would run real commands on real machines and present their
+	// answers inside a simulation, so only --from-json (files, no machine)
+	// is allowed with it.
+	if a.Scenario != "" && f.fromJSON == "" {
+		return cluster.Run{}, cluster.Result{}, usageError{fmt.Errorf("the practice scenario %q simulates one server; cluster check reaches real nodes "+
+			"(ssh, pdsh or srun), so it does not run in a practice scenario and nothing was contacted. Without --scenario it checks your real nodes; "+
+			"--from-json DIR aggregates reports saved as files", a.Scenario)}
+	}
 	opts := remote.Options{SSHConfig: f.sshConfig, SSHOptions: f.sshOptions, ConnectTimeout: f.connectTimeout,
 		NodeTimeout: f.timeout, Fanout: f.fanout, RemotePath: f.remotePath, Copy: remote.CopyMode(f.copyMode)}
 	if len(f.only) > 0 {
@@ -234,7 +245,7 @@ func collectCluster(ctx context.Context, a *App, f clusterFlags) (cluster.Run, c
 	switch {
 	case f.fromJSON != "":
 		engine = "json"
-		out, err = remote.FromJSON(f.fromJSON)
+		out, err = remote.FromJSON(ctx, f.fromJSON)
 		if err != nil {
 			return cluster.Run{}, cluster.Result{}, usageError{err}
 		}
@@ -283,7 +294,7 @@ func runHosts(ctx context.Context, f clusterFlags, opts remote.Options) (string,
 	var hosts []string
 	var err error
 	if f.hostfile != "" {
-		hosts, err = nodes.ReadHostfile(f.hostfile)
+		hosts, err = nodes.ReadHostfile(ctx, f.hostfile)
 	} else {
 		hosts, err = nodes.ParseHosts(f.hosts)
 	}

@@ -77,6 +77,13 @@ simulation, not this machine.`,
 			if err != nil {
 				return err
 			}
+			// A check that did not finish recommends nothing; the snippet
+			// must not look complete ("Nothing to set") without saying so.
+			for _, f := range findings {
+				if f.Incomplete {
+					fmt.Fprintf(a.Stderr, "ncclwiz: the check %s did not finish (%s); anything it would recommend is missing here\n", f.Check, textsafe.Clean(f.Title))
+				}
+			}
 			vars, conflicts, invalid := steps.EnvPlan(findings, user)
 			if asJSON {
 				return writeJSON(a, envDoc(a, h.Simulated, vars, conflicts, invalid))

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -149,6 +150,18 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 	if len(plan) == 0 {
 		return nil
 	}
+	// Output piped into `head` may close while a fix runs. Go's default is
+	// to die of SIGPIPE on the next write — mid-apply, between two ranks or
+	// two files. Asked for, SIGPIPE instead makes the write fail: the
+	// writer then cancels the apply, which finishes the step in hand, and
+	// what was done is said on stderr.
+	pipeSigs := make(chan os.Signal, 1)
+	signal.Notify(pipeSigs, syscall.SIGPIPE)
+	defer signal.Stop(pipeSigs)
+	ctx, cancelPipe := context.WithCancelCause(ctx)
+	defer cancelPipe(nil)
+	po := &pipeOut{w: out, cancel: cancelPipe}
+	out = po
 	interactive := a.StdinTTY()
 	if !f.dryRun && !f.yes && !interactive {
 		return usageError{errors.New("no terminal to ask for consent: pass --yes to apply the fixes as previewed by `ncclwiz fix`, or write a script to review with --export FILE")}
@@ -184,6 +197,14 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 			opts.Confirm = prompt
 		}
 		res, interrupted, err := applyInterruptible(ctx, h, fx, opts)
+		if po.broken.Load() {
+			// Nobody reads stdout any more: the rest goes to stderr.
+			out = a.Stderr
+			fmt.Fprintf(out, "ncclwiz: standard output was closed (broken pipe) while %s was applied; it stopped after the step in hand:\n", fx.ID)
+			if progressed > 0 {
+				res.Changed = nil
+			}
+		}
 		if err != nil {
 			fmt.Fprintf(out, "  failed: %s\n", textsafe.Clean(err.Error()))
 			failed = true
@@ -202,6 +223,9 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 				fmt.Fprintf(out, "; %s not applied", units.Count(rest, "more fix was", "more fixes were"))
 			}
 			fmt.Fprintln(out, ".")
+			if po.broken.Load() {
+				return ExitError{Code: 141} // 128 + SIGPIPE, as a shell reports it
+			}
 			return ExitError{Code: 130}
 		}
 	}
@@ -252,7 +276,7 @@ func applyInterruptible(ctx context.Context, h *host.Host, fx steps.Fix, opts st
 	close(done)
 	got := <-stopped
 	if got == nil && ctx.Err() != nil {
-		got = interruptedBy{ctx.Err()} // the caller's context ended
+		got = interruptedBy{context.Cause(ctx)} // the caller's context ended
 	}
 	return res, got, err
 }
@@ -262,6 +286,30 @@ type interruptedBy struct{ err error }
 
 func (i interruptedBy) String() string { return i.err.Error() }
 func (interruptedBy) Signal()          {}
+
+// errBrokenPipe is why an apply stops when its output is closed.
+var errBrokenPipe = errors.New("broken pipe: standard output was closed")
+
+// pipeOut passes writes to w until one fails with EPIPE; then it cancels
+// the apply (with errBrokenPipe) and swallows what follows.
+type pipeOut struct {
+	w      io.Writer
+	cancel context.CancelCauseFunc
+	broken atomic.Bool
+}
+
+func (p *pipeOut) Write(b []byte) (int, error) {
+	if p.broken.Load() {
+		return len(b), nil
+	}
+	n, err := p.w.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		p.broken.Store(true)
+		p.cancel(errBrokenPipe)
+		return len(b), nil
+	}
+	return n, err
+}
 
 // chosen keeps the planned fixes the user named, and says for the others
 // why there is nothing to do.

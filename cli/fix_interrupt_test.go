@@ -133,3 +133,47 @@ func tail(s string) string {
 	}
 	return s
 }
+
+// TestFixBrokenPipe (issue 22 item 13): `ncclwiz fix --apply … --yes |
+// head` closes ncclwiz's stdout while it removes 3,000 orphans (here awk
+// exits after the 20th removal it reads). Go's
+// default killed ncclwiz with SIGPIPE on its next write, mid-apply and
+// without a word. Now it stops after the file in hand, says on stderr how
+// many it removed (matching the disk) and exits 141.
+func TestFixBrokenPipe(t *testing.T) {
+	dir := shmtest.MountTmpfs(t, "64M")
+	const n = 3000
+	makeOrphans(t, dir, n)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-c", `"$0" --shm-path "$1" fix --apply shm.cleanup --yes 2>"$2" | awk '/removed nccl-int-/ { if (++n == 20) exit }'; echo "${PIPESTATUS[0]}"`,
+		self, dir, filepath.Join(t.TempDir(), "stderr"))
+	cmd.Env = append(os.Environ(), envRunCLI+"=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, _ := os.ReadFile(cmd.Args[len(cmd.Args)-1])
+	code := strings.TrimSpace(string(out))
+	ents, _ := os.ReadDir(dir)
+	left := 0
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "nccl-int-") {
+			left++
+		}
+	}
+	if left == 0 {
+		t.Skipf("all %d removed before head closed the pipe (exit %s)", n, code)
+	}
+	m := removedRe.FindStringSubmatch(string(stderr))
+	if code != "141" || m == nil || !strings.Contains(string(stderr), "broken pipe") {
+		t.Fatalf("exit %s, %d of %d left; stderr:\n%s", code, left, n, tail(string(stderr)))
+	}
+	removed, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
+	if removed+left != n {
+		t.Errorf("stderr says %d removed, %d of %d are left", removed, left, n)
+	}
+	t.Logf("exit %s; stderr ends:\n%s", code, tail(string(stderr)))
+}

@@ -97,7 +97,7 @@ func runHang(cmd *cobra.Command, a *App, f hangFlags) error {
 	job, err := hang.Pick(jobs, f.pid)
 	switch {
 	case f.dumps != "" && f.pid == 0:
-		r = hang.InspectDumps(h, f.dumps) // a job that is gone or runs elsewhere: its dumps alone
+		r = hang.InspectDumps(ctx, h, f.dumps) // a job that is gone or runs elsewhere: its dumps alone
 		if r.ExitCode == 2 {
 			return usageError{errors.New(r.Summary)}
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -320,5 +321,33 @@ func TestHangPySpyConsent(t *testing.T) {
 	b, err := os.ReadFile(marker)
 	if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(ranks[1]) {
 		t.Fatalf("py-spy attached to %q, want only rank 1 (pid %d)", b, ranks[1])
+	}
+}
+
+// TestHangDumpsSayWhy (issue 22 item 19): when files are at the prefix but
+// none can be read as a dump (a FIFO, a pickle bomb, garbage), the answer
+// names them and why — it said "no dump was found" without a reason.
+func TestHangDumpsSayWhy(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "nccl_trace_rank_")
+	if err := syscall.Mkfifo(p+"0", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bomb := []byte("\x80\x02}(X\x07\x00\x00\x00versionX\x04\x00\x00\x002.10X\x07\x00\x00\x00entries]q\x00")
+	for range 31 {
+		bomb = append(bomb, '0', ']', '(', 'h', 0, 'h', 0, 'e', 'q', 0)
+	}
+	bomb = append(bomb, 'u', '.')
+	if err := os.WriteFile(p+"1", bomb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p+"2", []byte("not a dump"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI(t, nil, "hang", "--dumps", p)
+	for _, want := range []string{"none of the 3 files", "FIFO", "more than 4000000 values", "neither a pickle nor JSON"} {
+		if code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, stderr)
+		}
 	}
 }

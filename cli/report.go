@@ -105,7 +105,9 @@ func writeReportFiles(a *App, out, doc string, m map[string]string, withKey bool
 	}
 	if withKey {
 		if err := safefile.Check(key); err != nil {
-			return usageError{fmt.Errorf("report: pseudonym key: %w", err)}
+			// Not "key: PATH": errors pass the secret redactor, which
+			// hides whatever follows "key:".
+			return usageError{fmt.Errorf("report: the pseudonym map %w", err)}
 		}
 	}
 	if err := safefile.Write(out, []byte(doc), 0o644); err != nil {
@@ -115,10 +117,10 @@ func writeReportFiles(a *App, out, doc string, m map[string]string, withKey bool
 	if withKey {
 		b, err := json.MarshalIndent(m, "", "  ")
 		if err != nil {
-			return fmt.Errorf("report: encode pseudonym key: %w", err)
+			return fmt.Errorf("report: encode the pseudonym map: %w", err)
 		}
 		if err := safefile.Write(key, append(b, '\n'), 0o600); err != nil {
-			return fmt.Errorf("report: pseudonym key: %w", err)
+			return fmt.Errorf("report: write the pseudonym map %w", err)
 		}
 		msg += fmt.Sprintf(" (%d names replaced; key in %s — keep it private)", len(m), key)
 	}

@@ -101,10 +101,13 @@ func TestBinaryRedactsSecrets(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	bin := tmuxtest.Build(t, "..")
-	secrets := []string{"hfSecret7731", "awsSecret7731", "pwSecret7731", "urlSecret7731"}
+	// Issue 22 item 15 adds a user:password@host without a scheme and a
+	// bare 40-character AWS secret key.
+	const bareAWS = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYbareAWS773"
+	secrets := []string{"hfSecret7731", "awsSecret7731", "pwSecret7731", "urlSecret7731", "userinfoSecret7731", bareAWS[:20]}
 	// --pw first: the exported script shows only the first 60 characters.
-	startLeftoverRank(t, "--pw pwSecret7731 --hf_token hfSecret7731 --aws_secret_access_key awsSecret7731")
-	env := []string{"NCCL_NET=redis://:urlSecret7731@store.example.com:6379"}
+	startLeftoverRank(t, "--pw pwSecret7731 --hf_token hfSecret7731 --aws_secret_access_key awsSecret7731 "+bareAWS)
+	env := []string{"NCCL_NET=redis://:urlSecret7731@store.example.com:6379", "NCCL_COMM_ID=admin:userinfoSecret7731@10.0.0.5:1234"}
 
 	runs := map[string]binRun{
 		"report":       runBin(t, bin, env, "report"),
@@ -113,9 +116,9 @@ func TestBinaryRedactsSecrets(t *testing.T) {
 	}
 	// What each output must show, so the test knows it saw the data.
 	wants := map[string][]string{
-		"report":       {"--pw [redacted] --hf_token [redacted] --aws_secret_access_key [redacted]", "redis://:[redacted]@"},
-		"check --json": {"--pw [redacted] --hf_token [redacted] --aws_secret_access_key [redacted]", "redis://:[redacted]@"},
-		"check -v":     {"--hf_token [redacted]", "redis://:[redacted]@"},
+		"report":       {"--pw [redacted] --hf_token [redacted] --aws_secret_access_key [redacted]", "redis://:[redacted]@", "admin:[redacted]@"},
+		"check --json": {"--pw [redacted] --hf_token [redacted] --aws_secret_access_key [redacted] [redacted]", "redis://:[redacted]@", "admin:[redacted]@"},
+		"check -v":     {"--hf_token [redacted]", "redis://:[redacted]@", "admin:[redacted]@"},
 	}
 	for name, r := range runs {
 		all := r.stdout + r.stderr
@@ -426,7 +429,8 @@ func grepLines(s, sub string) string {
 func TestPrintError(t *testing.T) {
 	tests := []struct{ err, want string }{
 		{"unknown flag: --\x1b]0;p\a", `ncclwiz: unknown flag: --\x1b]0;p\x07` + "\n"},
-		{"bad peer user:pw@x\u202e", `ncclwiz: bad peer user:pw@x\u202e` + "\n"},
+		// user:password@host is a secret even without a scheme (issue 22 item 15).
+		{"bad peer user:pw@x\u202e", `ncclwiz: bad peer user:[redacted]@x\u202e` + "\n"},
 		{"line one\nline two\r", "ncclwiz: line one\nline two\\r\n"},
 		{"connect https://:hunter2@store failed", "ncclwiz: connect https://:[redacted]@store failed\n"},
 	}

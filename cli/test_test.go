@@ -129,6 +129,11 @@ func TestTestCommandUsage(t *testing.T) {
 		if code != 2 || !strings.HasPrefix(errOut, "ncclwiz: ") {
 			t.Errorf("%v: exit %d %q", args, code, errOut)
 		}
+		// The shape asked for survives the secret redactor (issue 22 item
+		// 19: it said "want KEY=[redacted]").
+		if args[0] == "--env" && (!strings.Contains(errOut, "want NAME=value") || strings.Contains(errOut, "[redacted]")) {
+			t.Errorf("%v: %q", args, errOut)
+		}
 	}
 }
 

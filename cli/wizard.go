@@ -442,7 +442,11 @@ func multiNode(env []string, hostname string) (why, list string) {
 		if path == "" {
 			continue
 		}
-		hs, err := nodes.ReadHostfile(path)
+		// A hostfile named by the environment is read without waiting on
+		// it for long (a FIFO there must not freeze the wizard's start).
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		hs, err := nodes.ReadHostfile(ctx, path)
+		cancel()
 		if err != nil || len(hs) == 0 {
 			return "hostfile " + textsafe.Clean(path), ""
 		}

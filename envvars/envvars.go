@@ -42,6 +42,9 @@ type Var struct {
 	Advice string
 	// Source cites the documentation or source file that proves the entry.
 	Source string
+	// Generated: the entry comes from the table generated from the
+	// sources (no hand-written meaning or advice).
+	Generated bool
 }
 
 // Exists reports whether setting the variable has any effect on some release.
@@ -105,7 +108,7 @@ var table = []Var{
 	{Name: "NCCL_IB_ROCE_VERSION_NUM", Owner: "nccl", Meaning: "RoCE version used when choosing a GID", Values: "1 or 2 (default 2)", Status: Current, Source: srcNCCLEnv},
 	{Name: "NCCL_IB_TC", Owner: "nccl", Meaning: "RoCE traffic class", Values: "vendor-specific", Status: Current, Source: srcNCCLEnv},
 	{Name: "NCCL_NET_GDR_LEVEL", Owner: "nccl", Meaning: "largest GPU-NIC distance at which GPUDirect RDMA is used", Values: "LOC, PIX, PXB, PHB, SYS", Since: "2.4.0", Status: Current, Source: srcNCCLEnv},
-	{Name: "NCCL_IB_GDR_LEVEL", Owner: "nccl", Meaning: "old name of NCCL_NET_GDR_LEVEL", Status: Deprecated, ReplacedBy: "NCCL_NET_GDR_LEVEL", Source: srcNCCLEnv + " (renamed in 2.4.0)"},
+	{Name: "NCCL_IB_GDR_LEVEL", Owner: "nccl", Meaning: "old name of NCCL_NET_GDR_LEVEL", Status: Deprecated, ReplacedBy: "NCCL_NET_GDR_LEVEL", Source: srcNCCLEnv + " (renamed in 2.4.0; read only by NCCL 2.3.x, per envvars/read_gen.go)"},
 	{Name: "NCCL_NET", Owner: "nccl", Meaning: "force the network module", Values: "IB, Socket, or a plugin name", Since: "2.10", Status: Current, Source: srcNCCLEnv},
 	{Name: "NCCL_DMABUF_ENABLE", Owner: "nccl", Meaning: "GPUDirect RDMA through DMA-BUF", Values: "0/1; default 1", Since: "2.13", Status: Current, Source: srcNCCLEnv},
 	{Name: "NCCL_RAS_ENABLE", Owner: "nccl", Meaning: "RAS subsystem (ncclras, port 28028)", Values: "default 1", Since: "2.24", Status: Current, Source: srcNCCLEnv + "; troubleshooting/ras.rst"},
@@ -182,13 +185,33 @@ func All() []Var {
 	return out
 }
 
-// Lookup finds a variable by exact name.
+// Lookup finds a variable by exact name: the hand-written entry (meaning,
+// values, advice), else what the table generated from NCCL's and
+// PyTorch's sources says (read_gen.go): a name some release reads is
+// real — Undocumented when the newest release scanned still reads it,
+// Removed (with the range of releases that did) otherwise. Only a name no
+// release reads is unknown, and only such a name may be called invented.
 func Lookup(name string) (Var, bool) {
-	i, ok := byName[name]
+	if i, ok := byName[name]; ok {
+		return table[i], true
+	}
+	r, ok := ReadBySource(name)
 	if !ok {
 		return Var{}, false
 	}
-	return table[i], true
+	v := Var{Name: name, Owner: r.Owner, Status: Undocumented, Source: r.Source, Generated: true}
+	switch {
+	case r.Owner == "torch":
+		v.Meaning = "read by PyTorch (" + r.Source + "); ncclwiz has no description of it"
+	case r.Current:
+		v.Since = r.First
+		v.Meaning = "read by NCCL since " + r.First + " (" + r.Source + "); see NCCL's documentation for its meaning"
+	default:
+		v.Since, v.Status = r.First, Removed
+		v.Meaning = "read by NCCL " + r.First + " to " + r.Last + " only"
+		v.Advice = "NCCL " + r.First + " to " + r.Last + " read it; no release since does (newest scanned: " + ncclLastScanned + "), so it matters only with one of those releases"
+	}
+	return v, true
 }
 
 // Governed reports whether a name falls in a namespace this table claims to
@@ -202,13 +225,18 @@ func Governed(name string) bool {
 // distance (for "did you mean"), or "" when nothing is close.
 func Closest(name string) string {
 	best, bestD := "", 4
+	try := func(n string) {
+		if d := distance(name, n); d < bestD || d == bestD && n < best {
+			best, bestD = n, d
+		}
+	}
 	for _, v := range table {
-		if !v.Exists() {
-			continue
+		if v.Exists() {
+			try(v.Name)
 		}
-		if d := distance(name, v.Name); d < bestD {
-			best, bestD = v.Name, d
-		}
+	}
+	for n := range readIndex {
+		try(n)
 	}
 	return best
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/hang/flightrec"
@@ -13,6 +14,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // Schema is the version of the JSON report (docs/hang.schema.json).
@@ -128,7 +130,7 @@ func Inspect(ctx context.Context, h *host.Host, j Job, o Options) (*Report, erro
 	ev, r.Stuck = JudgeSamples(ss)
 	r.RAS = <-rasDone
 	ev = append(ev, rasEvidence(r.RAS, ss)...)
-	r.FlightRecorder = findDumps(h, j, o)
+	r.FlightRecorder = findDumps(ctx, h, j, o)
 	ev = append(ev, frEvidence(r.FlightRecorder)...)
 	r.Kernel = &KernelResult{Events: []KernelEvent{}}
 	if evs, note := KernelEvents(ctx, h, h.Now().Add(-j.Age)); note != "" {
@@ -220,7 +222,7 @@ func rasEvidence(res *RASResult, ss []RankSample) []Evidence {
 
 // findDumps reads the job's dumps through the first live rank's root, so
 // a container's /tmp is the one read.
-func findDumps(h *host.Host, j Job, o Options) *FRResult {
+func findDumps(ctx context.Context, h *host.Host, j Job, o Options) *FRResult {
 	prefix, from := flightrec.Prefix(j.Ranks[0].Env)
 	root := "/proc/" + strconv.Itoa(j.Ranks[0].PID) + "/root"
 	if o.DumpPrefix != "" {
@@ -235,7 +237,7 @@ func findDumps(h *host.Host, j Job, o Options) *FRResult {
 	if o.DumpPrefix != "" {
 		start = time.Time{} // dumps the user collected may predate this job's restart
 	}
-	f := flightrec.Find(h, root, prefix, start)
+	f := flightrec.Find(ctx, h, root, prefix, start)
 	res := &FRResult{Prefix: prefix, From: from, Skipped: f.Skipped, Dumps: []DumpInfo{}}
 	for _, d := range f.Dumps {
 		res.Dumps = append(res.Dumps, DumpInfo{Rank: d.Rank, Path: d.Path, Version: d.Version, Entries: len(d.Entries)})
@@ -346,9 +348,9 @@ const startSlack = 5 * time.Second
 
 // InspectDumps analyses flight-recorder dumps alone, for a job that is no
 // longer running (or runs elsewhere): prefix is DIR/nccl_trace_rank_.
-func InspectDumps(h *host.Host, prefix string) *Report {
+func InspectDumps(ctx context.Context, h *host.Host, prefix string) *Report {
 	r := &Report{Schema: Schema, Samples: []RankSample{}}
-	f := flightrec.Find(h, "", prefix, time.Time{})
+	f := flightrec.Find(ctx, h, "", prefix, time.Time{})
 	fr := &FRResult{Prefix: prefix, From: "--dumps", Skipped: f.Skipped, Dumps: []DumpInfo{}}
 	for _, d := range f.Dumps {
 		fr.Dumps = append(fr.Dumps, DumpInfo{Rank: d.Rank, Path: d.Path, Version: d.Version, Entries: len(d.Entries)})
@@ -366,6 +368,12 @@ func InspectDumps(h *host.Host, prefix string) *Report {
 		r.Suspects = []int{}
 	}
 	switch {
+	case len(f.Dumps) == 0 && len(f.Skipped) > 0:
+		// Files were there: say why none was read, not that none exists.
+		r.Verdict, r.ExitCode = "no_hang_found", 2
+		shown := f.Skipped[:min(len(f.Skipped), 3)]
+		r.Summary = fmt.Sprintf("No job runs on this machine, and none of the %s at %s<rank> could be read as a dump: %s%s.",
+			units.Count(len(f.Skipped), "file"), textsafe.Clean(prefix), textsafe.Clean(strings.Join(shown, "; ")), more(len(f.Skipped)-len(shown)))
 	case len(f.Dumps) == 0:
 		r.Verdict, r.ExitCode = "no_hang_found", 2
 		r.Summary = fmt.Sprintf("No job runs on this machine and no dump was found at %s<rank>.", textsafe.Clean(prefix))
@@ -451,4 +459,12 @@ func (r *Report) sanitize() {
 			}
 		}
 	}
+}
+
+// more is " (and N more)" for the reasons not quoted, or "".
+func more(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (and %d more)", n)
 }

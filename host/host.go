@@ -14,7 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/shirou/gopsutil/v4/common"
+
+	"github.com/ncclwiz/ncclwiz/internal/saferead"
 )
 
 // DefaultShmDir is where glibc's shm_open and NCCL's mkstemp put segments.
@@ -126,6 +130,15 @@ func (h *Host) ReadFile(p string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
 	return b, nil
+}
+
+// ReadRegular reads a host file that someone else may control (a dump in
+// /tmp, a config file an environment variable names) through saferead:
+// never a FIFO, device or directory, at most limit bytes, cancellable.
+// follow says whether a final symlink is followed (a user's own
+// ~/.nccl.conf may be one; a file found in a shared directory is not).
+func (h *Host) ReadRegular(ctx context.Context, p string, limit int64, follow bool) ([]byte, error) {
+	return saferead.At(ctx, unix.AT_FDCWD, h.Path(p), p, saferead.Options{Limit: limit, FollowLinks: follow})
 }
 
 // ReadDir lists a host directory by its absolute host path.

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/ownedtmp"
 )
 
 //go:embed all:data
@@ -107,6 +108,9 @@ func (s *Scenario) Close() error {
 	return os.RemoveAll(s.root)
 }
 
+// TmpPrefix starts the name of a scenario's private copy.
+const TmpPrefix = "ncclwiz-scenario-"
+
 // Build copies the scenario's tree into a fresh temporary directory and
 // returns a simulated host over it.
 func Build(name string) (*Scenario, error) {
@@ -120,7 +124,10 @@ func Build(name string) (*Scenario, error) {
 		}
 		return nil, fmt.Errorf("unknown scenario %q (available: %s)", name, strings.Join(names, ", "))
 	}
-	root, err := os.MkdirTemp("", "ncclwiz-scenario-"+name+"-")
+	// Copies left by runs that died without cleaning up (SIGKILL, a signal
+	// nobody handled) go first; this one records its owner for the next.
+	ownedtmp.Sweep("", TmpPrefix)
+	root, err := ownedtmp.Make("", TmpPrefix+name+"-")
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", name, err)
 	}

@@ -2,9 +2,11 @@ package steps
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/proctab"
 	"github.com/ncclwiz/ncclwiz/internal/shellquote"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 	"github.com/ncclwiz/ncclwiz/internal/units"
@@ -27,16 +30,18 @@ import (
 func cleanupCandidates(inv *shm.Inventory, h *host.Host, allUsers bool) (cands []shm.Segment, skipped []string) {
 	others := allUsers && h.IsRoot()
 	for _, s := range inv.Segments {
-		name := textsafe.Sanitize(s.Name)
+		name := textsafe.Name(s.Name)
 		switch {
 		case s.Symlink:
 			skipped = append(skipped, fmt.Sprintf("%s: a symlink to %s (uid %d); never followed or removed — remove it by hand if it is not yours to keep",
-				name, textsafe.Sanitize(s.LinkTarget), s.UID))
+				name, textsafe.Name(s.LinkTarget), s.UID))
 		case s.Irregular:
 			skipped = append(skipped, name+": not a regular file")
 		case s.State == shm.InUse:
 			continue // the common case; the check lists the holders
 		case s.State == shm.Young:
+			skipped = append(skipped, name+": "+textsafe.Sanitize(s.Reason))
+		case s.State != shm.Orphaned && strings.HasPrefix(s.Reason, "not proven unused"):
 			skipped = append(skipped, name+": "+textsafe.Sanitize(s.Reason))
 		case s.State != shm.Orphaned:
 			skipped = append(skipped, name+": not proven unused ("+textsafe.Sanitize(s.Reason)+")")
@@ -98,21 +103,16 @@ func planCleanup(ctx context.Context, h *host.Host, r *request) *Fix {
 	}
 	steps := []Step{}
 	if len(own) > 0 {
-		steps = append(steps, Step{Comment: "yours; each proven unused (kernel lease), and the same file, right before it is removed", Lines: own})
+		steps = append(steps, Step{Comment: "yours; each proven unused right before it is removed" + proofWord(h), Lines: own})
 	}
 	if len(others) > 0 {
-		steps = append(steps, Step{Comment: "OTHER USERS' files (--all-users); each re-proven unused right before removal", Lines: others, Root: true})
+		steps = append(steps, Step{Comment: "OTHER USERS' files (--all-users); each re-proven unused right before removal" + proofWord(h), Lines: others, Root: true})
 	}
 	f := &Fix{
-		ID:    "shm.cleanup",
-		Title: fmt.Sprintf("Remove %s (%s) from %s", units.Count(len(cands), "orphaned segment"), shm.Human(uint64(total)), inv.Dir),
-		Summary: fmt.Sprintf("Removes %s (%s) that nothing has open or mapped. Right before each removal ncclwiz takes the kernel's "+
-			"exclusive lease on it, which the kernel grants only when no other open file exists anywhere (any process, thread or container, "+
-			"or a descriptor in flight over a socket), checks it is still the same file (device and inode) and unlinks it while holding "+
-			"the lease; a file that cannot be leased is removed only if a fresh scan of every process and thread proves it unused. "+
-			"Symlinks, hard-linked files, files modified in the last %d minutes and other users' files are left alone.",
-			units.Count(len(cands), "file"), shm.Human(uint64(total)), int(shm.YoungAge.Minutes())),
-		Guide: "shm-stale-segments", Risk: RiskLow,
+		ID:      "shm.cleanup",
+		Title:   fmt.Sprintf("Remove %s (%s) from %s", units.Count(len(cands), "orphaned segment"), shm.Human(uint64(total)), inv.Dir),
+		Summary: cleanupSummary(h, len(cands), total),
+		Guide:   "shm-stale-segments", Risk: RiskLow,
 		NeedsRoot: len(others) > 0,
 		Steps:     steps,
 		Recheck:   []string{"shm.segments", "shm.mount"},
@@ -123,6 +123,33 @@ func planCleanup(ctx context.Context, h *host.Host, r *request) *Fix {
 	}
 	f.script = func(s *script) { scriptCleanup(s, cands, skipped) }
 	return f
+}
+
+// cleanupSummary says what the cleanup will do and what proves each file
+// unused: on the machine, the kernel lease (and nothing else); in a
+// simulation, the simulated process table.
+func cleanupSummary(h *host.Host, n int, total int64) string {
+	files := units.Count(n, "file")
+	if !shm.RealHost(h) {
+		return fmt.Sprintf("Removes %s (%s) that no process of the simulated server has open or mapped, each checked again right before "+
+			"it is removed. Symlinks, hard-linked files, files modified in the last %d minutes and other users' files are left alone.",
+			files, shm.Human(uint64(total)), int(shm.YoungAge.Minutes()))
+	}
+	return fmt.Sprintf("Removes %s (%s) that nothing has open or mapped. Right before each removal ncclwiz takes the kernel's "+
+		"exclusive lease on it, which the kernel grants only when no other open file exists anywhere (any process, thread or container, "+
+		"a descriptor in flight over a socket, an io_uring registered file, a loop device), checks that no process shows it in /proc "+
+		"(an O_PATH descriptor), moves it into a private directory, checks it is the very file it leased (device and inode) and unlinks it "+
+		"there while holding the lease. A file no lease can be taken on is not removed: nothing else proves it unused. "+
+		"Symlinks, hard-linked files, files modified in the last %d minutes and other users' files are left alone.",
+		files, shm.Human(uint64(total)), int(shm.YoungAge.Minutes()))
+}
+
+// proofWord names the proof in the preview's step comment.
+func proofWord(h *host.Host) string {
+	if shm.RealHost(h) {
+		return " (kernel lease)"
+	}
+	return " (simulated process table)"
 }
 
 // proofBatch is how many segments one pass over /proc covers. The pass
@@ -139,6 +166,8 @@ type cleaner struct {
 	h               *host.Host
 	o               ApplyOptions
 	dirfd           int
+	privfd          int // the private directory, -1 until made
+	privName        string
 	dir             string
 	real            bool
 	out             *Outcome
@@ -164,7 +193,11 @@ func applyCleanup(ctx context.Context, h *host.Host, cands []shm.Segment, o Appl
 		return out, err
 	}
 	defer unix.Close(dirfd)
-	c := &cleaner{h: h, o: o, dirfd: dirfd, dir: dir, real: shm.RealHost(h), out: &out, total: len(cands)}
+	c := &cleaner{h: h, o: o, dirfd: dirfd, privfd: -1, dir: dir, real: shm.RealHost(h), out: &out, total: len(cands)}
+	defer c.closePrivate()
+	if c.real && !o.DryRun {
+		out.Changed = append(out.Changed, restoreStale(h, dirfd, dir)...)
+	}
 	done := 0
 	stopped := false
 batches:
@@ -181,7 +214,7 @@ batches:
 				break
 			}
 			for _, s := range batch {
-				out.Skipped = append(out.Skipped, textsafe.Sanitize(s.Name)+": not proven unused ("+reason(err, "scan failed")+")")
+				out.Skipped = append(out.Skipped, textsafe.Name(s.Name)+": not proven unused ("+reason(err, "scan failed")+")")
 			}
 			done += len(batch)
 			continue
@@ -205,6 +238,7 @@ batches:
 			o.progress("proved %s of %s: %s %s so far (%s)", units.Digits(done), units.Count(len(cands), "file"), units.Digits(c.removed), verb, shm.Human(uint64(c.freed)))
 		}
 	}
+	c.closePrivate()
 	if n := c.removed - c.listed; n > 0 {
 		out.Changed = append(out.Changed, fmt.Sprintf("… and %d more %s", n, map[bool]string{true: "would be removed", false: "removed"}[o.DryRun]))
 	}
@@ -233,11 +267,20 @@ batches:
 }
 
 // one decides and, when proven, removes the batch's i-th segment. It
-// returns true when the file may only be proven by the /proc scan (no
-// lease possible here) and that scan saw everything: then fallback
-// decides it.
+// returns true when the file may only be proven by the /proc scan (a
+// simulation, where no kernel is asked) and that scan saw everything:
+// then fallback decides it.
+//
+// On the machine the proof is the kernel's write lease, held from before
+// the last check until after the unlink. The unlink acts on the inode that
+// was leased, not on whatever has the name at that moment: the file is
+// first moved into a private 0700 directory (nobody else can rename there),
+// checked there to be the leased inode, and unlinked there; a name that
+// was swapped in the meantime (renameat2 RENAME_EXCHANGE by its owner)
+// brings another file into the private directory, which is then put back
+// untouched.
 func (c *cleaner) one(i int, s shm.Segment, proof *shm.Proof) bool {
-	name := textsafe.Sanitize(s.Name)
+	name := textsafe.Name(s.Name)
 	if hs := proof.Holders[i]; len(hs) > 0 {
 		c.skip(fmt.Sprintf("%s: now in use by pid %d (%s)", name, hs[0].PID, textsafe.Sanitize(hs[0].Comm)))
 		return false
@@ -250,7 +293,8 @@ func (c *cleaner) one(i int, s shm.Segment, proof *shm.Proof) bool {
 	case shm.LeaseFree:
 		defer l.Release()
 	case shm.LeaseUnavailable:
-		return c.scanAlone(i, s, proof, lr)
+		c.skip(name + ": not proven unused: no kernel lease could be taken (" + textsafe.Sanitize(lr.Why) + "), and a /proc scan is no proof; kept")
+		return false
 	default:
 		c.skip(name + ": " + textsafe.Sanitize(lr.Why))
 		return false
@@ -268,22 +312,41 @@ func (c *cleaner) one(i int, s shm.Segment, proof *shm.Proof) bool {
 		c.done(s, "would remove %s (%s): the kernel granted an exclusive lease just now")
 		return false
 	}
-	// Held across the unlink: anything that opens the file from the moment
-	// the lease was granted breaks it, and then the file stays.
+	// Held across the move and the unlink: anything that opens the file
+	// from the moment the lease was granted breaks it, and then it stays.
 	if l.Broken() {
 		c.skip(name + ": a process began opening it just now; kept")
 		return false
 	}
-	if err := sameFile(c.dirfd, s.Name, s); err != nil {
-		c.skip(name + ": " + err.Error())
+	priv, err := c.private()
+	if err != nil {
+		c.skip(name + ": " + err.Error() + "; kept")
 		return false
 	}
-	if err := unix.Unlinkat(c.dirfd, s.Name, 0); err != nil {
-		c.skip(name + ": unlink: " + err.Error())
+	if err := unix.Renameat2(c.dirfd, s.Name, priv, s.Name, unix.RENAME_NOREPLACE); err != nil {
+		c.skip(name + ": could not be moved into ncclwiz's private directory (" + err.Error() + "); kept")
+		return false
+	}
+	if !l.Same(priv, s.Name) {
+		c.skip(name + ": " + c.restore(s.Name, "another file had taken its name at that moment (a rename swapped them)").Error())
 		return false
 	}
 	if l.Broken() {
-		// Its open had resolved the name before the unlink: it keeps a
+		c.skip(name + ": " + c.restore(s.Name, "a process began opening it just now").Error())
+		return false
+	}
+	if err := unix.Unlinkat(priv, s.Name, 0); err != nil {
+		c.skip(name + ": " + c.restore(s.Name, "unlink failed: "+err.Error()).Error())
+		return false
+	}
+	if n, err := l.Links(); err != nil || n != 0 {
+		// Only a hard link made through a descriptor could do this, and
+		// that descriptor's open would have broken the lease.
+		c.skip(fmt.Sprintf("%s: its name was removed, yet the file still has %d other name(s); nothing was freed", name, n))
+		return false
+	}
+	if l.Broken() {
+		// Its open had resolved the name before the move: it keeps a
 		// working (now nameless) file, as if it had opened it first.
 		c.done(s, "removed %s (%s); a process opened it at that very moment and keeps its copy")
 		return false
@@ -292,11 +355,126 @@ func (c *cleaner) one(i int, s shm.Segment, proof *shm.Proof) bool {
 	return false
 }
 
+// privPrefix names the private directory a cleanup moves each file into
+// right before unlinking it: nccl-ncclwiz-rm-PID-START-RANDOM, mode 0700.
+const privPrefix = shm.CleanupDirPrefix
+
+// private returns the cleanup's private directory, made on first use in
+// the shm directory (same filesystem, so a rename moves the inode itself).
+func (c *cleaner) private() (int, error) {
+	if c.privfd >= 0 {
+		return c.privfd, nil
+	}
+	start := uint64(0)
+	if p, err := proctab.ReadStat(&host.Host{Root: "/"}, os.Getpid()); err == nil {
+		start = p.StartTicks
+	}
+	for range 8 {
+		var rnd [6]byte
+		_, _ = rand.Read(rnd[:])
+		name := fmt.Sprintf("%s%d-%d-%x", privPrefix, os.Getpid(), start, rnd)
+		if err := unix.Mkdirat(c.dirfd, name, 0o700); err != nil {
+			if errors.Is(err, unix.EEXIST) {
+				continue
+			}
+			return -1, fmt.Errorf("cannot make ncclwiz's private directory in %s (%v)", c.dir, err)
+		}
+		fd, err := unix.Openat(c.dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			_ = unix.Unlinkat(c.dirfd, name, unix.AT_REMOVEDIR)
+			return -1, fmt.Errorf("cannot open ncclwiz's private directory %s (%v)", name, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || int(st.Uid) != unix.Geteuid() || st.Mode&0o077 != 0 {
+			_ = unix.Close(fd)
+			return -1, fmt.Errorf("ncclwiz's private directory %s is not private", name)
+		}
+		c.privfd, c.privName = fd, name
+		return fd, nil
+	}
+	return -1, errors.New("cannot find a free name for ncclwiz's private directory")
+}
+
+// closePrivate removes the private directory; a file that could not be put
+// back keeps it, and the outcome says where.
+func (c *cleaner) closePrivate() {
+	if c.privfd < 0 {
+		return
+	}
+	_ = unix.Close(c.privfd)
+	c.privfd = -1
+	if err := unix.Unlinkat(c.dirfd, c.privName, unix.AT_REMOVEDIR); err != nil {
+		c.skip(fmt.Sprintf("ncclwiz's private directory %s was kept: %v", path.Join(c.dir, c.privName), err))
+	}
+}
+
+// restore puts what was moved into the private directory back under its
+// name; the error always says what happened.
+func (c *cleaner) restore(name, why string) error {
+	if err := unix.Renameat2(c.privfd, name, c.dirfd, name, unix.RENAME_NOREPLACE); err != nil {
+		return fmt.Errorf("%s, and it could not be put back (%v): it is now %s", why, err, path.Join(c.dir, c.privName, textsafe.Name(name)))
+	}
+	return errors.New(why + "; put back untouched")
+}
+
+// restoreStale empties the private directories of cleanups that were
+// killed (their process is gone): each file goes back under its name, to
+// be judged again by the next scan, and the directory is removed.
+func restoreStale(h *host.Host, dirfd int, dir string) []string {
+	ents, err := h.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var notes []string
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), privPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		f := strings.SplitN(rest, "-", 3)
+		if len(f) != 3 {
+			continue
+		}
+		pid, err1 := strconv.Atoi(f[0])
+		start, err2 := strconv.ParseUint(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		// A cleanup running now (an exported script without /proc writes
+		// start time 0: then the PID alone must be gone).
+		if p, err := proctab.ReadStat(&host.Host{Root: "/"}, pid); err == nil && !p.Zombie() && (p.StartTicks == start || start == 0) {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(dirfd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) != nil || int(st.Uid) != unix.Geteuid() || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			continue
+		}
+		fd, err := unix.Openat(dirfd, e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		d := os.NewFile(uintptr(fd), e.Name())
+		names, _ := d.Readdirnames(-1)
+		back := 0
+		for _, n := range names {
+			if unix.Renameat2(fd, n, dirfd, n, unix.RENAME_NOREPLACE) == nil {
+				back++
+			}
+		}
+		d.Close()
+		if unix.Unlinkat(dirfd, e.Name(), unix.AT_REMOVEDIR) == nil {
+			notes = append(notes, fmt.Sprintf("put back %s that a killed cleanup (pid %d) had moved into %s; the next scan judges them again",
+				units.Count(back, "file"), pid, textsafe.Name(e.Name())))
+		}
+	}
+	return notes
+}
+
 // scanAlone handles a file no lease can prove (not its owner and no
 // CAP_LEASE, no lease support, a fixture tree): only a scan that saw every
 // process and thread may prove it, and it is queued for fallback.
 func (c *cleaner) scanAlone(i int, s shm.Segment, proof *shm.Proof, lr shm.LeaseResult) bool {
-	name := textsafe.Sanitize(s.Name)
+	name := textsafe.Name(s.Name)
 	cur, err := c.current(s)
 	if err != nil {
 		c.skip(name + ": " + err.Error())
@@ -321,7 +499,7 @@ func (c *cleaner) scanAlone(i int, s shm.Segment, proof *shm.Proof, lr shm.Lease
 func (c *cleaner) fallback(ctx context.Context, batch []shm.Segment, queued []int) {
 	if len(queued) == 0 || ctx.Err() != nil {
 		for _, i := range queued {
-			c.skip(textsafe.Sanitize(batch[i].Name) + ": interrupted before it was proven; not touched")
+			c.skip(textsafe.Name(batch[i].Name) + ": interrupted before it was proven; not touched")
 		}
 		return
 	}
@@ -329,7 +507,7 @@ func (c *cleaner) fallback(ctx context.Context, batch []shm.Segment, queued []in
 	var orig []shm.Segment
 	for _, i := range queued {
 		s := batch[i]
-		name := textsafe.Sanitize(s.Name)
+		name := textsafe.Name(s.Name)
 		if err := sameFile(c.dirfd, s.Name, s); err != nil {
 			c.skip(name + ": " + err.Error())
 			continue
@@ -356,7 +534,7 @@ func (c *cleaner) fallback(ctx context.Context, batch []shm.Segment, queued []in
 	proof, err := shm.ProveBatch(context.WithoutCancel(ctx), c.h, moved)
 	for k, m := range moved {
 		s := orig[k]
-		name := textsafe.Sanitize(s.Name)
+		name := textsafe.Name(s.Name)
 		if err != nil {
 			c.skip(name + ": " + c.putBack(s, m.Name, "no longer provably unused ("+reason(err, "scan failed")+")").Error())
 			continue
@@ -412,13 +590,13 @@ func (c *cleaner) skip(why string) { c.out.Skipped = append(c.out.Skipped, why) 
 func (c *cleaner) done(s shm.Segment, format string) {
 	c.removed++
 	c.freed += s.Allocated
-	line := fmt.Sprintf(format, path.Join(c.dir, textsafe.Sanitize(s.Name)), shm.Human(uint64(s.Allocated)))
+	line := fmt.Sprintf(format, path.Join(c.dir, textsafe.Name(s.Name)), shm.Human(uint64(s.Allocated)))
 	if c.listed < changedListed {
 		c.out.Changed = append(c.out.Changed, line)
 		c.listed++
 	}
 	if c.total <= proofBatch && !c.o.DryRun {
-		c.o.progress("removed %s (%s)", textsafe.Sanitize(s.Name), shm.Human(uint64(s.Allocated)))
+		c.o.progress("removed %s (%s)", textsafe.Name(s.Name), shm.Human(uint64(s.Allocated)))
 	}
 }
 

@@ -22,7 +22,45 @@ import (
 const (
 	envCleanupDir      = "NCCLWIZ_STEPS_CLEANUP_DIR"
 	envCleanupAllUsers = "NCCLWIZ_STEPS_CLEANUP_ALL_USERS"
+	// envExportDir: print the shm.cleanup script for the directory (as
+	// whoever runs the test binary).
+	envExportDir = "NCCLWIZ_STEPS_EXPORT_DIR"
 )
+
+func exportAndPrint(dir string) int {
+	ctx := context.Background()
+	h := localHost(dir)
+	fx, ok := ByID(Plan(ctx, h, wantCleanup()), "shm.cleanup")
+	if !ok {
+		fmt.Fprintln(os.Stderr, "shm.cleanup not planned")
+		return 1
+	}
+	if err := ExportScriptWith(os.Stdout, h, []Fix{fx}, wantCleanup(), ExportOptions{Version: "test"}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// exportCleanupAs plans and exports shm.cleanup as the user the wrapper
+// (setpriv …) makes, and returns the script's path.
+func exportCleanupAs(t *testing.T, dir string, wrapper ...string) string {
+	t.Helper()
+	self := shmtest.CopyExecutable(t)
+	argv := append(append([]string{}, wrapper...), self, "-test.run=^$")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), envExportDir+"="+dir)
+	cmd.Dir = "/"
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("export as %v: %v", wrapper, err)
+	}
+	p := filepath.Join(shmtest.PublicDir(t), "fix.sh")
+	if err := os.WriteFile(p, out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 type cleanupRun struct {
 	Planned  bool              `json:"planned"`
@@ -109,34 +147,52 @@ type heldSeg struct {
 	proc      *shmtest.Process
 }
 
-// holdHidden makes one segment per way of holding it that /proc/PID/fd and
-// maps alone miss (threads, leader exit, bind mount, in flight, ping-pong)
-// plus a plain open and a plain mapping, owned by uid (-1: root).
-func holdHidden(t *testing.T, dir string, uid int, inFlight bool) []heldSeg {
+// holderLayouts are the ways a live process can hold a segment: the plain
+// ones, those /proc/PID/fd and maps alone miss (threads, leader exit, bind
+// mount) and those no /proc file shows at all (a descriptor in flight, one
+// passed back and forth, an io_uring registered file, a loop device's
+// backing file). The kernel lease sees every one of them. An O_PATH
+// descriptor (which can neither read nor map the file) is not among them:
+// the lease does not see it, only a /proc scan that can inspect its
+// process does (TestCleanupKeepsVisibleOPathHolder).
+var holderLayouts = []string{"open", "map", "leader-map", "leader-fd", "thread-files", "bind-open", "bind-map",
+	"scm-inflight", "scm-pingpong", "uring", "loop"}
+
+// holdAll makes one segment per layout (all of holderLayouts when none is
+// named), owned by uid (-1: root), held by a live root process. A layout
+// this machine cannot make (no io_uring, no loop devices) is left out and
+// logged.
+func holdAll(t *testing.T, dir string, uid int, layouts ...string) []heldSeg {
 	t.Helper()
+	if len(layouts) == 0 {
+		layouts = holderLayouts
+	}
 	holder := shmtest.BuildHolder(t)
 	var out []heldSeg
-	add := func(how string, start func(p string) *shmtest.Process) {
-		p := shmtest.MakeSegment(t, dir, fmt.Sprintf("nccl-H%02d-%s", len(out), strings.ReplaceAll(how, " ", "_")), 4096, time.Hour)
+	for _, how := range layouts {
+		p := shmtest.MakeSegment(t, dir, fmt.Sprintf("nccl-H%02d-%s", len(out), how), 4096, time.Hour)
 		if uid >= 0 {
 			if err := os.Chown(p, uid, uid); err != nil {
 				t.Fatal(err)
 			}
 		}
-		out = append(out, heldSeg{path: p, how: how, ino: inode(t, p), proc: start(p)})
-	}
-	c := func(mode string) func(p string) *shmtest.Process {
-		return func(p string) *shmtest.Process { return shmtest.StartCmd(t, exec.Command(holder, mode, p)) }
-	}
-	add("open", func(p string) *shmtest.Process { return shmtest.Start(t, "open", p) })
-	add("map", func(p string) *shmtest.Process { return shmtest.Start(t, "map", p) })
-	add("leader-map", c("leader-map"))
-	add("leader-fd", c("leader-fd"))
-	add("thread-files", c("thread-files"))
-	add("bind", func(p string) *shmtest.Process { return shmtest.StartThroughBind(t, "map", p) })
-	if inFlight {
-		add("scm-inflight", c("scm-inflight"))
-		add("scm-pingpong", c("scm-pingpong"))
+		var proc *shmtest.Process
+		switch how {
+		case "open", "map":
+			proc = shmtest.Start(t, how, p)
+		case "bind-open", "bind-map":
+			proc = shmtest.StartThroughBind(t, strings.TrimPrefix(how, "bind-"), p)
+		case "loop":
+			proc = shmtest.StartLoop(t, p)
+		default:
+			proc = shmtest.TryStartCmd(t, exec.Command(holder, how, p))
+		}
+		if proc == nil {
+			t.Logf("layout %s cannot be made here; left out", how)
+			_ = os.Remove(p)
+			continue
+		}
+		out = append(out, heldSeg{path: p, how: how, ino: inode(t, p), proc: proc})
 	}
 	return out
 }
@@ -152,19 +208,8 @@ func checkHeld(t *testing.T, held []heldSeg) {
 	}
 }
 
-// wantInUse fails the test for any held segment that the cleanup run r
-// (from where) did not judge in use.
-func wantInUse(t *testing.T, r cleanupRun, held []heldSeg, where string) {
-	t.Helper()
-	for _, hs := range held {
-		if st := r.States[filepath.Base(hs.path)]; st != string(shm.InUse) {
-			t.Errorf("%s (%s) judged %s %s", filepath.Base(hs.path), hs.how, st, where)
-		}
-	}
-}
-
-// noneMovedAside fails the test for any file the cleanup moved aside to
-// remove (nccl-ncclwiz-rm-*) and left in dir.
+// noneMovedAside fails the test for any file or private directory the
+// cleanup moved aside to remove (nccl-ncclwiz-rm-*) and left in dir.
 func noneMovedAside(t *testing.T, dir string) {
 	t.Helper()
 	ents, _ := os.ReadDir(dir)
@@ -182,125 +227,6 @@ func finishHolders(t *testing.T, held []heldSeg) {
 			t.Errorf("holder (%s): %q %v", hs.how, last, err)
 		}
 	}
-}
-
-// TestCleanupKeepsHiddenHolders (issue 14 items 1, 4, 5): segments held by
-// a thread after the leader's pthread_exit (mapped, and open), by a thread
-// with its own file table, through a bind mount of the file, or only in a
-// socket's queue survive the cleanup, which removes the orphans beside them.
-func TestCleanupKeepsHiddenHolders(t *testing.T) {
-	dir := shmtest.MountTmpfs(t, "16M")
-	held := holdHidden(t, dir, -1, true)
-	orphan := shmtest.MakeSegment(t, dir, "nccl-Orph01", 4096, time.Hour)
-	ctx := context.Background()
-	h := localHost(dir)
-	fx, ok := ByID(Plan(ctx, h, wantCleanup()), "shm.cleanup")
-	if !ok {
-		t.Fatal("the orphan was not planned")
-	}
-	preview := strings.Join(fx.Preview(), "\n")
-	for _, hs := range held {
-		if strings.Contains(preview, filepath.Base(hs.path)) {
-			t.Errorf("the preview plans a held segment (%s): %s", hs.how, preview)
-		}
-	}
-	out, err := fx.Apply(ctx, h, ApplyOptions{Yes: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if exists(orphan) || len(out.Changed) != 1 {
-		t.Errorf("the orphan: %+v", out)
-	}
-	checkHeld(t, held)
-	finishHolders(t, held)
-}
-
-// TestCleanupInNestedPIDNamespace (item 2): `unshare -p -f -i --mount-proc
-// ncclwiz fix` beside holders outside, on a tmpfs named "shm" like a
-// container's own (which was taken as proof that nobody outside uses it).
-// From inside, /proc shows none of the holders and the scan no longer
-// claims to see every one; the kernel lease still keeps each held file and
-// removes the orphan.
-func TestCleanupInNestedPIDNamespace(t *testing.T) {
-	needTool(t, "unshare")
-	dir := shmtest.MountShm(t, "16M") // named like a container's own /dev/shm
-	held := holdHidden(t, dir, -1, false)
-	orphan := shmtest.MakeSegment(t, dir, "nccl-Orph01", 4096, time.Hour)
-	r := runCleanup(t, dir, false, "unshare", "--pid", "--fork", "--ipc", "--mount-proc")
-	if r.Private || r.PIDNS != "nested" {
-		t.Errorf("from a nested PID namespace: all_holders_visible=%v pid_namespace=%s", r.Private, r.PIDNS)
-	}
-	wantInUse(t, r, held, "from inside")
-	if exists(orphan) {
-		t.Errorf("the orphan was not removed: %+v", r)
-	}
-	checkHeld(t, held)
-	finishHolders(t, held)
-
-	// Without the lease (CAP_LEASE dropped, other users' files) the scan
-	// alone cannot prove anything from there: the cleanup refuses.
-	needTool(t, "setpriv")
-	theirs := shmtest.MakeSegment(t, dir, "nccl-Othr02", 4096, time.Hour)
-	if err := os.Chown(theirs, 4242, 4242); err != nil {
-		t.Fatal(err)
-	}
-	r = runCleanup(t, dir, true, "unshare", "--pid", "--fork", "--mount-proc", "setpriv", "--bounding-set", "-lease", "--inh-caps", "-lease", "--")
-	if !exists(theirs) || r.States["nccl-Othr02"] != string(shm.Unknown) {
-		t.Errorf("without a lease, from a nested namespace: %+v", r)
-	}
-}
-
-// TestCleanupAsNobody (item 3): as nobody, a 0600 nobody-owned segment
-// that a root process has open is kept (the kernel refuses the lease; the
-// unreadable root processes are no proof either way), and nobody's orphan
-// is removed.
-func TestCleanupAsNobody(t *testing.T) {
-	needTool(t, "setpriv")
-	dir := shmtest.MountTmpfs(t, "16M")
-	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil { // t.TempDir's parent is 0700
-		t.Fatal(err)
-	}
-	const nobody = 65534
-	held := holdHidden(t, dir, nobody, true) // root processes hold nobody's files
-	orphan := shmtest.MakeSegment(t, dir, "nccl-Orph01", 4096, time.Hour)
-	if err := os.Chown(orphan, nobody, nobody); err != nil {
-		t.Fatal(err)
-	}
-	r := runCleanup(t, dir, false, "setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "--")
-	wantInUse(t, r, held, "as nobody")
-	if exists(orphan) {
-		t.Errorf("nobody's orphan was not removed: %+v", r)
-	}
-	checkHeld(t, held)
-	finishHolders(t, held)
-}
-
-// TestCleanupWithoutLease: as root with CAP_LEASE dropped, other users'
-// files cannot be leased; the cleanup falls back to the /proc proof, which
-// it may use only because it sees every process and thread (root, the
-// initial PID namespace). Thread, leader-exit and bind-mount holders are
-// found there and kept; the orphan is removed and no file is left moved
-// aside. (A descriptor only in flight is invisible to any /proc scan: only
-// the lease sees it, so this fallback cannot, and the test does not
-// pretend it can.)
-func TestCleanupWithoutLease(t *testing.T) {
-	needTool(t, "setpriv")
-	dir := shmtest.MountTmpfs(t, "16M")
-	if l, err := os.Readlink("/proc/self/ns/pid"); err != nil || l != "pid:[4026531836]" {
-		t.Skipf("not in the initial PID namespace (%s): the /proc proof cannot see every process here", l)
-	}
-	held := holdHidden(t, dir, 4242, false)
-	orphan := shmtest.MakeSegment(t, dir, "nccl-Orph01", 4096, time.Hour)
-	if err := os.Chown(orphan, 4242, 4242); err != nil {
-		t.Fatal(err)
-	}
-	r := runCleanup(t, dir, true, "setpriv", "--bounding-set", "-lease", "--inh-caps", "-lease", "--")
-	if exists(orphan) || !strings.Contains(r.Reasons["nccl-Orph01"], "every process and thread inspected") {
-		t.Errorf("the orphan was not removed by the /proc proof: %+v", r)
-	}
-	checkHeld(t, held)
-	finishHolders(t, held)
-	noneMovedAside(t, dir)
 }
 
 // makeEmptyOrphans creates n empty, hour-old segments quickly.
@@ -365,12 +291,13 @@ func TestCleanupInterrupted(t *testing.T) {
 }
 
 // exportCleanup plans shm.cleanup on dir now and writes it as a script
-// that anyone may run.
-func exportCleanup(t *testing.T, dir string) string {
+// that anyone may run (with --all-users: other users' files too).
+func exportCleanup(t *testing.T, dir string, allUsers ...bool) string {
 	t.Helper()
 	ctx := context.Background()
 	h := localHost(dir)
-	fx, ok := ByID(Plan(ctx, h, wantCleanup()), "shm.cleanup")
+	plan, _ := PlanWith(ctx, h, wantCleanup(), PlanOptions{AllUsers: len(allUsers) > 0 && allUsers[0]})
+	fx, ok := ByID(plan, "shm.cleanup")
 	if !ok {
 		t.Fatal("shm.cleanup not planned")
 	}
@@ -384,104 +311,6 @@ func exportCleanup(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// TestExportedScriptHiddenHolders (items 1-5 for the exported script): the
-// plan is made while nothing holds the files; then processes hold them the
-// ways /proc/PID/fd and maps alone miss (a thread after the leader exited,
-// a thread's own file table, a bind mount under another name, a descriptor
-// only in flight). With perl the script proves each file with the kernel
-// lease, held across the unlink: it keeps every held file and removes the
-// orphan, even from a nested PID namespace. Without perl (a stub that
-// fails) only its /proc proof is left: as root on the host it still finds
-// the thread and bind-mount holders; from a nested PID namespace or as
-// nobody it cannot see every process and refuses even the orphan.
-func TestExportedScriptHiddenHolders(t *testing.T) {
-	needTool(t, "bash")
-	holder := shmtest.BuildHolder(t)
-	noPerl := shmtest.PublicDir(t)
-	if err := os.WriteFile(filepath.Join(noPerl, "perl"), []byte("#!/bin/sh\nexit 127\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	nested := []string{"unshare", "--pid", "--fork", "--mount-proc"}
-	nobody := []string{"setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "--"}
-	for _, tc := range []struct {
-		name     string
-		wrapper  []string
-		perl     bool
-		inFlight bool   // only the lease sees it
-		refuse   string // the orphan is kept, saying this
-	}{
-		{"root, perl", nil, true, true, ""},
-		{"nested PID namespace, perl", nested, true, true, ""},
-		{"root, no perl", nil, false, false, ""},
-		{"nested PID namespace, no perl", nested, false, false, "not in the initial PID namespace"},
-		{"nobody, no perl", nobody, false, false, "only root can inspect every process"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if len(tc.wrapper) > 0 {
-				needTool(t, tc.wrapper[0])
-			}
-			if tc.perl {
-				needTool(t, "perl")
-			}
-			dir := shmtest.MountTmpfs(t, "16M")
-			if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			ways := []string{"leader-map", "leader-fd", "thread-files", "bind", "open"}
-			if tc.inFlight {
-				ways = append(ways, "scm-inflight")
-			}
-			var paths []string
-			for i, w := range ways {
-				paths = append(paths, shmtest.MakeSegment(t, dir, fmt.Sprintf("nccl-S%02d-%s", i, w), 4096, time.Hour))
-			}
-			orphan := shmtest.MakeSegment(t, dir, "nccl-Orph01", 4096, time.Hour)
-			script := exportCleanup(t, dir)
-			var held []heldSeg
-			for i, w := range ways {
-				var p *shmtest.Process
-				switch w {
-				case "bind":
-					p = shmtest.StartThroughBind(t, "map", paths[i])
-				case "open":
-					p = shmtest.Start(t, "open", paths[i])
-				default:
-					p = shmtest.StartCmd(t, exec.Command(holder, w, paths[i]))
-				}
-				held = append(held, heldSeg{path: paths[i], how: w, ino: inode(t, paths[i]), proc: p})
-			}
-			argv := append(append([]string{}, tc.wrapper...), "bash", script, "--apply")
-			cmd := exec.Command(argv[0], argv[1:]...)
-			cmd.Dir = "/"
-			cmd.Env = os.Environ()
-			if !tc.perl {
-				cmd.Env = append(cmd.Env, "PATH="+noPerl+":"+os.Getenv("PATH"))
-			}
-			b, _ := cmd.CombinedOutput() // kept files are not failures
-			out := string(b)
-			switch {
-			case tc.refuse != "":
-				if !exists(orphan) || !strings.Contains(out, "kept "+orphan+": ") || !strings.Contains(out, tc.refuse) {
-					t.Errorf("the script did not refuse the orphan:\n%s", out)
-				}
-			case exists(orphan):
-				t.Errorf("the orphan survived:\n%s", out)
-			}
-			for _, hs := range held {
-				if !strings.Contains(out, "kept "+hs.path+": ") {
-					t.Errorf("%s (%s) not reported kept:\n%s", hs.path, hs.how, out)
-				}
-			}
-			if tc.perl && !strings.Contains(out, "kernel lease") {
-				t.Errorf("perl was there, yet no kernel lease:\n%s", out)
-			}
-			checkHeld(t, held)
-			finishHolders(t, held)
-			noneMovedAside(t, dir)
-		})
-	}
 }
 
 // TestCleanupPingPongForced (item 5): a descriptor passed back and forth

@@ -2,9 +2,9 @@ package steps
 
 // The bash text of exported scripts. It uses bash, coreutils (stat, date,
 // mktemp, cp, mv, chmod, chown, cat, id, sleep), grep, find and awk (for
-// fstab only), and perl where present (for the kernel lease the cleanup
-// proves a file unused with; without perl it falls back to /proc);
-// nothing else.
+// fstab only), and perl for the kernel lease that alone proves a
+// segment unused (without perl the cleanup keeps every file, as ncclwiz
+// fix does where no lease can be taken); nothing else.
 
 // scriptPrelude parses the arguments and defines the output helpers.
 const scriptPrelude = `
@@ -84,77 +84,66 @@ fi
 `
 
 // helperOrder is the order helpers appear in a script.
-var helperOrder = []string{"shm_unused", "lease_rm", "remove_unused", "same_proc", "stop_rank", "remount_shm", "fstab_set", "put_file"}
+var helperOrder = []string{"shm_file", "shm_holder", "lease_rm", "remove_unused", "same_proc", "stop_rank", "remount_shm", "fstab_set", "put_file"}
 
 var helperDeps = map[string][]string{
-	"remove_unused": {"shm_unused", "lease_rm"},
+	"remove_unused": {"shm_file", "shm_holder", "lease_rm"},
 	"stop_rank":     {"same_proc"},
 }
 
 var helperText = map[string]string{
-	"shm_unused": `# shm_unused PATH INODE [--file-only]: succeeds only if PATH is still the regular,
-# single-link file with that inode, unmodified for two minutes, and no
-# process or thread has it open (/proc/*/fd, /proc/*/task/*/fd: a thread may
-# have a file table of its own) or mapped (/proc/*/maps, or the threads'
-# maps once the main thread has exited), matched by device and inode, so a
-# bind mount of it under another name counts too. It refuses (WHY says why)
-# when it cannot see every process: not root, not in the initial PID
-# namespace (processes outside it may share this tmpfs), or a process it
-# cannot inspect. A descriptor only in flight in a UNIX socket's queue is
-# in no /proc file: "ncclwiz fix" itself proves that case with a kernel
-# lease, which bash cannot take.
-shm_unused() {
-  local p=$1 want=$2 ino dev nlink owner perm mtime now majmin d fd m pidns
-  local -a maps=()
+	"shm_file": `# shm_file PATH INODE: succeeds only if PATH is still the regular,
+# single-link file with that inode, unmodified for two minutes (SHM_DEV is
+# then its device); WHY says why not.
+shm_file() {
+  local p=$1 want=$2 ino dev nlink mtime now st
   WHY=
   if [ -L "$p" ] || [ ! -f "$p" ]; then WHY="not a regular file (any more)"; return 1; fi
-  read -r ino dev nlink owner perm mtime < <(stat -c '%i %d %h %u %a %Y' -- "$p") || { WHY="cannot stat it"; return 1; }
+  # Not < <(…): process substitution needs /dev/fd, which needs /proc.
+  st=$(stat -c '%i %d %h %Y' -- "$p") || { WHY="cannot stat it"; return 1; }
+  read -r ino dev nlink mtime <<<"$st"
   if [ "$ino" != "$want" ]; then WHY="a different file now (inode $ino, planned $want)"; return 1; fi
   if [ "$nlink" != 1 ]; then WHY="it has $nlink hard links"; return 1; fi
   now=$(date +%s)
   if [ $((now - mtime)) -lt 120 ]; then WHY="modified $((now - mtime)) s ago; a job may be starting"; return 1; fi
-  # --file-only: the checks above alone (the kernel lease proves the rest).
-  if [ "${3:-}" = --file-only ]; then SHM_DEV=$dev; return 0; fi
-  pidns=$(readlink /proc/self/ns/pid 2>/dev/null || true)
-  if [ "$pidns" != 'pid:[4026531836]' ]; then
-    WHY="this shell is not in the initial PID namespace (${pidns:-unknown}): processes outside it may share this tmpfs unseen (ncclwiz fix can prove it here with a kernel lease)"
-    return 1
-  fi
-  if ! is_root; then WHY="only root can inspect every process (owner uid $owner, mode $perm); run the script as root, or ncclwiz fix"; return 1; fi
-  for d in /proc/[0-9]*; do
-    if { : <"$d/maps"; } 2>/dev/null && [ -r "$d/fd" ] && [ -x "$d/fd" ]; then
-      # An exited main thread leaves /proc/PID/maps empty; its threads
-      # still map the same memory.
-      if IFS= read -r _ 2>/dev/null <"$d/maps"; then maps+=("$d/maps"); else maps+=("$d"/task/[0-9]*/maps); fi
-      continue
-    fi
-    # The machine's init never holds a job's segment; some sandboxes hide
-    # it even from root.
-    if [ "$d" = /proc/1 ]; then continue; fi
-    [ -d "$d" ] || continue
-    WHY="process ${d#/proc/} cannot be inspected"; return 1
-  done
+  SHM_DEV=$dev
+}
+`,
+	"shm_holder": `# shm_holder PATH: succeeds (WHY names it) if a process this shell can
+# inspect has PATH open — an O_PATH descriptor included, which the kernel
+# lease does not see — or mapped (/proc/*/fd, the threads' own file tables,
+# /proc/*/maps), matched by device and inode. Seeing none is no proof of
+# anything: only the kernel lease (lease_rm) proves a file unused.
+shm_holder() {
+  local p=$1 ino dev fd m majmin st
+  st=$(stat -c '%i %d' -- "$p") || return 1
+  read -r ino dev <<<"$st"
   fd=$(find -L /proc/[0-9]*/fd /proc/[0-9]*/task/[0-9]*/fd -mindepth 1 -maxdepth 1 -samefile "$p" -print -quit 2>/dev/null || true)
-  if [ -n "$fd" ]; then fd=${fd#/proc/}; WHY="open in process ${fd%%/*}"; return 1; fi
+  if [ -n "$fd" ]; then fd=${fd#/proc/}; WHY="open in process ${fd%%/*}"; return 0; fi
   majmin=$(printf '%02x:%02x' "$(( ((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfff) ))" "$(( (dev & 0xff) | ((dev >> 12) & ~0xff) ))")
-  m=$(grep -lsE "^[^ ]+ [^ ]+ [^ ]+ $majmin $ino( |\$)" "${maps[@]}" 2>/dev/null | head -n 1 || true)
-  if [ -n "$m" ]; then m=${m#/proc/}; WHY="mapped by process ${m%%/*}"; return 1; fi
-  return 0
+  m=$(grep -lsE "^[^ ]+ [^ ]+ [^ ]+ $majmin $ino( |\$)" /proc/[0-9]*/maps /proc/[0-9]*/task/[0-9]*/maps 2>/dev/null | head -n 1 || true)
+  if [ -n "$m" ]; then m=${m#/proc/}; WHY="mapped by process ${m%%/*}"; return 0; fi
+  return 1
 }
 `,
 	"lease_rm": `# lease_rm probe|rm PATH INODE DEV: asks the kernel, through perl, for
 # the write lease it grants only when nothing else anywhere has the file
-# open or mapped (any process, thread, PID namespace or container, or a
-# descriptor in flight in a socket's queue); with rm it unlinks PATH while
-# holding the lease, so nothing can open it in between. PATH is opened
-# without following a symlink, as an O_PATH descriptor first, and must be
-# the file INODE on device DEV. Exit status: 0 free (and removed, with rm),
-# 3 held, 4 changed, 6 gone; anything else: no lease here (no perl, neither
-# the owner nor CAP_LEASE, a filesystem without leases).
+# open or mapped (any process, thread, PID namespace or container, a
+# descriptor in flight in a socket's queue, an io_uring registered file, a
+# loop device). Root without CAP_LEASE asks as the file's owner (the
+# kernel checks the filesystem uid). PATH is opened without following a
+# symlink, as an O_PATH descriptor first, and must be the file INODE on
+# device DEV. With rm, while the lease is held, the file is moved into a
+# private 0700 directory beside it, checked there to be the leased inode
+# (a name swapped meanwhile brings another file, which is put back) and
+# unlinked there. Exit status: 0 free (and removed, with rm), 3 held,
+# 4 changed, 6 gone, 7 swapped (put back), 8 swapped and not put back (its
+# path is printed), 9 unlinked but the file still has a name; anything
+# else: no lease here.
 lease_rm() {
   command -v perl >/dev/null 2>&1 || return 5
   perl -e '
-    use strict; use warnings; use Fcntl qw(O_RDONLY O_NOFOLLOW O_NONBLOCK);
+    use strict; use warnings; use Fcntl qw(O_RDONLY O_NOFOLLOW O_NONBLOCK O_NOCTTY);
     $SIG{IO} = "IGNORE";   # a broken lease signals its holder
     my ($mode, $p, $ino, $dev) = @ARGV;
     my $same = sub { my @s = @_; return @s && -f _ && $s[0] == $dev && $s[1] == $ino };
@@ -162,55 +151,85 @@ lease_rm() {
     exit 4 unless !-l _ && $same->(@l);
     sysopen(my $ph, $p, 010000000 | O_NOFOLLOW) or exit($!{ENOENT} ? 6 : 5);   # O_PATH
     exit 4 unless $same->(stat($ph));
-    sysopen(my $fh, "/proc/self/fd/" . fileno($ph), O_RDONLY | O_NONBLOCK) or exit($!{EWOULDBLOCK} ? 3 : 5);
-    unless (fcntl($fh, 1024, 1)) { exit(($!{EAGAIN} || $!{EBUSY}) ? 3 : 5) }   # F_SETLEASE F_WRLCK
+    my $fh;
+    unless (sysopen($fh, "/proc/self/fd/" . fileno($ph), O_RDONLY | O_NONBLOCK | O_NOCTTY)) {
+      exit 3 if $!{EWOULDBLOCK};
+      exit 5 unless $!{ENOENT};
+      # No /proc: open the name again and check it is the same file.
+      sysopen($fh, $p, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW) or exit($!{EWOULDBLOCK} ? 3 : 5);
+      exit 4 unless $same->(stat($fh));
+    }
+    my $uid = (stat($fh))[4];
+    unless (fcntl($fh, 1024, 1)) {   # F_SETLEASE F_WRLCK
+      exit 3 if $!{EAGAIN} || $!{EBUSY};
+      exit 5 unless ($!{EACCES} || $!{EPERM}) && $> == 0 && $uid != 0;
+      $> = $uid;   # the effective uid sets the filesystem uid
+      exit 5 if $> != $uid;
+      my $ok = fcntl($fh, 1024, 1);
+      my $busy = $!{EAGAIN} || $!{EBUSY};
+      $> = 0;
+      exit 5 if $> != 0;
+      exit($busy ? 3 : 5) unless $ok;
+    }
     exit 0 if $mode ne "rm";
     exit 3 if fcntl($fh, 1025, 0) != 1;   # F_GETLEASE: an open began
-    @l = lstat($p) or exit 6;
-    exit 4 unless !-l _ && $same->(@l);
-    unlink($p) or exit 5;
+    my ($d, $n) = $p =~ m{^(.*)/([^/]+)$} ? ($1, $2) : (".", $p);
+    my $start = 0;
+    if (open(my $st, "<", "/proc/self/stat")) { my $s = <$st>; $s =~ s/^.*\) //; $start = (split / /, $s)[19] // 0 }
+    my $priv;
+    for (1 .. 8) {
+      my $c = sprintf("%s/nccl-ncclwiz-rm-%d-%d-%08x", $d, $$, $start, int(rand(4294967295)));
+      if (mkdir($c, 0700)) { $priv = $c; last }
+      exit 5 unless $!{EEXIST};
+    }
+    exit 5 unless defined $priv;
+    my @ps = lstat($priv);
+    unless (@ps && -d _ && $ps[4] == $> && ($ps[2] & 077) == 0) { rmdir $priv; exit 5 }
+    rename($p, "$priv/$n") or do { rmdir $priv; exit 5 };
+    my $back = sub {
+      if (link("$priv/$n", $p)) { unlink("$priv/$n"); rmdir($priv); exit $_[0] }
+      print "$priv/$n\n"; exit 8;
+    };
+    my @m = lstat("$priv/$n");
+    $back->(7) unless @m && !-l _ && $same->(@m);
+    $back->(3) if fcntl($fh, 1025, 0) != 1;
+    unlink("$priv/$n") or $back->(5);
+    rmdir($priv);
+    exit 9 if (stat($fh))[3] != 0;   # the leased file still has a name somewhere
     exit 0;
   ' "$@"
 }
 `,
 	"remove_unused": `# remove_unused PATH INODE: removes PATH only if it is still the planned
-# file and nothing holds it. First proof: the kernel lease (lease_rm), held
-# across the unlink. Where no lease can be taken, shm_unused must prove it
-# by /proc (root, the initial PID namespace, every process inspected): with
-# --apply the file is then moved aside (so nothing can open it by its name
-# any more), proven unused again under the new name and removed; on any
-# doubt it is put back.
+# file, no process this shell can see holds it (shm_holder: an O_PATH
+# descriptor the lease does not see) and the kernel grants the exclusive
+# lease (lease_rm), held from before the last check until after the
+# unlink. Where no lease can be taken (no perl, neither the owner nor
+# CAP_LEASE nor root), the file is kept: a /proc scan cannot see a
+# descriptor in flight over a socket, an io_uring registered file or a
+# loop device, so it proves nothing — "ncclwiz fix" keeps such files too.
 remove_unused() {
-  local q rc=0 mode=probe
+  local rc=0 mode=probe left
   if [ ! -e "$1" ] && [ ! -L "$1" ]; then say "  already gone: $1"; return 0; fi
-  if ! shm_unused "$1" "$2" --file-only; then say "  kept $1: $WHY"; return 0; fi
+  if ! shm_file "$1" "$2"; then say "  kept $1: $WHY"; return 0; fi
+  if shm_holder "$1"; then say "  kept $1: $WHY"; return 0; fi
   if [ "$APPLY" = 1 ]; then mode='rm'; fi
-  lease_rm "$mode" "$1" "$2" "$SHM_DEV" || rc=$?
+  left=$(lease_rm "$mode" "$1" "$2" "$SHM_DEV") || rc=$?
   case $rc in
     0)
       if [ "$APPLY" = 1 ]; then say "  + $(show rm -- "$1")   (kernel lease: nothing had it open)"; CHANGED=$((CHANGED + 1))
-      else say "  would run: $(show rm -- "$1")   (unused now: the kernel granted an exclusive lease)"; fi
-      return 0 ;;
-    3)
-      shm_unused "$1" "$2" || true
-      say "  kept $1: open elsewhere (the kernel refused an exclusive lease)${WHY:+; $WHY}"; return 0 ;;
-    4) say "  kept $1: it changed since it was planned"; return 0 ;;
-    6) say "  already gone: $1"; return 0 ;;
+      else say "  would run: $(show rm -- "$1")   (unused now: the kernel granted an exclusive lease)"; fi ;;
+    3) say "  kept $1: open elsewhere (the kernel refused an exclusive lease)" ;;
+    4) say "  kept $1: it changed since it was planned" ;;
+    6) say "  already gone: $1" ;;
+    7) say "  kept $1: another file had taken its name at that moment (a rename swapped them); put back untouched" ;;
+    8) say "  FAILED: a file that had taken the name $1 could not be put back: it is now $left"; FAILED=$((FAILED + 1)) ;;
+    9) say "  removed the name $1, yet the file still has another name: nothing was freed"; FAILED=$((FAILED + 1)) ;;
+    *)
+      if command -v perl >/dev/null 2>&1; then WHY="neither its owner, CAP_LEASE nor root may take one here"; else WHY="perl, which takes it, is not installed"; fi
+      say "  kept $1: not proven unused: no kernel lease ($WHY), and a /proc scan is no proof" ;;
   esac
-  if ! shm_unused "$1" "$2"; then say "  kept $1: $WHY (and no kernel lease could be taken here)"; return 0; fi
-  if [ "$APPLY" != 1 ]; then say "  would run: $(show rm -- "$1")   (unused now)"; return 0; fi
-  q="${1%/*}/nccl-ncclwiz-rm-$2-$$"
-  if [ -e "$q" ] || [ -L "$q" ] || ! mv -n -T -- "$1" "$q" 2>/dev/null || [ ! -e "$q" ]; then
-    say "  kept $1: it could not be moved aside"; return 0
-  fi
-  if shm_unused "$q" "$2"; then
-    say "  + $(show rm -- "$1")"
-    if rm -- "$q"; then CHANGED=$((CHANGED + 1)); else FAILED=$((FAILED + 1)); fi
-    return 0
-  fi
-  mv -n -T -- "$q" "$1" 2>/dev/null || true
-  if [ -e "$q" ]; then say "  kept it, but could not put it back: $1 is now $q ($WHY)"; FAILED=$((FAILED + 1)); return 0; fi
-  say "  kept $1: $WHY"
+  return 0
 }
 `,
 	"same_proc": `# same_proc PID START: PID is still the running process that started at
@@ -244,7 +263,7 @@ remount_shm() {
   local fs blocks bsize
   fs=$(stat -f -c %T -- "$1" 2>/dev/null) || fs=missing
   if [ "$fs" != tmpfs ]; then say "  $1 is not a tmpfs ($fs); not remounted"; return 0; fi
-  read -r blocks bsize < <(stat -f -c '%b %S' -- "$1")
+  read -r blocks bsize <<<"$(stat -f -c '%b %S' -- "$1")"
   if [ "$blocks" = 0 ]; then say "  $1 has no size limit; not remounted"; return 0; fi
   if [ $((blocks * bsize)) -ge "$3" ]; then say "  $1 is already $((blocks * bsize >> 20)) MiB"; return 0; fi
   act mount -o "remount,size=$2" "$1"

@@ -140,7 +140,15 @@ func applyStale(ctx context.Context, h *host.Host, targets []rank, o ApplyOption
 	for _, r := range now {
 		still[r.PID] = r
 	}
-	for _, t := range targets {
+	for i, t := range targets {
+		if ctx.Err() != nil {
+			// Interrupted (Ctrl-C, SIGTERM, output closed): the rank in hand
+			// was finished; the others are not signalled.
+			for _, r := range targets[i:] {
+				out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d: interrupted before it was signalled; left alone", r.PID))
+			}
+			break
+		}
 		if !sameProcess(ctx, h, t) {
 			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d: already ended", t.PID))
 			continue
@@ -189,6 +197,10 @@ func applyStale(ctx context.Context, h *host.Host, targets []rank, o ApplyOption
 		}
 	}
 	for _, t := range waiting {
+		if ctx.Err() != nil {
+			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d still running after SIGTERM; interrupted, so no SIGKILL was sent", t.PID))
+			continue
+		}
 		q := fmt.Sprintf("pid %d (%s) ignored SIGTERM for %s. Send SIGKILL (it cannot clean up)?", t.PID, clipText(t.Command, 60), grace)
 		if !o.Kill && (o.Confirm == nil || !o.Confirm(q)) {
 			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d still running: SIGKILL not agreed (kill -KILL %d by hand, or --kill)", t.PID, t.PID))

@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(envCleanupDir); dir != "" {
 		os.Exit(cleanupAndPrint(dir, os.Getenv(envCleanupAllUsers) != ""))
 	}
+	if dir := os.Getenv(envExportDir); dir != "" {
+		os.Exit(exportAndPrint(dir))
+	}
 	shmtest.Main()
 	os.Exit(m.Run())
 }
@@ -213,7 +216,7 @@ func TestCleanupChurn(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		procs = append(procs, shmtest.Start(t, "churn", dir))
 	}
-	held := holdHidden(t, dir, -1, true)
+	held := holdAll(t, dir, -1, "leader-map", "leader-fd", "thread-files", "bind-map", "scm-inflight", "scm-pingpong", "uring")
 	h := localHost(dir)
 	removed, rounds := 0, 0
 	deadline := time.Now().Add(2500 * time.Millisecond)

@@ -244,7 +244,8 @@ func (p *Plan) setOptions() error {
 	for _, kv := range o.Env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || !reEnvKey.MatchString(k) {
-			return fmt.Errorf("--env %q: want KEY=VALUE with a valid variable name", kv)
+			// NAME=value, not KEY=VALUE: errors pass the secret redactor.
+			return fmt.Errorf("--env %q: want NAME=value with a valid variable name", kv)
 		}
 		if strings.ContainsAny(v, "\x00\n") {
 			return fmt.Errorf("--env %s: the value holds a newline or NUL byte", k)
@@ -493,12 +494,13 @@ func (p *Plan) ensureTmp() error {
 	if p.tmpDir != "" {
 		return nil
 	}
-	// A test killed (SIGKILL) while no launcher ran left its directory:
-	// remove those whose owner is provably gone.
-	for _, d := range contain.SweepTmp(os.TempDir()) {
-		p.Notes = append(p.Notes, "removed "+d+", left by an earlier `ncclwiz test` that was killed")
-	}
-	d, err := os.MkdirTemp("", contain.TmpPrefix)
+	// A test killed (SIGKILL) left its directory, and if its keeper was
+	// killed too, its processes: end and remove those whose owner is
+	// provably gone.
+	p.Notes = append(p.Notes, contain.SweepRuns(os.TempDir(), MarkerVar)...)
+	// The run ID in the name lets the next run find this run's processes
+	// should ncclwiz and its keeper both be killed.
+	d, err := os.MkdirTemp("", contain.TmpPrefix+p.ensureRunID()+"-")
 	if err != nil {
 		return fmt.Errorf("private temporary directory: %w", err)
 	}
@@ -574,7 +576,7 @@ func (p *Plan) layout() error {
 			}
 			r.Env = p.Candidate
 			if len(p.Candidate) == 0 {
-				p.Skipped[id] = "no candidate environment: pass --env KEY=VALUE (or set NCCL_* variables in your shell)"
+				p.Skipped[id] = "no candidate environment: pass --env NAME=value (or set NCCL_* variables in your shell)"
 				continue
 			}
 		}

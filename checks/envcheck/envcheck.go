@@ -5,7 +5,9 @@ package envcheck
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,12 +36,26 @@ type Setting struct {
 	Line int
 }
 
+// maxConfFile bounds an NCCL config file (a few lines in practice).
+const maxConfFile = 1 << 20
+
+// Problem is a config file ncclwiz could not use, or a line in one.
+type Problem struct {
+	// Unread is set when the file itself could not be read (a FIFO, a
+	// device such as /dev/zero, too large, unreadable).
+	Unread bool
+	Text   string
+}
+
 // Collect gathers NCCL_*, TORCH_NCCL_*, TORCH_DISTRIBUTED_* and related
 // variables from the environment, $NCCL_CONF_FILE or ~/.nccl.conf, and
-// /etc/nccl.conf, in NCCL's precedence order.
-func Collect(h *host.Host) ([]Setting, []string) {
+// /etc/nccl.conf, in NCCL's precedence order. Config files are read as
+// regular files only, bounded and without blocking (a FIFO or /dev/zero
+// named by NCCL_CONF_FILE is a Problem, never a hang), and a symlink is
+// followed as NCCL follows it.
+func Collect(ctx context.Context, h *host.Host) ([]Setting, []Problem) {
 	var out []Setting
-	var problems []string
+	var problems []Problem
 	seen := map[string]bool{}
 	for _, kv := range h.Env {
 		name, val, ok := strings.Cut(kv, "=")
@@ -60,8 +76,11 @@ func Collect(h *host.Host) ([]Setting, []string) {
 	}
 	files = append(files, "/etc/nccl.conf")
 	for _, f := range files {
-		b, err := h.ReadFile(f)
+		b, err := h.ReadRegular(ctx, f, maxConfFile, true)
 		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				problems = append(problems, Problem{Unread: true, Text: textsafe.Clean(err.Error())})
+			}
 			continue
 		}
 		for i, line := range strings.Split(string(b), "\n") {
@@ -72,7 +91,7 @@ func Collect(h *host.Host) ([]Setting, []string) {
 			name, val, ok := strings.Cut(line, "=")
 			name = strings.TrimSpace(name)
 			if !ok || name == "" || strings.ContainsAny(name, " \t") {
-				problems = append(problems, fmt.Sprintf("%s:%d: not NAME=value: %s", f, i+1, line))
+				problems = append(problems, Problem{Text: fmt.Sprintf("%s:%d: not NAME=value: %s", f, i+1, textsafe.Clean(line))})
 				continue
 			}
 			out = append(out, Setting{Name: name, Value: strings.TrimSpace(val), Source: f, Shadowed: seen[name], Line: i + 1})
@@ -103,8 +122,8 @@ func effective(ss []Setting, name string) (string, bool) {
 	return "", false
 }
 
-func run(_ context.Context, h *host.Host) ([]checks.Finding, error) {
-	ss, parseProblems := Collect(h)
+func run(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
+	ss, parseProblems := Collect(ctx, h)
 	var fs []checks.Finding
 	list := make([]map[string]any, 0, len(ss))
 	for _, s := range ss {
@@ -115,15 +134,22 @@ func run(_ context.Context, h *host.Host) ([]checks.Finding, error) {
 		list = append(list, e)
 	}
 	for _, p := range parseProblems {
+		if p.Unread {
+			fs = append(fs, checks.Finding{Severity: checks.Warn, Title: "An NCCL config file could not be read",
+				Detail: p.Text + "\nncclwiz reads NCCL config files only as regular files of at most 1 MiB, so the settings in this one " +
+					"are not judged here. NCCL reads NCCL_CONF_FILE (else ~/.nccl.conf) and /etc/nccl.conf line by line: point it at a small text file of NAME=value lines.",
+				Guide: "env-reference", Evidence: map[string]any{"problem": p.Text}})
+			continue
+		}
 		fs = append(fs, checks.Finding{Severity: checks.Warn, Title: "Unparsable line in an NCCL config file",
-			Detail: p + "\nNCCL ignores lines it cannot parse; the setting you meant is not applied.", Guide: "env-reference"})
+			Detail: p.Text + "\nNCCL ignores lines it cannot parse; the setting you meant is not applied.", Guide: "env-reference"})
 	}
 
 	var names []string
 	for _, s := range ss {
 		names = append(names, s.Name)
 	}
-	setIn := FindSetters(h, names)
+	setIn := FindSetters(ctx, h, names)
 	for _, s := range ss {
 		if s.Shadowed {
 			continue
@@ -183,6 +209,14 @@ func judgeName(s Setting, ss []Setting, setIn map[string][]string) []checks.Find
 	var f checks.Finding
 	rm := removal{name: s.Name}
 	switch {
+	case !known && envvars.Governed(s.Name) && !shellName(s.Name):
+		// No snippet can unset a name a shell cannot spell (invalid UTF-8,
+		// punctuation); say where it comes from instead of offering a fix
+		// that would be dropped.
+		return []checks.Finding{{Severity: checks.Warn, Title: fmt.Sprintf("%s%s is not a valid variable name", textsafe.Sanitize(s.Name), where),
+			Detail: "Its name holds bytes no shell can spell (not letters, digits and _), so neither NCCL nor PyTorch reads it and no " +
+				"snippet can unset it: delete it where it is set (a config file line, a launcher's or container's environment), or start the job with env -u.",
+			Guide: "env-reference", Evidence: map[string]any{"name": textsafe.Sanitize(s.Name)}}}
 	case !known && envvars.Governed(s.Name):
 		f = checks.Finding{Severity: checks.Warn, Title: fmt.Sprintf("%s%s is not a known NCCL or PyTorch variable", s.Name, where),
 			Detail: "Neither NCCL nor PyTorch reads this name, so it has no effect.", Guide: "env-reference",
@@ -203,6 +237,11 @@ func judgeName(s Setting, ss []Setting, setIn map[string][]string) []checks.Find
 		if s.Name == "NCCL_TIMEOUT" {
 			rm.code = timeoutCode(s.Value)
 		}
+	case v.Status == envvars.Removed && v.Generated:
+		// Read by older NCCL releases only: it still works with one of
+		// them, so ncclwiz says so and offers no removal.
+		return []checks.Finding{{Severity: checks.Info, Title: fmt.Sprintf("%s%s is read only by older NCCL releases", s.Name, where),
+			Detail: v.Advice + ". (" + v.Source + ")", Guide: "env-reference", Evidence: map[string]any{"name": s.Name}}}
 	case v.Status == envvars.Removed:
 		f = checks.Finding{Severity: checks.Warn, Title: fmt.Sprintf("%s%s was removed from NCCL", s.Name, where),
 			Detail: v.Advice + ". (" + v.Source + ")", Guide: "env-reference", Evidence: map[string]any{"name": s.Name}}
@@ -340,4 +379,15 @@ func contradictions(ss []Setting, setIn map[string][]string) []checks.Finding {
 	}
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Severity.Rank() < fs[j].Severity.Rank() })
 	return fs
+}
+
+// shellName reports whether name is a shell identifier: [A-Za-z_][A-Za-z0-9_]*.
+func shellName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return name != ""
 }

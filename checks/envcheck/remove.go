@@ -1,9 +1,9 @@
 package envcheck
 
 import (
+	"context"
 	"fmt"
 	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,19 +19,79 @@ import (
 var StartupFiles = []string{"~/.bashrc", "~/.bash_profile", "~/.bash_login", "~/.profile", "~/.zshenv", "~/.zprofile", "~/.zshrc",
 	"~/.config/fish/config.fish", "/etc/environment", "/etc/profile", "/etc/bash.bashrc", "/etc/zsh/zshenv"}
 
-// setLine matches a line that sets the variable NAME in sh/bash/zsh (with
-// or without export, declare -x, typeset -x, readonly), /etc/environment,
-// fish (set -gx NAME …) or csh (setenv NAME …).
-func setLine(name string) *regexp.Regexp {
-	n := regexp.QuoteMeta(name)
-	return regexp.MustCompile(`^\s*(?:(?:(?:export|declare|typeset|readonly)(?:\s+-[A-Za-z]+)*\s+)?` + n + `=|set\s+(?:-[A-Za-z]+\s+)*` + n + `(?:\s|$)|setenv\s+` + n + `(?:\s|$))`)
+// setsName reports whether line sets the variable name in sh/bash/zsh
+// (with or without export, declare -x, typeset -x, readonly),
+// /etc/environment, fish (set -gx NAME …) or csh (setenv NAME …). It is
+// a plain scan, not a regexp built from name: a name is data from the
+// environment or a config file and may hold any bytes, invalid UTF-8
+// included (a regexp of it did not compile, and ncclwiz panicked).
+func setsName(line, name string) bool {
+	s := trimSpace(line)
+	if rest, ok := cutWord(s, "setenv"); ok {
+		return nameThenEnd(rest, name)
+	}
+	if rest, ok := cutWord(s, "set"); ok {
+		return nameThenEnd(skipFlags(rest), name)
+	}
+	for _, kw := range []string{"export", "declare", "typeset", "readonly"} {
+		if rest, ok := cutWord(s, kw); ok {
+			if strings.HasPrefix(skipFlags(rest), name+"=") {
+				return true
+			}
+			break
+		}
+	}
+	return strings.HasPrefix(s, name+"=")
 }
+
+// isSpace is \s of RE2: space, \t, \n, \f, \r.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
+
+func trimSpace(s string) string {
+	for len(s) > 0 && isSpace(s[0]) {
+		s = s[1:]
+	}
+	return s
+}
+
+// cutWord cuts kw and the whitespace after it (at least one) from s.
+func cutWord(s, kw string) (string, bool) {
+	if !strings.HasPrefix(s, kw) || len(s) == len(kw) || !isSpace(s[len(kw)]) {
+		return s, false
+	}
+	return trimSpace(s[len(kw):]), true
+}
+
+// skipFlags drops leading option words (-gx -x …) and their spacing.
+func skipFlags(s string) string {
+	for len(s) > 1 && s[0] == '-' {
+		i := 1
+		for i < len(s) && (s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z') {
+			i++
+		}
+		if i == 1 || i == len(s) || !isSpace(s[i]) {
+			return s
+		}
+		s = trimSpace(s[i:])
+	}
+	return s
+}
+
+// nameThenEnd: s starts with name followed by whitespace or nothing.
+func nameThenEnd(s, name string) bool {
+	return strings.HasPrefix(s, name) && (len(s) == len(name) || isSpace(s[len(name)]))
+}
+
+// maxStartupFile bounds a startup file read while looking for a setting.
+const maxStartupFile = 4 << 20
 
 // FindSetters reads the startup files through the host seam and returns,
 // per name, where it is set: "~/.bashrc:12: export NCCL_TIMEOUT=1800"
 // (line text sanitised, secrets redacted). It only reads; deleting the
 // lines is the user's step.
-func FindSetters(h *host.Host, names []string) map[string][]string {
+// A file that is not a regular file of at most 4 MiB (a FIFO, /dev/zero
+// through a symlink) is passed over: it cannot be where a setting lives.
+func FindSetters(ctx context.Context, h *host.Host, names []string) map[string][]string {
 	out := map[string][]string{}
 	if len(names) == 0 {
 		return out
@@ -44,10 +104,6 @@ func FindSetters(h *host.Host, names []string) map[string][]string {
 			}
 		}
 	}
-	res := map[string]*regexp.Regexp{}
-	for _, n := range names {
-		res[n] = setLine(n)
-	}
 	for _, shown := range files {
 		p := shown
 		if rest, ok := strings.CutPrefix(shown, "~/"); ok {
@@ -56,7 +112,7 @@ func FindSetters(h *host.Host, names []string) map[string][]string {
 			}
 			p = path.Join(h.Home, rest)
 		}
-		b, err := h.ReadFile(p)
+		b, err := h.ReadRegular(ctx, p, maxStartupFile, true)
 		if err != nil {
 			continue
 		}
@@ -65,7 +121,7 @@ func FindSetters(h *host.Host, names []string) map[string][]string {
 				continue
 			}
 			for _, n := range names {
-				if res[n].MatchString(line) {
+				if setsName(line, n) {
 					out[n] = append(out[n], fmt.Sprintf("%s:%d: %s", shown, i+1, textsafe.Clean(strings.TrimSpace(line))))
 				}
 			}

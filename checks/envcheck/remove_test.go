@@ -1,6 +1,7 @@
 package envcheck
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestFindSetters(t *testing.T) {
 		"/etc/profile.d/nccl.csh":          "setenv NCCL_TIMEOUT 10\n",
 		"/etc/csh.cshrc":                   "setenv NCCL_TIMEOUT 11\n",
 	}, host.FixtureSpec{UID: 1000, Home: "/home/u"})
-	got := FindSetters(h, []string{"NCCL_TIMEOUT"})["NCCL_TIMEOUT"]
+	got := FindSetters(context.Background(), h, []string{"NCCL_TIMEOUT"})["NCCL_TIMEOUT"]
 	want := []string{
 		"~/.bashrc:1: export NCCL_TIMEOUT=1800", "~/.bashrc:5: declare -x NCCL_TIMEOUT=3", "~/.bashrc:6: NCCL_TIMEOUT=4 python train.py",
 		"~/.bashrc:7: readonly NCCL_TIMEOUT=5", "~/.zshrc:1: typeset -gx NCCL_TIMEOUT=6", "~/.config/fish/config.fish:1: set -gx NCCL_TIMEOUT 7",
@@ -32,7 +33,7 @@ func TestFindSetters(t *testing.T) {
 	}
 	// Without a home directory only the system files are read.
 	h.Home = ""
-	if got := FindSetters(h, []string{"NCCL_TIMEOUT"})["NCCL_TIMEOUT"]; len(got) != 2 {
+	if got := FindSetters(context.Background(), h, []string{"NCCL_TIMEOUT"})["NCCL_TIMEOUT"]; len(got) != 2 {
 		t.Errorf("no home: %q", got)
 	}
 }

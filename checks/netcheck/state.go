@@ -262,7 +262,9 @@ type jobScope struct {
 // nclSetting is the value NCCL sees for name: the environment first, then
 // $NCCL_CONF_FILE or ~/.nccl.conf, then /etc/nccl.conf.
 func ncclSetting(h *host.Host, name string) (value, source string, ok bool) {
-	ss, _ := envcheck.Collect(h)
+	// The read is bounded and never blocks (saferead); the check's own
+	// timeout covers a hung filesystem.
+	ss, _ := envcheck.Collect(context.Background(), h)
 	for _, s := range ss {
 		if s.Name == name && !s.Shadowed {
 			return s.Value, s.Source, true

@@ -213,10 +213,10 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 		// sticky bit keep NCCL from following another user's link, and
 		// ncclwiz never touches it, so it does not block a job.
 		add(checks.Finding{Severity: checks.Info,
-			Title: fmt.Sprintf("Symlink in %s: %s -> %s", dir, textsafe.Sanitize(s.Name), textsafe.Sanitize(s.LinkTarget)),
+			Title: fmt.Sprintf("Symlink in %s: %s -> %s", dir, textsafe.Name(s.Name), textsafe.Name(s.LinkTarget)),
 			Detail: "NCCL and PyTorch never create symlinks here; a program that opened this name would write to the target instead. " +
 				"ncclwiz does not follow it and will not remove it; check who created it (uid shown) and remove it by hand if it is not yours to keep.",
-			Evidence: map[string]any{"name": textsafe.Sanitize(s.Name), "target": textsafe.Sanitize(s.LinkTarget), "uid": s.UID}, Guide: "shm-stale-segments"})
+			Evidence: map[string]any{"name": textsafe.Name(s.Name), "target": textsafe.Name(s.LinkTarget), "uid": s.UID}, Guide: "shm-stale-segments"})
 	}
 	if len(irregular) > 0 {
 		add(checks.Finding{Severity: checks.Info,
@@ -247,7 +247,7 @@ func runSegments(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 func fillsTmpfs(percent uint64) bool { return percent >= 50 }
 
 func segmentEvidence(s Segment, now time.Time) map[string]any {
-	e := map[string]any{"name": textsafe.Sanitize(s.Name), "kind": s.Kind, "size": s.Size, "allocated": s.Allocated,
+	e := map[string]any{"name": textsafe.Name(s.Name), "kind": s.Kind, "size": s.Size, "allocated": s.Allocated,
 		"uid": s.UID, "age_seconds": int64(now.Sub(s.ModTime).Seconds()), "state": string(s.State), "inode": s.Ino}
 	if s.Reason != "" && s.State != InUse {
 		e["reason"] = textsafe.Sanitize(s.Reason)
@@ -260,7 +260,7 @@ func segmentEvidence(s Segment, now time.Time) map[string]any {
 		e["holders"] = hs
 	}
 	if s.Symlink {
-		e["symlink_to"] = textsafe.Sanitize(s.LinkTarget)
+		e["symlink_to"] = textsafe.Name(s.LinkTarget)
 	}
 	if s.Nlink > 1 {
 		e["nlink"] = s.Nlink
@@ -275,7 +275,7 @@ func nameList(segs []Segment) string {
 			names = append(names, fmt.Sprintf("+%d more", len(segs)-5))
 			break
 		}
-		names = append(names, textsafe.Sanitize(s.Name))
+		names = append(names, textsafe.Name(s.Name))
 	}
 	return strings.Join(names, ", ")
 }

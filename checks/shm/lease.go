@@ -3,6 +3,7 @@ package shm
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -44,7 +45,8 @@ const (
 // Lease is a write lease ncclwiz holds on one segment. While it is held,
 // nothing else has the file open, and an open that starts breaks it.
 type Lease struct {
-	fd int
+	fd       int
+	ino, dev uint64
 }
 
 // LeaseResult is the outcome of asking for a lease, with a sentence for
@@ -59,6 +61,22 @@ type LeaseResult struct {
 func (l *Lease) Broken() bool {
 	t, err := unix.FcntlInt(uintptr(l.fd), unix.F_GETLEASE, 0)
 	return err != nil || t != unix.F_WRLCK
+}
+
+// Same reports whether the name in dirfd is the leased file now.
+func (l *Lease) Same(dirfd int, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG &&
+		st.Ino == l.ino && uint64(st.Dev) == l.dev
+}
+
+// Links is the leased file's link count now (0 once its last name is gone).
+func (l *Lease) Links() (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(l.fd, &st); err != nil {
+		return 0, err
+	}
+	return uint64(st.Nlink), nil
 }
 
 // Release gives the lease up and closes ncclwiz's descriptor; an open that
@@ -90,6 +108,19 @@ func TakeLease(dirfd int, name string, dev, ino uint64) (*Lease, LeaseResult) {
 		return nil, LeaseResult{LeaseChanged, "it changed since it was scanned (not the same regular file)"}
 	}
 	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		// No /proc to reopen the O_PATH descriptor through: open the name
+		// again (never following a link, never blocking on a FIFO) and
+		// check that it is the very file the O_PATH descriptor holds.
+		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			var again unix.Stat_t
+			if serr := unix.Fstat(fd, &again); serr != nil || again.Ino != st.Ino || again.Dev != st.Dev {
+				_ = unix.Close(fd)
+				return nil, LeaseResult{LeaseChanged, "it changed while ncclwiz opened it (not the same regular file)"}
+			}
+		}
+	}
 	switch {
 	case errors.Is(err, unix.EWOULDBLOCK):
 		// Someone else holds a lease on it, so they have it open.
@@ -97,18 +128,63 @@ func TakeLease(dirfd int, name string, dev, ino uint64) (*Lease, LeaseResult) {
 	case err != nil:
 		return nil, LeaseResult{LeaseUnavailable, "cannot open it for the kernel lease: " + err.Error()}
 	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
+	err = setLease(fd)
+	if (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) && int(st.Uid) != unix.Geteuid() {
+		// Not the owner and no CAP_LEASE (Docker drops it; setpriv
+		// --bounding-set=-lease): the kernel checks the filesystem uid, so
+		// root that may still set its uid asks as the file's owner.
+		if ferr := setLeaseAs(fd, int(st.Uid)); ferr == nil || !errors.Is(ferr, errNoFsuid) {
+			err = ferr
+		}
+	}
+	if err != nil {
 		_ = unix.Close(fd)
 		switch {
 		case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EBUSY):
 			return nil, LeaseResult{LeaseHeld, heldWhy}
 		case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
-			return nil, LeaseResult{LeaseUnavailable, fmt.Sprintf("the kernel lease that proves a file unused may only be taken by its owner (uid %d) or with CAP_LEASE", st.Uid)}
+			return nil, LeaseResult{LeaseUnavailable, fmt.Sprintf("the kernel lease that proves a file unused may only be taken by its owner (uid %d), "+
+				"with CAP_LEASE, or by root that may act as the owner (CAP_SETUID); ncclwiz has none of these here", st.Uid)}
 		default:
 			return nil, LeaseResult{LeaseUnavailable, "this filesystem or kernel gives no file leases (" + err.Error() + "; see sysctl fs.leases-enable)"}
 		}
 	}
-	return &Lease{fd: fd}, LeaseResult{Verdict: LeaseFree}
+	return &Lease{fd: fd, ino: st.Ino, dev: uint64(st.Dev)}, LeaseResult{Verdict: LeaseFree}
+}
+
+func setLease(fd int) error {
+	_, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_WRLCK)
+	return err
+}
+
+// errNoFsuid: this thread could not take the owner's filesystem uid.
+var errNoFsuid = errors.New("cannot act as the file's owner")
+
+// setLeaseAs asks for the lease with the filesystem uid set to uid, on a
+// thread of its own: setfsuid changes only the calling thread, and if the
+// uid cannot be restored the thread is never given back to the runtime
+// (a goroutine that exits locked ends its thread).
+func setLeaseAs(fd, uid int) error {
+	res := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		prev, _ := unix.SetfsuidRetUid(uid)
+		if cur, _ := unix.SetfsuidRetUid(-1); cur != uid {
+			_, _ = unix.SetfsuidRetUid(prev)
+			if again, _ := unix.SetfsuidRetUid(-1); again == prev {
+				runtime.UnlockOSThread()
+			}
+			res <- errNoFsuid
+			return
+		}
+		err := setLease(fd)
+		_, _ = unix.SetfsuidRetUid(prev)
+		if again, _ := unix.SetfsuidRetUid(-1); again == prev {
+			runtime.UnlockOSThread()
+		}
+		res <- err
+	}()
+	return <-res
 }
 
 // heldWhy explains a refused lease when /proc shows no holder.

@@ -48,6 +48,10 @@ const (
 	Young State = "young"
 )
 
+// CleanupDirPrefix starts the name of the private directory shm.cleanup
+// moves a file into right before unlinking it (steps).
+const CleanupDirPrefix = "nccl-ncclwiz-rm-"
+
 // YoungAge is how old a segment must be before it can count as orphaned.
 const YoungAge = 2 * time.Minute
 
@@ -179,7 +183,7 @@ func Scan(ctx context.Context, h *host.Host) (*Inventory, error) {
 			lease = probeLease(dirfd, s)
 			s.Lease = lease.Verdict
 		}
-		s.State, s.Reason = judge(s, lease, blind, now)
+		s.State, s.Reason = judge(s, lease, blind, RealHost(h), now)
 	}
 	return inv, nil
 }
@@ -289,6 +293,14 @@ func visibility(ctx context.Context, h *host.Host) vis {
 		v.evidence = append(v.evidence, "no container detected")
 		return v
 	}
+	if ns == "unknown" && RealHost(h) && !procReadable(h) {
+		// No /proc: nothing says whose namespace this is, and no process
+		// can be inspected. Say that, not a guess about a container.
+		v.note = "/proc cannot be read here (not mounted, or hidden), so ncclwiz can see no process at all and cannot tell " +
+			"which PID namespace it runs in. Only the kernel's lease can prove a segment unused (ncclwiz takes one on the files it owns, " +
+			"or on any file with CAP_LEASE); the others are left alone. Mount /proc (mount -t proc proc /proc) to see the holders."
+		return v
+	}
 	src := ""
 	if b, err := h.ReadFile("/proc/self/mountinfo"); err == nil {
 		if r, err := resolveDir(h, shmDir(h)); err == nil {
@@ -319,6 +331,12 @@ func visibility(ctx context.Context, h *host.Host) vis {
 		v.note = fmt.Sprintf("ncclwiz runs in %s, and %s (mount source %q) may be shared with processes outside it.", where, shmDir(h), src) + prove
 	}
 	return v
+}
+
+// procReadable reports whether /proc lists this very process.
+func procReadable(h *host.Host) bool {
+	_, err := h.Lstat("/proc/self/stat")
+	return err == nil
 }
 
 // blindness says why the /proc scan cannot prove a segment unused on its
@@ -861,13 +879,19 @@ func procIdentity(h *host.Host, pid int) (string, []int) {
 	return p.Comm, p.UIDs
 }
 
-// judge decides the state of one segment. A kernel lease, where one was
-// taken, is the proof; the /proc scan proves alone only when it saw every
-// process (blind is "").
-func judge(s *Segment, lease LeaseResult, blind string, now time.Time) (State, string) {
+// judge decides the state of one segment. On the real machine (real) only
+// a kernel lease proves a segment unused: a /proc scan, however complete,
+// cannot see a descriptor in flight over a UNIX socket, a file an io_uring
+// registered, or a loop device's backing file — each keeps the segment in
+// use. On a fixture tree or a simulation (no kernel to ask) the scan is
+// the proof when it saw every process (blind is "").
+func judge(s *Segment, lease LeaseResult, blind string, real bool, now time.Time) (State, string) {
 	switch {
 	case s.Symlink:
 		return Unknown, "symlink to " + s.LinkTarget + "; not followed, never removed"
+	case s.Irregular && strings.HasPrefix(s.Name, CleanupDirPrefix):
+		return Unknown, "the private directory an ncclwiz cleanup moves each file into right before unlinking it; one left by a killed " +
+			"cleanup is emptied back into " + path.Dir(s.Path) + " by the next `ncclwiz fix --apply shm.cleanup`"
 	case s.Irregular:
 		return Unknown, "not a regular file; never removed"
 	case len(s.Holders) > 0:
@@ -883,6 +907,13 @@ func judge(s *Segment, lease LeaseResult, blind string, now time.Time) (State, s
 	if lease.Verdict == LeaseFree {
 		return Orphaned, leaseProof
 	}
+	if real {
+		why := noLeaseWhy
+		if lease.Why != "" {
+			why += " (" + lease.Why + ")"
+		}
+		return Unknown, why
+	}
 	if blind != "" {
 		if lease.Why != "" {
 			blind += "; and no kernel lease: " + lease.Why
@@ -891,6 +922,10 @@ func judge(s *Segment, lease LeaseResult, blind string, now time.Time) (State, s
 	}
 	return Orphaned, "no live process has it open or mapped (every process and thread inspected)"
 }
+
+// noLeaseWhy is the reason a segment stays when no lease could be taken.
+const noLeaseWhy = "not proven unused: no kernel lease could be taken, and a /proc scan is no proof (it cannot see a descriptor " +
+	"in flight over a UNIX socket, an io_uring registered file or a loop device's backing file)"
 
 // leaseProof is the reason of a segment the kernel proved unused.
 const leaseProof = "nothing has it open or mapped: the kernel granted ncclwiz an exclusive lease"
@@ -950,6 +985,8 @@ type Proof struct {
 	// Blind says why the scan alone proves nothing ("" when it saw every
 	// process and thread); then only a kernel lease can.
 	Blind string
+	// real: the machine itself, where only a kernel lease proves.
+	real bool
 }
 
 // ProveBatch scans /proc once for every segment of a batch, so that
@@ -968,7 +1005,7 @@ func ProveBatch(ctx context.Context, h *host.Host, segs []Segment) (*Proof, erro
 	if err != nil {
 		return nil, err
 	}
-	p := &Proof{Holders: make([][]Holder, len(segs)), Blind: blindness(sc, v)}
+	p := &Proof{Holders: make([][]Holder, len(segs)), Blind: blindness(sc, v), real: RealHost(h)}
 	for i := range segs {
 		p.Holders[i] = sc.holders[i]
 	}
@@ -981,5 +1018,5 @@ func ProveBatch(ctx context.Context, h *host.Host, segs []Segment) (*Proof, erro
 // (a zero LeaseResult where none was asked for).
 func (p *Proof) Judge(i int, seg Segment, lease LeaseResult, now time.Time) (State, string) {
 	seg.Holders, seg.Symlink, seg.Irregular = p.Holders[i], false, false
-	return judge(&seg, lease, p.Blind, now)
+	return judge(&seg, lease, p.Blind, p.real, now)
 }

@@ -15,9 +15,16 @@ const capSysAdminBit = 21
 // set (CapEff of /proc/self/status): what remounting /dev/shm needs. A
 // container started without --privileged or --cap-add SYS_ADMIN lacks it,
 // even as root.
-func CapSysAdmin(h *host.Host) bool {
+//
+// known is false when /proc/self/status cannot be read (/proc not mounted,
+// hidden): that is no evidence either way, and must not be told as "it
+// lacks CAP_SYS_ADMIN".
+func CapSysAdmin(h *host.Host) (has, known bool) {
 	self, err := proctab.Self(h)
-	return err == nil && self.CapEff&(1<<capSysAdminBit) != 0
+	if err != nil {
+		return false, false
+	}
+	return self.CapEff&(1<<capSysAdminBit) != 0, true
 }
 
 // Remount says whether this process may remount /dev/shm inside its
@@ -33,7 +40,10 @@ type Remount struct {
 // (/proc/self/attr/apparmor/current, or /proc/self/attr/current on older
 // kernels): "unconfined" or no AppArmor leaves the capability in charge.
 func CanRemount(h *host.Host) Remount {
-	if !CapSysAdmin(h) {
+	switch has, known := CapSysAdmin(h); {
+	case !known:
+		return Remount{Why: "ncclwiz cannot read its own capabilities (/proc/self/status is not readable: /proc is not mounted or is hidden here)"}
+	case !has:
 		return Remount{Why: "it lacks CAP_SYS_ADMIN"}
 	}
 	for _, p := range []string{"/proc/self/attr/apparmor/current", "/proc/self/attr/current"} {

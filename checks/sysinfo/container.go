@@ -149,7 +149,9 @@ func runContainer(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	// shm.mount judges the size; this finding says why it is that size and
 	// where it must be fixed, so the same problem is not counted twice.
 	canRemount := CanRemount(h)
-	ev["cap_sys_admin"] = CapSysAdmin(h)
+	if has, known := CapSysAdmin(h); known {
+		ev["cap_sys_admin"] = has
+	}
 	ev["can_remount"] = canRemount.OK
 	f := checks.Finding{Severity: checks.Info, Title: fmt.Sprintf("Running inside a %s container", c.Runtime), Evidence: ev, Guide: "container-shm",
 		Detail: "Inside a container, /dev/shm and memory limits are set by whoever started it: " +

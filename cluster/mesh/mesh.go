@@ -24,16 +24,23 @@ const PortMarker = "@@ncclwiz-mesh-port@@"
 // service that happens to hold the port.
 const greeting = "ncclwiz-mesh\n"
 
-// Listen listens on every address of the node at a port the kernel picks,
-// prints the port, greets each connection and returns after lifetime, or
-// when lifeline (if not nil) reaches EOF — the ssh session that started it
-// ended.
-func Listen(ctx context.Context, out io.Writer, lifeline io.Reader, lifetime time.Duration) error {
+// Listen listens on addr — the address of the interface NCCL would use on
+// this node, the only one peers are asked to reach, so the greeter is not
+// offered on every other interface (a public one, a container bridge) —
+// at a port the kernel picks, prints the port, greets each connection and
+// returns after lifetime, or when lifeline (if not nil) reaches EOF: the
+// ssh session that started it ended. An addr that is not one of this
+// node's is an error, never a fallback to every address.
+func Listen(ctx context.Context, out io.Writer, lifeline io.Reader, lifetime time.Duration, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, lifetime)
 	defer cancel()
-	ln, err := net.Listen("tcp", ":0")
+	ip := net.ParseIP(addr)
+	if ip == nil || ip.IsUnspecified() {
+		return fmt.Errorf("mesh listen: %q is not one address (the address of NCCL's interface on this node is needed)", addr)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
 	if err != nil {
-		return fmt.Errorf("mesh listen: %w", err)
+		return fmt.Errorf("mesh listen on %s: %w", ip, err)
 	}
 	defer ln.Close()
 	if _, err := fmt.Fprintf(out, "%s %d\n", PortMarker, ln.Addr().(*net.TCPAddr).Port); err != nil {

@@ -18,7 +18,7 @@ func startListener(t *testing.T, lifetime time.Duration) (int, func() error) {
 	outR, outW := io.Pipe()
 	lifeR, lifeW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- Listen(context.Background(), outW, lifeR, lifetime) }()
+	go func() { done <- Listen(context.Background(), outW, lifeR, lifetime, "127.0.0.1") }()
 	line, err := bufio.NewReader(outR).ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestListenEnds(t *testing.T) {
 	}
 	outR, outW := io.Pipe()
 	go func() { _, _ = io.Copy(io.Discard, outR) }()
-	if err := Listen(context.Background(), outW, nil, 50*time.Millisecond); err != nil {
+	if err := Listen(context.Background(), outW, nil, 50*time.Millisecond, "127.0.0.1"); err != nil {
 		t.Errorf("lifetime: %v", err)
 	}
 }
@@ -97,6 +97,32 @@ func TestParseTarget(t *testing.T) {
 	for in, ok := range map[string]bool{"n1=10.0.0.1:4000": true, "n1=[fe80::1]:4000": true, "=1.2.3.4:5": false, "n1": false, "n1=10.0.0.1": false} {
 		if _, err := ParseTarget(in); (err == nil) != ok {
 			t.Errorf("%q: err %v", in, err)
+		}
+	}
+}
+
+// TestListenBindsOneAddress (issue 22 item 20): the listener is reachable
+// on the address it was given (NCCL's interface) and on no other address
+// of the node; it bound every interface before. An address that is not
+// the node's, or "every address", is refused.
+func TestListenBindsOneAddress(t *testing.T) {
+	port, stop := startListener(t, time.Minute)
+	defer stop()
+	if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second); err != nil {
+		t.Fatalf("the given address: %v", err)
+	} else {
+		c.Close()
+	}
+	// 127.0.0.2 is another address of this node (all of 127/8 is local).
+	if c, err := net.DialTimeout("tcp", "127.0.0.2:"+strconv.Itoa(port), time.Second); err == nil {
+		c.Close()
+		t.Error("reachable on another address of the node")
+	}
+	for _, bad := range []string{"", "0.0.0.0", "::", "192.0.2.77", "node1"} {
+		outR, outW := io.Pipe()
+		go func() { _, _ = io.Copy(io.Discard, outR) }()
+		if err := Listen(context.Background(), outW, nil, time.Second, bad); err == nil {
+			t.Errorf("listened on %q", bad)
 		}
 	}
 }

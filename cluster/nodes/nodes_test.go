@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,17 +51,17 @@ func TestReadHostfile(t *testing.T) {
 		}
 		return p
 	}
-	got, err := ReadHostfile(write("mpi", "# MPI hostfile\nnode1 slots=8\nnode2 slots=8 # spare\n\n node[3-4] max_slots=8\nnode1\n"))
+	got, err := ReadHostfile(context.Background(), write("mpi", "# MPI hostfile\nnode1 slots=8\nnode2 slots=8 # spare\n\n node[3-4] max_slots=8\nnode1\n"))
 	if err != nil || strings.Join(got, " ") != "node1 node2 node3 node4" {
 		t.Errorf("got %v %v", got, err)
 	}
-	if _, err := ReadHostfile(write("empty", "# nothing\n\n")); err == nil || !strings.Contains(err.Error(), "no hosts") {
+	if _, err := ReadHostfile(context.Background(), write("empty", "# nothing\n\n")); err == nil || !strings.Contains(err.Error(), "no hosts") {
 		t.Errorf("empty hostfile: %v", err)
 	}
-	if _, err := ReadHostfile(write("bad", "ok\nn|x\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+	if _, err := ReadHostfile(context.Background(), write("bad", "ok\nn|x\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("bad line: %v", err)
 	}
-	if _, err := ReadHostfile(filepath.Join(dir, "missing")); err == nil {
+	if _, err := ReadHostfile(context.Background(), filepath.Join(dir, "missing")); err == nil {
 		t.Error("missing hostfile: no error")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/cluster"
+	"github.com/ncclwiz/ncclwiz/internal/hostiletest"
 )
 
 // The fan-out simulation: a small sh script stands in for ssh, answering
@@ -35,6 +36,7 @@ log
 `
 
 func TestMain(m *testing.M) {
+	hostiletest.Main(map[string]hostiletest.Reader{"from-json": readFromJSON})
 	if os.Getenv(envFakeSrunNodes) != "" {
 		os.Exit(fakeSrun(os.Args[1:]))
 	}

@@ -1,23 +1,41 @@
 package remote
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ncclwiz/ncclwiz/cluster"
+	"github.com/ncclwiz/ncclwiz/internal/saferead"
 )
 
-// maxReportBytes bounds one report file read by --from-json.
-const maxReportBytes = 32 << 20
+// maxReportBytes bounds one report file read by --from-json, and
+// maxReportsBytes all of them together (a thousand nodes' reports are a
+// few tens of MiB).
+const (
+	maxReportBytes  = 32 << 20
+	maxReportsBytes = 256 << 20
+)
 
 // FromJSON reads reports collected by any other means: every *.json file
 // in dir is one node, named after the file (node7.json → node7). A file
-// that is not a report is a failed node, never a silent gap.
-func FromJSON(dir string) (Outcome, error) {
-	ents, err := os.ReadDir(dir)
+// that is not a report is a failed node, never a silent gap. The directory
+// is opened once and each file is opened relative to it, never following
+// a symlink and never blocking (a FIFO is refused, not waited on); what
+// was opened is checked, not what the name was a moment before (saferead).
+func FromJSON(ctx context.Context, dir string) (Outcome, error) {
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("read reports: %w", &os.PathError{Op: "open", Path: dir, Err: err})
+	}
+	d := os.NewFile(uintptr(dfd), dir)
+	defer d.Close()
+	ents, err := d.ReadDir(-1)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("read reports: %w", err)
 	}
@@ -32,13 +50,25 @@ func FromJSON(dir string) (Outcome, error) {
 	}
 	sort.Strings(names)
 	out := Outcome{Notes: []string{fmt.Sprintf("%d reports read from %s; no clock offsets (no round trip)", len(names), dir)}}
+	total := 0
 	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return Outcome{}, fmt.Errorf("read reports: %w", err)
+		}
 		n := cluster.Node{Name: strings.TrimSuffix(name, ".json"), Delivery: "json"}
-		b, err := readBounded(filepath.Join(dir, name))
+		b, err := saferead.At(ctx, int(d.Fd()), name, name, saferead.Options{Limit: maxReportBytes})
+		if err == nil {
+			if total += len(b); total > maxReportsBytes {
+				err = fmt.Errorf("not read: the reports before it already hold %d MiB, the most --from-json reads", maxReportsBytes>>20)
+			}
+		}
 		if err == nil {
 			n.Report, err = parseReport(b)
 		}
 		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				return Outcome{}, fmt.Errorf("read reports: %w", err)
+			}
 			n.Status, n.Reason, n.Error = cluster.StatusFailed, "bad-report", err.Error()
 		} else {
 			n.Status = cluster.StatusOK
@@ -46,20 +76,4 @@ func FromJSON(dir string) (Outcome, error) {
 		out.Nodes = append(out.Nodes, n)
 	}
 	return out, nil
-}
-
-func readBounded(path string) ([]byte, error) {
-	// Lstat: a report directory is read as files, a symlink is not followed
-	// somewhere else.
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", filepath.Base(path))
-	}
-	if fi.Size() > maxReportBytes {
-		return nil, fmt.Errorf("%s is larger than %d MiB", filepath.Base(path), maxReportBytes>>20)
-	}
-	return os.ReadFile(path)
 }

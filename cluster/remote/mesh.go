@@ -75,7 +75,7 @@ func (s *SSH) Mesh(ctx context.Context, nodes []cluster.Node, master string) ([]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ls[i] = s.startListener(ctx, m.node, bin)
+			ls[i] = s.startListener(ctx, m.node, m.addr, bin)
 		}()
 	}
 	wg.Wait()
@@ -125,9 +125,11 @@ func (s *SSH) remoteScript(n cluster.Node, args []string) (string, bool) {
 	return copyScript(s.sum, args, s.opts.NodeTimeout), true
 }
 
-func (s *SSH) startListener(ctx context.Context, n cluster.Node, bin []byte) *listener {
+// The listener binds addr only: the address of NCCL's interface there,
+// the one its peers connect to.
+func (s *SSH) startListener(ctx context.Context, n cluster.Node, addr string, bin []byte) *listener {
 	l := &listener{}
-	args := []string{"cluster", "mesh-listen", "--lifetime", s.opts.NodeTimeout.String()}
+	args := []string{"cluster", "mesh-listen", "--addr", addr, "--lifetime", s.opts.NodeTimeout.String()}
 	script, copied := s.remoteScript(n, append(args, "--lifeline"))
 	if copied {
 		// The copy arrives on stdin, so stdin cannot be the lifeline:

@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/cluster"
+	"github.com/ncclwiz/ncclwiz/internal/hostiletest"
 )
 
 func TestClassify(t *testing.T) {
@@ -196,9 +198,12 @@ func TestPDSHDemux(t *testing.T) {
 	}
 }
 
+// goodReport is a minimal report --from-json accepts.
+const goodReport = `{"schema":1,"tool":"ncclwiz","version":"t","generated_at":"2026-01-01T00:00:00Z","host":{"name":"x","kind":"local","shm_dir":"/dev/shm","uid":0,"euid":0,"simulated":false},"summary":{},"checks":[],"findings":[]}`
+
 func TestFromJSON(t *testing.T) {
 	dir := t.TempDir()
-	good := `{"schema":1,"tool":"ncclwiz","version":"t","generated_at":"2026-01-01T00:00:00Z","host":{"name":"x","kind":"local","shm_dir":"/dev/shm","uid":0,"euid":0,"simulated":false},"summary":{},"checks":[],"findings":[]}`
+	good := goodReport
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -209,7 +214,7 @@ func TestFromJSON(t *testing.T) {
 	must(os.WriteFile(filepath.Join(dir, "gpu02.json"), []byte(`{"schema":7}`), 0o600))
 	must(os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o600))
 	must(os.Symlink("/etc/passwd", filepath.Join(dir, "gpu03.json")))
-	out, err := FromJSON(dir)
+	out, err := FromJSON(context.Background(), dir)
 	must(err)
 	got := map[string]string{}
 	for _, n := range out.Nodes {
@@ -224,7 +229,7 @@ func TestFromJSON(t *testing.T) {
 	if len(got) != 3 {
 		t.Errorf("nodes %v", got)
 	}
-	if _, err := FromJSON(t.TempDir()); err == nil {
+	if _, err := FromJSON(context.Background(), t.TempDir()); err == nil {
 		t.Error("empty dir: no error")
 	}
 }
@@ -251,4 +256,29 @@ func TestSSHEngineUnreachable(t *testing.T) {
 	if n := out.Nodes[0]; n.Status != cluster.StatusUnreachable || n.Reason != "refused" {
 		t.Errorf("%+v", n)
 	}
+}
+
+// readFromJSON is `ncclwiz cluster check --from-json DIR` for the report
+// DIR/gpu01.json: nil when it was read as a report, else why not.
+func readFromJSON(ctx context.Context, p string) error {
+	out, err := FromJSON(ctx, filepath.Dir(p))
+	if err != nil {
+		return err
+	}
+	for _, n := range out.Nodes {
+		if n.Name == "gpu01" {
+			if n.Status == cluster.StatusOK {
+				return nil
+			}
+			return errors.New(n.Error)
+		}
+	}
+	return errors.New("gpu01 was not read at all")
+}
+
+// TestHostileReports (issue 22 item 10): --from-json against every
+// hostile input, among them a report a loop swaps for a FIFO (which hung
+// ncclwiz in fifo_open, deaf to SIGTERM, for 14 minutes).
+func TestHostileReports(t *testing.T) {
+	hostiletest.Suite(t, "from-json", func(t *testing.T) string { return t.TempDir() }, "gpu01.json", []byte(goodReport), true)
 }

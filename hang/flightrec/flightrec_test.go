@@ -1,6 +1,7 @@
 package flightrec
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -44,7 +45,7 @@ func TestAnalyzeScenarios(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/%s", version, format, tc.scenario), func(t *testing.T) {
 					dir := writeDumps(t, tc.scenario, version, format)
 					h := host.Local(host.LocalOptions{})
-					f := Find(h, "", filepath.Join(dir, "nccl_trace_rank_"), time.Time{})
+					f := Find(context.Background(), h, "", filepath.Join(dir, "nccl_trace_rank_"), time.Time{})
 					if len(f.Skipped) > 0 {
 						t.Fatalf("skipped %v", f.Skipped)
 					}
@@ -82,11 +83,11 @@ func TestFindSkips(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := host.Local(host.LocalOptions{})
-	f := Find(h, "", p, time.Time{})
+	f := Find(context.Background(), h, "", p, time.Time{})
 	if len(f.Dumps) != 4 || len(f.Skipped) != 2 {
 		t.Fatalf("dumps %d, skipped %v", len(f.Dumps), f.Skipped)
 	}
-	later := Find(h, "", p, time.Now().Add(time.Hour))
+	later := Find(context.Background(), h, "", p, time.Now().Add(time.Hour))
 	if len(later.Dumps) != 0 {
 		t.Fatalf("dumps older than the job were read: %d", len(later.Dumps))
 	}

@@ -1,7 +1,10 @@
 package flightrec
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"sort"
 	"strconv"
@@ -9,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/saferead"
 )
 
 // DefaultPrefix is where PyTorch writes dumps when no variable names a
@@ -41,7 +45,11 @@ type Found struct {
 // earlier run and are skipped. Every file in the prefix's directory whose
 // name is the prefix's base followed by a rank number is tried, so dumps
 // of other nodes copied into that directory are read too.
-func Find(h *host.Host, root, prefix string, notBefore time.Time) Found {
+//
+// A name is checked after it is opened, never before: a FIFO or symlink
+// swapped in for a dump is refused without blocking (saferead), the read is
+// bounded by maxFile and ends with ctx.
+func Find(ctx context.Context, h *host.Host, root, prefix string, notBefore time.Time) Found {
 	f := Found{Prefix: prefix}
 	dir, base := path.Split(prefix)
 	if dir == "" {
@@ -64,25 +72,31 @@ func Find(h *host.Host, root, prefix string, notBefore time.Time) Found {
 		rank, _ := strconv.Atoi(strings.TrimPrefix(n, base))
 		p := path.Join(root, dir, n)
 		shown := path.Join(dir, n)
-		// Lstat: a symlink is not followed (someone else's /tmp).
+		// Lstat first only to skip, without opening, what is plainly not a
+		// dump; ReadRegular checks the opened file again (it may have been
+		// swapped since).
 		fi, err := h.Lstat(p)
 		switch {
 		case err != nil:
 			f.Skipped = append(f.Skipped, fmt.Sprintf("%s: %v", shown, err))
 			continue
-		case !fi.Mode().IsRegular():
-			f.Skipped = append(f.Skipped, shown+": not a regular file")
+		case fi.Mode()&fs.ModeSymlink != 0:
+			f.Skipped = append(f.Skipped, shown+": a symbolic link; not followed")
 			continue
-		case fi.Size() > maxFile:
-			f.Skipped = append(f.Skipped, fmt.Sprintf("%s: %d bytes, too large for a dump", shown, fi.Size()))
+		case !fi.Mode().IsRegular():
+			f.Skipped = append(f.Skipped, shown+": "+saferead.KindOf(fi.Mode())+", not a regular file")
 			continue
 		case !notBefore.IsZero() && fi.ModTime().Before(notBefore):
 			f.Skipped = append(f.Skipped, fmt.Sprintf("%s: written %s, before this job started", shown, fi.ModTime().Format(time.RFC3339)))
 			continue
 		}
-		b, err := h.ReadFile(p)
+		b, err := h.ReadRegular(ctx, p, maxFile, false)
 		if err != nil {
-			f.Skipped = append(f.Skipped, fmt.Sprintf("%s: %v", shown, err))
+			if ctx.Err() != nil {
+				f.Skipped = append(f.Skipped, fmt.Sprintf("%s: not read: %v", shown, ctx.Err()))
+				break
+			}
+			f.Skipped = append(f.Skipped, fmt.Sprintf("%s: %v", shown, reason(err, p, shown)))
 			continue
 		}
 		d, err := Parse(b, rank)
@@ -94,4 +108,15 @@ func Find(h *host.Host, root, prefix string, notBefore time.Time) Found {
 		f.Dumps = append(f.Dumps, d)
 	}
 	return f
+}
+
+// reason is err for people, with the path as the user sees it (under a
+// rank's /proc/PID/root the real path is long and says nothing).
+func reason(err error, real, shown string) string {
+	var ke *saferead.KindError
+	if errors.As(err, &ke) {
+		ke.Path = shown
+		return "it was swapped for " + ke.Kind + " while ncclwiz read it; not read"
+	}
+	return strings.ReplaceAll(err.Error(), real, shown)
 }

@@ -210,6 +210,49 @@ func StartCmd(t testing.TB, cmd *exec.Cmd) *Process {
 	return &Process{Cmd: cmd, stdin: stdin, out: grouptest.StartReady(t, cmd)}
 }
 
+// TryStartCmd is StartCmd for a layout this machine may not allow (an
+// io_uring refused by seccomp): it returns nil, and the group is killed,
+// when the first line is not "ready".
+func TryStartCmd(t testing.TB, cmd *exec.Cmd) *Process {
+	t.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close() })
+	line, out := grouptest.Start(t, cmd)
+	if line != "ready" {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		return nil
+	}
+	return &Process{Cmd: cmd, stdin: stdin, out: out}
+}
+
+// StartLoop attaches path to a loop device (losetup, root): the kernel's
+// loop driver holds the file open, no process does. The "holder" is a
+// shell that detaches it when its stdin closes and prints "ok" if path is
+// still the same file. It returns nil where no loop device can be made.
+func StartLoop(t testing.TB, path string) *Process {
+	t.Helper()
+	if _, err := exec.LookPath("losetup"); err != nil {
+		return nil
+	}
+	t.Cleanup(func() {
+		// Whatever happened to the shell, no loop device stays attached.
+		out, _ := exec.Command("losetup", "-j", path, "-n", "-O", "NAME").Output()
+		for _, dev := range strings.Fields(string(out)) {
+			_ = exec.Command("losetup", "-d", dev).Run()
+		}
+	})
+	cmd := exec.Command("sh", "-c", `ino=$(stat -c %i "$1")
+dev=$(losetup -f --show "$1" 2>/dev/null) || { echo "error losetup"; exit 1; }
+echo ready
+cat >/dev/null
+losetup -d "$dev"
+if [ "$(stat -c %i "$1" 2>/dev/null)" = "$ino" ]; then echo ok; else echo "violation $1"; fi`, "sh", path)
+	return TryStartCmd(t, cmd)
+}
+
 // StartThroughBind runs a helper in mode ("open", "map") in a private
 // mount namespace where path is bind-mounted onto a file with an unrelated
 // name elsewhere, holding it only through that name.

@@ -61,6 +61,12 @@ var (
 	}, "|") + `)\b`)
 	// scheme://[user]:password@ — the user is kept, the password goes.
 	reURLUser = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)([^\s/]*)@`)
+	// user:password@host without a scheme (proxy settings, store
+	// addresses, scp-like strings): the user is kept, the password goes. A
+	// name right after "/" or ":" belongs to a URL or path (handled above).
+	reUserInfo = regexp.MustCompile(`(?:^|[^A-Za-z0-9._%+\-/:@])([A-Za-z][A-Za-z0-9._%+\-]*:)([^\s/@:'"]+)@[A-Za-z0-9\[]`)
+	// A bare 40-character AWS secret access key; looksAWSSecret decides.
+	reAWSSecret = regexp.MustCompile(`(?:^|[^A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])`)
 	// Authorization: <scheme> <credentials> (HTTP headers, curl -H).
 	reAuthHeader = regexp.MustCompile(`(?i)\b((?:proxy-)?authorization"?\s*[:=]\s*"?(?:(?:bearer|basic|token|digest|negotiate|aws4-hmac-sha256)\s+)?)("[^"]*"|'[^']*'|[^\s"',;]+)`)
 	reBearer     = regexp.MustCompile(`(?i)\b(bearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)`)
@@ -78,8 +84,8 @@ var (
 )
 
 // RedactText removes secrets from free text: private key blocks, well-known
-// token shapes (Hugging Face, GitHub, GitLab, AWS key ids, Slack, JWTs),
-// passwords in URLs, Authorization/Bearer/Basic credentials, and the value of
+// token shapes (Hugging Face, GitHub, GitLab, AWS key ids and bare AWS
+// secret keys, Slack, JWTs), passwords in URLs and in user:password@host, Authorization/Bearer/Basic credentials, and the value of
 // anything whose name says it is secret (NAME=VALUE, name: value,
 // --name=value, --name value, NAME value). Names that merely look technical
 // (NCCL_SOCKET_IFNAME, --master_port, RANK) and paths and host names are
@@ -105,6 +111,12 @@ func RedactText(s string) string {
 			}
 			return sm[1] + Redacted + "@"
 		})
+	}
+	if strings.Contains(s, "@") && strings.Contains(s, ":") {
+		s = replaceGroup(s, reUserInfo, 2, func([]string) bool { return true })
+	}
+	if len(s) >= 40 {
+		s = replaceGroup(s, reAWSSecret, 1, func(sm []string) bool { return looksAWSSecret(sm[1]) })
 	}
 	if strings.Contains(lower, "authorization") {
 		s = replaceGroup(s, reAuthHeader, 2, func([]string) bool { return true })
@@ -206,6 +218,31 @@ func looksSecret(v string) bool {
 		return false
 	}
 	return len(v) >= 16 || strings.ContainsAny(v, "0123456789+/=_-")
+}
+
+// looksAWSSecret tells a 40-character AWS secret access key (random
+// base64: upper and lower case mixed with digits, '/' or '+') from the
+// 40-character things a log holds: a git commit (hex), a path (starts
+// with '/', lower-case words), a long word.
+func looksAWSSecret(v string) bool {
+	if v == Redacted || strings.HasPrefix(v, "/") || strings.Contains(v, "//") {
+		return false
+	}
+	upper, lower, other, hex := 0, 0, 0, 0
+	for _, c := range v {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			upper++
+		case c >= 'a' && c <= 'z':
+			lower++
+		default:
+			other++
+		}
+		if c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' {
+			hex++
+		}
+	}
+	return hex < len(v) && upper >= 4 && lower >= 4 && other >= 1
 }
 
 // looksEncoded tells base64 credentials ("Basic dXNlcjpwYXNz") from words

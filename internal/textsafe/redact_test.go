@@ -48,6 +48,13 @@ func TestRedactSecretShapes(t *testing.T) {
 		{"private key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----\nnext", "MIIEpAIBAAKCAQEA7", "-----BEGIN RSA PRIVATE KEY-----" + Redacted + "-----END RSA PRIVATE KEY-----\nnext"},
 		{"private key cut", "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXk", "b3BlbnNzaC1rZXk", "-----BEGIN OPENSSH PRIVATE KEY-----" + Redacted},
 		{"slack", "hook xoxb-1234567890-abcdefghij", "xoxb-1234567890", "hook " + Redacted},
+		// Issue 22 item 15: two shapes that leaked through report.md, check
+		// --json and check -v.
+		{"user:password@host without a scheme", "PROXY=alice:Passw0rd@proxy.example.com:3128", "Passw0rd", "alice:" + Redacted + "@proxy.example.com:3128"},
+		{"user:password@ip in a command line", "train.py --store admin:Hunter22@10.0.0.5:1234 --lr 1", "Hunter22", "admin:" + Redacted + "@10.0.0.5:1234 --lr 1"},
+		{"user:password@host at the start", "bob:s3cr3t@db:5432", "s3cr3t", "bob:" + Redacted + "@db:5432"},
+		{"bare AWS secret key", "loaded wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY from env", "wJalrXUtnFEMI", "loaded " + Redacted + " from env"},
+		{"bare AWS secret key with +", "ey9Zt+Qw3ErTy8UiOpAsDfGhJkLzXcVbNm123456 end", "Qw3ErTy8", Redacted + " end"},
 		{"bare key with a random value", "api key: 3fa9c1d2e8b7a6f5 loaded", "3fa9c1d2e8b7a6f5", "key: " + Redacted},
 	}
 	for _, tt := range tests {
@@ -88,6 +95,12 @@ func TestRedactLeavesOrdinaryText(t *testing.T) {
 		"Wait timeout for key(s): ['rank_1']",
 		"https://example.com:443/path?x=1",
 		"git@github.com:org/repo.git",
+		"user@host:/data and ssh alice@gpu01",
+		"torch 2.1.0 git a8e7c98cb95ff97bb30a728c6b2a1ce6bff946eb built",
+		"/opt/conda/lib/python3/site/packages/torch/lib/libtorch.so",
+		"AbstractProcessGroupNCCLWorkCollective1234",
+		"[rank0]:[W socket.cpp:663] [c10d] The client socket has failed to connect to [localhost]:29500",
+		"12:30 started, 13:45@node1 finished",
 		"ncclwiz: /tmp/x/secret.log: permission denied",
 		"ncclwiz: token.txt: no such file",
 		"open /run/secrets/db_password: permission denied",

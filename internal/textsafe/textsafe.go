@@ -16,6 +16,17 @@ import (
 // escape such as \x1b or \u202e. Tabs are kept; newlines are escaped.
 func Sanitize(s string) string { return sanitize(s, false) }
 
+// Name is Sanitize for a name people must tell apart (a file in /dev/shm):
+// a backslash is shown as \\ too, so that a file literally named
+// `nccl-\x1b` never renders like one holding the ESC byte (Sanitize alone
+// shows both as nccl-\x1b).
+func Name(s string) string {
+	if strings.IndexByte(s, '\\') >= 0 {
+		s = strings.ReplaceAll(s, `\`, `\\`)
+	}
+	return Sanitize(s)
+}
+
 // SanitizeMultiline is Sanitize but keeps newlines.
 func SanitizeMultiline(s string) string { return sanitize(s, true) }
 

@@ -38,3 +38,19 @@ func FuzzSanitize(f *testing.F) {
 		}
 	})
 }
+
+// TestNameTellsApart (issue 22 item 19): a file literally named `nccl-\x1b`
+// and one holding the ESC byte render differently, and neither emits a
+// control byte.
+func TestNameTellsApart(t *testing.T) {
+	pairs := [][2]string{{"nccl-\x1b", `nccl-\x1b`}, {"a\u202eb", `a\u202eb`}, {"x\\y", `x\\y`}, {"nl\nx", `nl\nx`}}
+	for _, p := range pairs {
+		a, b := Name(p[0]), Name(p[1])
+		if a == b || !IsClean(a) || !IsClean(b) {
+			t.Errorf("%q and %q both render as %q / %q", p[0], p[1], a, b)
+		}
+	}
+	if Name("nccl-abc") != "nccl-abc" {
+		t.Error("a plain name changed")
+	}
+}

@@ -265,12 +265,21 @@ func RenderWith(format string, vs []Var, opt Options) (string, error) {
 		"# commented out so that pasting or sourcing it changes nothing; run ncclwiz env\n" +
 		"# without --scenario for this machine's settings.\n")
 	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(l), "#") && strings.TrimSpace(l) != "" {
+		if !inert(l) {
 			l = "# " + l
 		}
 		b.WriteString(l + "\n")
 	}
 	return b.String(), nil
+}
+
+// inert reports whether a line of a snippet does nothing wherever it is
+// pasted: blank, or a comment that starts "# ". A "#" glued to a word is
+// not a comment everywhere: sbatch reads "#SBATCH --export=…" as an option
+// (so do qsub's "#PBS", bsub's "#BSUB", SGE's "#$" and a kernel's "#!").
+func inert(l string) bool {
+	t := strings.TrimSpace(l)
+	return t == "" || t == "#" || strings.HasPrefix(t, "# ")
 }
 
 func render(format string, vs []Var) (string, error) {

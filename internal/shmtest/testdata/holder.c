@@ -15,6 +15,17 @@
  *   scm-pingpong   two processes pass PATH's fd back and forth over a
  *                  socketpair, each closing its copy once sent, so at times
  *                  the file is only in flight
+ *   uring          PATH is opened, registered with an io_uring
+ *                  (IORING_REGISTER_FILES, raw syscalls) and closed: only
+ *                  the ring's file table holds it; /proc/PID/fd shows
+ *                  anon_inode:[io_uring]
+ *   opath          PATH is held by an O_PATH descriptor only: it can be
+ *                  reopened through /proc/self/fd at any time, even after
+ *                  it was unlinked; the kernel lease does not see it
+ *   exchange       PATH is held open while a loop swaps its name with
+ *                  $HOLDER_SWAP (renameat2 RENAME_EXCHANGE, every 2 ms):
+ *                  an attacker racing a cleanup's last check and unlink.
+ *                  "violation" if the held file ever has no name.
  *
  * It prints "ready" once the layout is in place, then waits for EOF on
  * stdin and prints "ok" if PATH is still the same file, else "violation".
@@ -35,7 +46,9 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/io_uring.h>
 #include <unistd.h>
 
 static const char *path;
@@ -162,6 +175,26 @@ static void pingpong(int sock) {
 	}
 }
 
+static volatile int stop_swapping;
+static volatile int swap_violation;
+static int held_fd;
+static const char *swap_with;
+
+/* swapper exchanges PATH and swap_with until told to stop; it checks the
+ * held file keeps a name after each swap. */
+static void *swapper(void *arg) {
+	(void)arg;
+	struct timespec pause = {0, 2000000}; /* 2 ms */
+	while (!stop_swapping) {
+		syscall(SYS_renameat2, AT_FDCWD, path, AT_FDCWD, swap_with, 2 /* RENAME_EXCHANGE */);
+		struct stat st;
+		if (fstat(held_fd, &st) != 0 || st.st_nlink == 0)
+			swap_violation = 1;
+		nanosleep(&pause, NULL);
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv) {
 	if (argc != 3) {
 		fprintf(stderr, "usage: holder MODE PATH\n");
@@ -253,6 +286,49 @@ int main(int argc, char **argv) {
 		}
 		if (stat(path, &st) != 0 || st.st_ino != want_ino || st.st_dev != want_dev || bad) {
 			printf("violation %s\n", path);
+			return 1;
+		}
+		printf("ok\n");
+		return 0;
+	}
+	if (strcmp(mode, "uring") == 0) {
+		struct io_uring_params p;
+		memset(&p, 0, sizeof p);
+		int ring = (int)syscall(__NR_io_uring_setup, 4, &p);
+		if (ring < 0)
+			die("io_uring_setup");
+		int fd = open_seg();
+		if (syscall(__NR_io_uring_register, ring, IORING_REGISTER_FILES, &fd, 1) != 0)
+			die("io_uring_register");
+		close(fd); /* now only the ring's registered files hold it */
+		ready();
+		finish();
+	}
+	if (strcmp(mode, "opath") == 0) {
+		int fd = open(path, O_PATH | O_CLOEXEC);
+		if (fd < 0)
+			die("open O_PATH");
+		ready();
+		finish();
+	}
+	if (strcmp(mode, "exchange") == 0) {
+		swap_with = getenv("HOLDER_SWAP");
+		if (swap_with == NULL)
+			die("HOLDER_SWAP");
+		held_fd = open_seg();
+		if (pthread_create(&t, NULL, swapper, NULL) != 0)
+			die("pthread_create");
+		ready();
+		char buf[256];
+		while (read(0, buf, sizeof buf) > 0) {
+		}
+		stop_swapping = 1;
+		pthread_join(t, NULL);
+		struct stat st, a, b;
+		int named = fstat(held_fd, &st) == 0 && st.st_nlink == 1 &&
+			((stat(path, &a) == 0 && a.st_ino == st.st_ino) || (stat(swap_with, &b) == 0 && b.st_ino == st.st_ino));
+		if (swap_violation || !named) {
+			printf("violation %s lost its name while held\n", path);
 			return 1;
 		}
 		printf("ok\n");
