@@ -1,11 +1,8 @@
-//go:build cgo
-
 package hang
 
 import (
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/nvml"
 )
 
 // gpuUse asks NVML which GPU each of pids runs on, and how busy that GPU

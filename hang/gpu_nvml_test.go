@@ -11,6 +11,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/nvml/gonvml"
 )
 
 // TestGPUUse asks go-nvml's simulated DGX A100 about three ranks: two on
@@ -38,7 +39,7 @@ func TestGPUUse(t *testing.T) {
 		md.GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 1410, nvml.SUCCESS }
 	}
 	h := host.Local(host.LocalOptions{})
-	h.NVML = srv
+	h.NVML = gonvml.Wrap(srv)
 	got := gpuUse(h, []int{501, 502, 503, 999})
 	if len(got) != 3 || got[502].Index != 1 || got[503].PowerWatts != 380 || got[501].MemoryBytes != 30<<30 || got[501].SMClockMHz != 1410 {
 		t.Fatalf("gpu use %+v", got)

@@ -1,15 +1,28 @@
-//go:build cgo
-
 package gpu
 
 import (
 	"context"
 	"fmt"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/nvml"
 )
+
+// maxNUMANodes bounds the node mask asked of NVML (the kernel's
+// MAX_NUMNODES is 1024 on the largest configurations).
+const maxNUMANodes = 1024
+
+// firstBit is the lowest node set in an NVML node mask, or -1.
+func firstBit(set []uint64) int {
+	for w, v := range set {
+		for b := 0; b < 64; b++ {
+			if v&(1<<b) != 0 {
+				return w*64 + b
+			}
+		}
+	}
+	return -1
+}
 
 // maxNVLinks bounds the per-device link loop (NVML_NVLINK_MAX_LINKS).
 const maxNVLinks = nvml.NVLINK_MAX_LINKS
@@ -17,6 +30,9 @@ const maxNVLinks = nvml.NVLINK_MAX_LINKS
 // Probe asks NVML about the GPUs. Init is called once; on failure nothing
 // else is called, and the state says why.
 func Probe(_ context.Context, h *host.Host) Snapshot {
+	if !host.NVMLAvailableInBuild && !h.Simulated {
+		return Snapshot{State: StateUnavailable, Detail: "GPU checks are unavailable in this build (a static -tags nonvml build cannot load the driver's NVML)"}
+	}
 	lib := h.NVML
 	if lib == nil {
 		return Snapshot{State: StateNoNVML, Detail: "no NVIDIA driver on this machine (no NVML)"}
@@ -40,7 +56,7 @@ func Probe(_ context.Context, h *host.Host) Snapshot {
 	handles := make([]nvml.Device, 0, n)
 	for i := 0; i < n; i++ {
 		d, ret := lib.DeviceGetHandleByIndex(i)
-		dev := Device{Index: i, NUMANode: -1}
+		dev := Device{Index: i, NUMANode: -1, MemNUMANode: -1}
 		if ret != nvml.SUCCESS {
 			dev.Lost = ret == nvml.ERROR_GPU_IS_LOST
 			dev.Err = ret.Error()
@@ -92,7 +108,7 @@ func stateOf(ret nvml.Return) string {
 func fillDevice(lib nvml.Interface, d nvml.Device, dev *Device) {
 	// The bus id first: it still identifies a GPU that stopped answering.
 	if p, ret := d.GetPciInfo(); ret == nvml.SUCCESS {
-		dev.BusID = busIDString(p.BusId[:])
+		dev.BusID = p.BusID
 	}
 	name, ret := d.GetName()
 	if ret == nvml.ERROR_GPU_IS_LOST {
@@ -139,8 +155,14 @@ func fillDevice(lib nvml.Interface, d nvml.Device, dev *Device) {
 	} else if w, ret := d.GetCurrPcieLinkWidth(); ret == nvml.SUCCESS {
 		dev.PCIeWidth = w
 	}
+	// The host node NCCL's cuMem host allocations go to; not
+	// nvmlDeviceGetNumaNodeId, which on Grace Hopper and Grace Blackwell is
+	// the node of the GPU's own memory.
+	if set, ret := d.GetMemoryAffinity(maxNUMANodes, nvml.AFFINITY_SCOPE_NODE); ret == nvml.SUCCESS {
+		dev.NUMANode = firstBit(set)
+	}
 	if n, ret := d.GetNumaNodeId(); ret == nvml.SUCCESS {
-		dev.NUMANode = n
+		dev.MemNUMANode = n
 	}
 	if ps, ret := d.GetComputeRunningProcesses(); ret == nvml.SUCCESS {
 		for _, p := range ps {

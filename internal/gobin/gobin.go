@@ -22,8 +22,9 @@ func ModuleRoot() string {
 }
 
 // Ncclwiz returns the ncclwiz command built from the module root; static
-// builds use CGO_ENABLED=0 (they run in images holding nothing else, and
-// have no NVML), the others link NVML as a release does.
+// builds use CGO_ENABLED=0 and -tags nonvml (they run in images holding
+// nothing else, so they cannot dlopen NVML), the others load NVML by dlopen
+// as a release does.
 func Ncclwiz(t testing.TB, static bool) string { return Build(t, ".", static) }
 
 // Build returns pkg (relative to the module root, e.g. "./hang/internal/
@@ -59,7 +60,11 @@ func Build(t testing.TB, pkg string, static bool) string {
 		t.Skip("the go tool is needed to build " + pkg)
 	}
 	out := filepath.Join(tmp, base)
-	cmd := exec.Command(goBin, "build", "-o", out, pkg)
+	args := []string{"build", "-o", out}
+	if static {
+		args = append(args, "-tags", "nonvml")
+	}
+	cmd := exec.Command(goBin, append(args, pkg)...)
 	cmd.Dir = ModuleRoot()
 	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
 	if static {
