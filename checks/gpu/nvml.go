@@ -8,22 +8,6 @@ import (
 	"github.com/ncclwiz/ncclwiz/internal/nvml"
 )
 
-// maxNUMANodes bounds the node mask asked of NVML (the kernel's
-// MAX_NUMNODES is 1024 on the largest configurations).
-const maxNUMANodes = 1024
-
-// firstBit is the lowest node set in an NVML node mask, or -1.
-func firstBit(set []uint64) int {
-	for w, v := range set {
-		for b := 0; b < 64; b++ {
-			if v&(1<<b) != 0 {
-				return w*64 + b
-			}
-		}
-	}
-	return -1
-}
-
 // maxNVLinks bounds the per-device link loop (NVML_NVLINK_MAX_LINKS).
 const maxNVLinks = nvml.NVLINK_MAX_LINKS
 
@@ -155,15 +139,7 @@ func fillDevice(lib nvml.Interface, d nvml.Device, dev *Device) {
 	} else if w, ret := d.GetCurrPcieLinkWidth(); ret == nvml.SUCCESS {
 		dev.PCIeWidth = w
 	}
-	// The host node NCCL's cuMem host allocations go to; not
-	// nvmlDeviceGetNumaNodeId, which on Grace Hopper and Grace Blackwell is
-	// the node of the GPU's own memory.
-	if set, ret := d.GetMemoryAffinity(maxNUMANodes, nvml.AFFINITY_SCOPE_NODE); ret == nvml.SUCCESS {
-		dev.NUMANode = firstBit(set)
-	}
-	if n, ret := d.GetNumaNodeId(); ret == nvml.SUCCESS {
-		dev.MemNUMANode = n
-	}
+	dev.NUMANode, dev.MemNUMANode = nvml.HostNUMANode(d), nvml.GPUMemoryNUMANode(d)
 	if ps, ret := d.GetComputeRunningProcesses(); ret == nvml.SUCCESS {
 		for _, p := range ps {
 			dev.Processes = append(dev.Processes, Process{PID: int(p.Pid), GPUMemory: p.UsedGpuMemory})
