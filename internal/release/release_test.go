@@ -18,6 +18,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ncclwiz/ncclwiz/internal/glibc"
 	"github.com/ncclwiz/ncclwiz/internal/gobin"
 	"github.com/ncclwiz/ncclwiz/internal/nvml/nvmltest"
 )
@@ -159,13 +160,13 @@ func TestGlibcNeeds(t *testing.T) {
 	libDirs := map[string]string{"amd64": "/lib/x86_64-linux-gnu", "arm64": arm64Sysroot + "/lib"}
 	for _, arch := range []string{"amd64", "arm64"} {
 		t.Run(arch, func(t *testing.T) {
-			needs, libs, err := Needs(binary(t, arch))
+			needs, libs, err := glibc.Needs(binary(t, arch))
 			if err != nil {
 				t.Fatal(err)
 			}
-			hi := HighestGlibc(needs)
+			hi := glibc.HighestGlibc(needs)
 			t.Logf("linux/%s needs %d symbols from %v; highest GLIBC version asked for: %q", arch, len(needs), libs, hi)
-			if hi != "" && CompareVersions(hi, GlibcTarget) > 0 {
+			if hi != "" && glibc.CompareVersions(hi, GlibcTarget) > 0 {
 				t.Errorf("the binary asks for GLIBC_%s, above the %s target", hi, GlibcTarget)
 			}
 			allowed := map[string]bool{"libc.so.6": true, "libdl.so.2": true, "libpthread.so.0": true}
@@ -176,12 +177,12 @@ func TestGlibcNeeds(t *testing.T) {
 			}
 			defs := map[string]string{}
 			for _, l := range []string{"libc.so.6", "libdl.so.2", "libpthread.so.0"} {
-				m, err := OldestDefinition(filepath.Join(libDirs[arch], l))
+				m, err := glibc.OldestDefinition(filepath.Join(libDirs[arch], l))
 				if err != nil {
 					t.Skipf("cannot read this machine's %s glibc: %v", arch, err)
 				}
 				for k, v := range m {
-					if old, ok := defs[k]; !ok || CompareVersions(v, old) < 0 {
+					if old, ok := defs[k]; !ok || glibc.CompareVersions(v, old) < 0 {
 						defs[k] = v
 					}
 				}
@@ -191,7 +192,7 @@ func TestGlibcNeeds(t *testing.T) {
 				switch {
 				case !ok:
 					t.Errorf("%s is not a glibc symbol", n.Symbol)
-				case CompareVersions(v, GlibcTarget) > 0:
+				case glibc.CompareVersions(v, GlibcTarget) > 0:
 					t.Errorf("%s first appears in GLIBC_%s, after %s", n.Symbol, v, GlibcTarget)
 				}
 			}
@@ -202,11 +203,11 @@ func TestGlibcNeeds(t *testing.T) {
 // TestGlibcCheckCanFail: the same reading of a binary linked against this
 // machine's glibc (a C program from Debian 12) finds a version above 2.17.
 func TestGlibcCheckCanFail(t *testing.T) {
-	needs, _, err := Needs("/bin/ls")
+	needs, _, err := glibc.Needs("/bin/ls")
 	if err != nil {
 		t.Skip(err)
 	}
-	if hi := HighestGlibc(needs); hi == "" || CompareVersions(hi, GlibcTarget) <= 0 {
+	if hi := glibc.HighestGlibc(needs); hi == "" || glibc.CompareVersions(hi, GlibcTarget) <= 0 {
 		t.Fatalf("/bin/ls: highest GLIBC %q, expected one above %s on a glibc 2.34+ build machine", hi, GlibcTarget)
 	}
 }
