@@ -7,8 +7,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/ncclwiz/ncclwiz/internal/gobin"
 )
 
 // runProbe runs the real probe script with sh, with uname and getconf
@@ -52,11 +50,32 @@ func TestProbeArchAndLibc(t *testing.T) {
 	}
 }
 
+// tinyBuild compiles a minimal static Go program for arch: choosing a
+// build reads only its ELF header, checksum and glibc needs.
+func tinyBuild(t *testing.T, arch string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module tiny\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "ncclwiz-"+arch)
+	build := exec.Command("go", "build", "-o", out, ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch, "GOFLAGS=")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	return out
+}
+
 // TestChooseBuild: a mixed cluster (this machine's build, a Grace node)
 // gets the matching build or a message saying what to install, never a
 // binary that exits 126 there.
 func TestChooseBuild(t *testing.T) {
-	self := gobin.Ncclwiz(t, true) // static: this machine's architecture
+	self := tinyBuild(t, runtime.GOARCH)
 	other := "arm64"
 	if runtime.GOARCH == "arm64" {
 		other = "amd64"
@@ -79,13 +98,7 @@ func TestChooseBuild(t *testing.T) {
 	}
 
 	// With a build for the other architecture.
-	cross := filepath.Join(t.TempDir(), "ncclwiz-"+other)
-	build := exec.Command("go", "build", "-tags", "nonvml", "-o", cross, ".")
-	build.Dir = gobin.ModuleRoot()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+other)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	cross := tinyBuild(t, other)
 	both, err := loadBinaries(Options{LocalBinary: self, Binaries: map[string]string{other: cross}})
 	if err != nil {
 		t.Fatal(err)
