@@ -183,16 +183,21 @@ func judgeNUMA(nodes []NUMANode, gpus []GPUHome, cumemHostEnv string) checks.Fin
 	f := checks.Finding{Severity: checks.OK, Evidence: ev}
 
 	// Which GPUs' host nodes NCCL's probe fails on.
-	var bad, good []int
+	var bad, good, unseen []int
 	badNodes := map[int]bool{}
 	for _, g := range gpus {
 		n, ok := byID[g.HostNode]
-		if ok && !eligible(n) {
+		switch {
+		case !ok:
+			// NVML names a node sysfs does not show (a container's view):
+			// nothing to judge it by.
+			unseen = append(unseen, g.Index)
+		case !eligible(n):
 			bad = append(bad, g.Index)
 			badNodes[g.HostNode] = true
-			continue
+		default:
+			good = append(good, g.Index)
 		}
-		good = append(good, g.Index)
 	}
 	if len(bad) == 0 {
 		f.Title = units.Count(len(nodes), "NUMA node")
@@ -201,12 +206,19 @@ func judgeNUMA(nodes []NUMANode, gpus []GPUHome, cumemHostEnv string) checks.Fin
 			f.Title += ", all with memory and CPUs"
 		case len(gpus) == 0:
 			f.Title += " (" + strings.Join(odd, ", ") + "); no GPU NCCL could use was found, so its cuMem host probe does not run here"
+		case len(good) == 0:
+			f.Title += "; the GPUs' host nodes are not in /sys/devices/system/node, so NCCL's cuMem host probe cannot be judged here"
 		default:
 			var homes []string
 			for _, id := range sortedKeys(hostOf) {
-				homes = append(homes, fmt.Sprintf("node%d (%s)", id, gpuList(hostOf[id])))
+				if _, ok := byID[id]; ok {
+					homes = append(homes, fmt.Sprintf("node%d (%s)", id, gpuList(hostOf[id])))
+				}
 			}
 			f.Title += "; every GPU's host node has CPUs and memory: " + strings.Join(homes, ", ")
+			if len(unseen) > 0 {
+				f.Title += "; " + gpuList(unseen) + ": host node not in /sys/devices/system/node"
+			}
 		}
 		if len(byDesign) > 0 || (len(gpus) > 0 && len(odd) > 0) {
 			parts := append([]string{}, byDesign...)

@@ -119,6 +119,7 @@ func TestNUMALayouts(t *testing.T) {
 		{"already mitigated", x86(memorylessN2, 0, 2), map[string]string{"NCCL_CUMEM_HOST_ENABLE": "0"}, checks.Info, []string{"GPU 1 allocate on node2"}, false},
 		{"no affinity from NVML: the PCI device's numa_node", topo{nodes: memorylessN2, host: []int{-1, -1}, machine: "x",
 			sysfs: map[string]string{"0000:18:00.0": "0", "0000:19:00.0": "2"}}, nil, checks.Warn, []string{"GPU 1 allocate on node2"}, true},
+		{"a host node sysfs does not show", x86(sockets, 0, 5), nil, checks.OK, []string{"node0 (GPU 0); GPU 1: host node not in /sys/devices/system/node"}, false},
 		{"no NVML: no CUDA, no probe", topo{nodes: memorylessN2, noNVML: true}, nil, checks.OK, []string{"no GPU NCCL could use was found"}, false},
 	}
 	for _, tt := range tests {
