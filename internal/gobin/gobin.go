@@ -21,10 +21,10 @@ func ModuleRoot() string {
 	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
 }
 
-// Ncclwiz returns the ncclwiz command built from the module root; static
-// builds use CGO_ENABLED=0 and -tags nonvml (they run in images holding
-// nothing else, so they cannot dlopen NVML), the others load NVML by dlopen
-// as a release does.
+// Ncclwiz returns the ncclwiz command built from the module root with
+// CGO_ENABLED=0 as a release is; static builds add -tags nonvml (they run
+// in images holding nothing else, so they cannot dlopen NVML), the others
+// load NVML by dlopen as a release does.
 func Ncclwiz(t testing.TB, static bool) string { return Build(t, ".", static) }
 
 // Build returns pkg (relative to the module root, e.g. "./hang/internal/
@@ -66,10 +66,9 @@ func Build(t testing.TB, pkg string, static bool) string {
 	}
 	cmd := exec.Command(goBin, append(args, pkg)...)
 	cmd.Dir = ModuleRoot()
-	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
-	if static {
-		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
-	}
+	// CGO_ENABLED=0 as the release builds: the tests run the same runtime
+	// (purego's fakecgo when NVML is linked) that users get.
+	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations", "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", pkg, err, b)
 	}
