@@ -221,6 +221,19 @@ func TestStartsWithBindNow(t *testing.T) {
 			if code != 0 || !strings.Contains(out, "linux/"+arch) || !strings.Contains(out, "NVML by dlopen") {
 				t.Fatalf("exit %d:\n%s", code, out)
 			}
+			// The version is stamped at build time (from the tag in a release).
+			if d := dist(); d != "" {
+				debs, _ := filepath.Glob(filepath.Join(d, "ncclwiz_*_"+arch+".deb"))
+				if len(debs) != 1 {
+					t.Fatalf("packages for %s: %v", arch, debs)
+				}
+				v := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(debs[0]), "ncclwiz_"), "_"+arch+".deb")
+				if !strings.Contains(out, "ncclwiz "+strings.Replace(v, "~", "-", 1)+" ") {
+					t.Errorf("binary says %q, the package is version %s", strings.TrimSpace(out), v)
+				}
+			} else if !strings.Contains(out, "ncclwiz 0.0.0-test ") {
+				t.Errorf("version not stamped: %s", out)
+			}
 		})
 	}
 }
