@@ -3,7 +3,8 @@ package sysinfo
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -210,7 +211,7 @@ func judgeNUMA(nodes []NUMANode, gpus []GPUHome, cumemHostEnv string) checks.Fin
 			f.Title += "; the GPUs' host nodes are not in /sys/devices/system/node, so NCCL's cuMem host probe cannot be judged here"
 		default:
 			var homes []string
-			for _, id := range sortedKeys(hostOf) {
+			for _, id := range slices.Sorted(maps.Keys(hostOf)) {
 				if _, ok := byID[id]; ok {
 					homes = append(homes, fmt.Sprintf("node%d (%s)", id, gpuList(hostOf[id])))
 				}
@@ -235,7 +236,7 @@ func judgeNUMA(nodes []NUMANode, gpus []GPUHome, cumemHostEnv string) checks.Fin
 	}
 
 	var badDesc []string
-	for _, id := range sortedKeys(badNodes) {
+	for _, id := range slices.Sorted(maps.Keys(badNodes)) {
 		badDesc = append(badDesc, fmt.Sprintf("node%d (%s, %s)", id, whyNot(byID[id]), gpuList(hostOf[id])))
 	}
 	f.Severity = checks.Warn
@@ -261,13 +262,4 @@ func judgeNUMA(nodes []NUMANode, gpus []GPUHome, cumemHostEnv string) checks.Fin
 		f.Evidence["recommended_env_reason"] = map[string]string{"NCCL_CUMEM_HOST_ENABLE": "NCCL's cuMem host probe fails on the host NUMA node of " + gpuList(bad)}
 	}
 	return f
-}
-
-func sortedKeys[V any](m map[int]V) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
 }
