@@ -28,6 +28,7 @@ type App struct {
 
 	// Global flags.
 	NoColor  bool
+	Debug    bool // --debug: print the commands run on other nodes
 	ShmPath  string
 	Scenario string
 	Lang     string
@@ -40,6 +41,15 @@ type App struct {
 	hostCache *host.Host
 	scenario  *scenario.Scenario
 	cleanups  []func()
+}
+
+// DebugWriter is where --debug (or NCCLWIZ_DEBUG set and not 0) prints the
+// commands run on other nodes; nil when off.
+func (a *App) DebugWriter() io.Writer {
+	if v := termio.Getenv(a.Env, "NCCLWIZ_DEBUG"); a.Debug || (v != "" && v != "0") {
+		return a.Stderr
+	}
+	return nil
 }
 
 // ExitError carries an exit code without a message (the command already

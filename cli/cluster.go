@@ -34,6 +34,7 @@ type clusterFlags struct {
 	connectTimeout, timeout                       time.Duration
 	fanout                                        int
 	remotePath, copyMode                          string
+	binaries                                      map[string]string
 	only                                          []string
 	json, allFacts                                bool
 	maxRows                                       int
@@ -118,8 +119,13 @@ TORCH_NCCL_* settings, NCCL's interface, its MTU and subnet, IB/RoCE ports,
 ncclwiz runs from the same path on the nodes when a shared filesystem holds
 this very binary (checked by sha256); otherwise this binary is copied to a
 private temp directory on each node, verified and removed afterwards. The
-report says which. A node that cannot be reached, or does not answer within
---timeout, is reported with the reason (dns, refused, auth, timeout …).
+report says which. Each node is first asked for its architecture (uname -m)
+and C library: a node of another architecture (an x86 login node, Grace
+compute nodes) gets the build given with --binary ARCH=PATH, and without one
+is reported with what to install (reason arch); a musl node, or one whose
+glibc is older than a cgo build needs, likewise (reason libc). A node that
+cannot be reached, or does not answer within --timeout, is reported with the
+reason (dns, refused, auth, timeout …).
 
 Nodes: --hosts a,b,c (ranges like gpu[01-08] work), --hostfile FILE,
 --slurm (inside an allocation), --slurm-job ID, --nodelist LIST, or
@@ -147,12 +153,13 @@ Exit codes: 0 every node reached and agreeing with no problems of its own,
 	fl.StringVar(&f.fromJSON, "from-json", "", "aggregate NODE.json reports from this directory instead of reaching nodes")
 	fl.StringVar(&f.engine, "engine", "auto", "for --hosts/--hostfile: auto (pdsh when installed, else ssh), pdsh or ssh")
 	fl.StringVarP(&f.sshConfig, "ssh-config", "F", "", "ssh client config file (ssh -F)")
-	fl.StringArrayVarP(&f.sshOptions, "ssh-option", "o", nil, "extra ssh option KEY=VALUE (repeatable)")
+	fl.StringArrayVar(&f.sshOptions, "ssh-option", nil, "extra ssh option KEY=VALUE, as ssh -o (repeatable)")
 	fl.DurationVar(&f.connectTimeout, "connect-timeout", 10*time.Second, "ssh connect and handshake timeout")
 	fl.DurationVar(&f.timeout, "timeout", 120*time.Second, "per-node timeout for reaching the node and its check")
 	fl.IntVar(&f.fanout, "fanout", 32, "nodes checked at once")
 	fl.StringVar(&f.remotePath, "remote-path", "", "where ncclwiz is on the nodes (default: this binary's path)")
 	fl.StringVar(&f.copyMode, "copy", "auto", "copy this binary to nodes: auto (when the remote path is not this binary), never, always")
+	fl.StringToStringVar(&f.binaries, "binary", nil, "an ncclwiz build for nodes of another architecture, ARCH=PATH (arm64=./ncclwiz_linux_arm64/ncclwiz); repeatable. Each node's uname -m picks the build")
 	fl.StringSliceVar(&f.only, "only", nil, "run only these checks on the nodes (as check --only)")
 	fl.BoolVar(&f.json, "json", false, "print the versioned JSON (docs/cluster.schema.json)")
 	fl.BoolVarP(&f.allFacts, "all-facts", "a", false, "show every fact column, not only those that differ")
@@ -234,7 +241,8 @@ func collectCluster(ctx context.Context, a *App, f clusterFlags) (cluster.Run, c
 			"--from-json DIR aggregates reports saved as files", a.Scenario)}
 	}
 	opts := remote.Options{SSHConfig: f.sshConfig, SSHOptions: f.sshOptions, ConnectTimeout: f.connectTimeout,
-		NodeTimeout: f.timeout, Fanout: f.fanout, RemotePath: f.remotePath, Copy: remote.CopyMode(f.copyMode)}
+		NodeTimeout: f.timeout, Fanout: f.fanout, RemotePath: f.remotePath, Copy: remote.CopyMode(f.copyMode), Binaries: f.binaries,
+		Debug: a.DebugWriter()}
 	if len(f.only) > 0 {
 		opts.CheckArgs = []string{"--only", strings.Join(f.only, ",")}
 	}

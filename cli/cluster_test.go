@@ -23,7 +23,7 @@ import (
 // reads, without proc.ranks' one-second CPU sample per node.
 const clusterTestOnly = "shm.mount,host.container,host.ipc,env.nccl,nccl.stack,gpu.inventory,net.interfaces,net.rdma"
 
-// ncclwizBinary builds the real command (static, CGO_ENABLED=0): the
+// ncclwizBinary builds the real command (static: CGO_ENABLED=0, -tags nonvml): the
 // nodes run it from the shared path or as a copy.
 func ncclwizBinary(t *testing.T) string {
 	t.Helper()

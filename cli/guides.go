@@ -100,7 +100,9 @@ func runGuides(cmd *cobra.Command, a *App, f guidesFlags, args []string) error {
 		hits := lib.Search(f.search, lang)
 		if len(hits) == 0 {
 			if f.json {
-				fmt.Fprintln(a.Stdout, "[]")
+				if err := writeJSON(a, guideListDoc(a, nil)); err != nil {
+					return err
+				}
 			} else {
 				fmt.Fprintf(a.Stdout, "No guide matches %q; try fewer or other words, or ncclwiz guides --list.\n", f.search)
 			}
@@ -134,7 +136,7 @@ func showGuide(a *App, lib *guides.Library, id, lang string, asJSON bool) error 
 		return usageError{fmt.Errorf("%s (see ncclwiz guides --list)", msg)}
 	}
 	if asJSON {
-		return writeJSON(a, guideToJSON(g, true))
+		return writeJSON(a, guideDocJSON{Schema: guidesSchema, Tool: "ncclwiz", Version: a.VersionString(), Guide: guideToJSON(g, true)})
 	}
 	out := a.Out()
 	if !out.TTY {
@@ -191,6 +193,33 @@ func cmdContext(cmd *cobra.Command) context.Context {
 	return context.Background()
 }
 
+// guidesSchema versions the guides documents (docs/guides.schema.json).
+const guidesSchema = 1
+
+// guideListJSON is `guides --list --json` and `--search … --json`.
+type guideListJSON struct {
+	Schema  int         `json:"schema"`
+	Tool    string      `json:"tool"`
+	Version string      `json:"version"`
+	Guides  []guideJSON `json:"guides"`
+}
+
+// guideDocJSON is `guides ID --json`.
+type guideDocJSON struct {
+	Schema  int       `json:"schema"`
+	Tool    string    `json:"tool"`
+	Version string    `json:"version"`
+	Guide   guideJSON `json:"guide"`
+}
+
+func guideListDoc(a *App, gs []*guides.Guide) guideListJSON {
+	doc := guideListJSON{Schema: guidesSchema, Tool: "ncclwiz", Version: a.VersionString(), Guides: []guideJSON{}}
+	for _, g := range gs {
+		doc.Guides = append(doc.Guides, guideToJSON(g, false))
+	}
+	return doc
+}
+
 type guideJSON struct {
 	ID         string   `json:"id"`
 	Title      string   `json:"title"`
@@ -234,11 +263,7 @@ func writeJSON(a *App, v any) error {
 
 func printGuideList(a *App, gs []*guides.Guide, asJSON, numbered bool) error {
 	if asJSON {
-		out := make([]guideJSON, 0, len(gs))
-		for _, g := range gs {
-			out = append(out, guideToJSON(g, false))
-		}
-		return writeJSON(a, out)
+		return writeJSON(a, guideListDoc(a, gs))
 	}
 	tw := tabwriter.NewWriter(a.Stdout, 2, 4, 2, ' ', 0)
 	for i, g := range gs {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"regexp"
@@ -49,11 +48,12 @@ func TestGuidesCommandWithoutTTY(t *testing.T) {
 	}
 
 	out, _, code = runCLI(t, env, "guides", "--list", "--json")
-	var list []guideJSON
-	if err := json.Unmarshal([]byte(out), &list); err != nil || code != 0 || len(list) != len(lib.IDs()) {
-		t.Fatalf("--list --json: code %d, %v, %d entries", code, err, len(list))
+	var doc guideListJSON
+	mustMatchSchema(t, "guides.schema.json", out, &doc)
+	if code != 0 || len(doc.Guides) != len(lib.IDs()) || doc.Schema != 1 || doc.Tool != "ncclwiz" {
+		t.Fatalf("--list --json: code %d, schema %d, %d entries", code, doc.Schema, len(doc.Guides))
 	}
-	for _, j := range list {
+	for _, j := range doc.Guides {
 		if j.ID == "" || j.Title == "" || j.Sources == nil || j.Markdown != "" {
 			t.Errorf("--list --json entry %+v", j)
 		}
@@ -74,9 +74,10 @@ func TestGuidesCommandWithoutTTY(t *testing.T) {
 	}
 
 	out, _, code = runCLI(t, env, "guides", "nccl-intro", "--json")
-	var one guideJSON
-	if err := json.Unmarshal([]byte(out), &one); err != nil || code != 0 || one.Order != 1 || !strings.Contains(one.Markdown, "## Try it") {
-		t.Errorf("guides ID --json: code %d, %v, %+v", code, err, one)
+	var oneDoc guideDocJSON
+	mustMatchSchema(t, "guides.schema.json", out, &oneDoc)
+	if one := oneDoc.Guide; code != 0 || one.Order != 1 || !strings.Contains(one.Markdown, "## Try it") {
+		t.Errorf("guides ID --json: code %d, %+v", code, one)
 	}
 
 	_, errOut, code = runCLI(t, env, "guides", "shm-no-space", "--list")

@@ -61,7 +61,7 @@ Exit codes: 0 no hang found, 1 suspect rank found or the job looks stuck,
 	fl.BoolVar(&f.rasText, "ras-text", false, "ask RAS for its text report even when JSON is available (NCCL >= 2.28.7)")
 	fl.StringVar(&f.rasAddr, "ras-addr", "", "HOST:PORT of the job's RAS service (default: NCCL_RAS_ADDR from the ranks, else localhost:28028)")
 	fl.StringVar(&f.dumps, "dumps", "", "flight-recorder dump prefix, e.g. DIR/nccl_trace_rank_: alone, analyse those dumps only; with --pid, read them instead of the job's")
-	fl.BoolVar(&f.pySpy, "py-spy", false, "show the Python stack of each suspect rank with `py-spy dump` (it attaches with ptrace: asks first)")
+	fl.BoolVar(&f.pySpy, "py-spy", false, "show the Python stack of each suspect rank with py-spy dump (it attaches with ptrace: asks first)")
 	fl.BoolVarP(&f.yes, "yes", "y", false, "with --py-spy: do not ask before attaching")
 	return cmd
 }

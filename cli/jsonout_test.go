@@ -154,6 +154,7 @@ func TestNewSchemasRejectUndocumentedFields(t *testing.T) {
 		{"env.schema.json", "env --json --scenario wrong-ifname"},
 		{"checks.schema.json", "check --list-checks --json"},
 		{"version.schema.json", "version --json"},
+		{"guides.schema.json", "guides --list --json"},
 	} {
 		out, _, _ := runCLI(t, nil, strings.Fields(c.args)...)
 		var m map[string]any

@@ -3,9 +3,11 @@ package cli
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
+	"github.com/spf13/pflag"
 )
 
 func newManCmd() *cobra.Command {
@@ -20,6 +22,11 @@ without, prints the top-level page, e.g.: ncclwiz man | man -l -`,
 			root := cmd.Root()
 			header := &doc.GenManHeader{Title: "NCCLWIZ", Section: "1", Source: "ncclwiz", Manual: "ncclwiz manual"}
 			root.DisableAutoGenTag = true
+			// cobra/doc hands the help text to a markdown converter: without
+			// this, NCCL_SHM_DISABLE comes out as NCCL_SHMDISABLE (the
+			// underscores read as emphasis). The process ends after this
+			// command, so the tree is changed in place.
+			escapeHelpForMarkdown(root)
 			if len(args) == 0 {
 				return doc.GenMan(root, header, cmd.OutOrStdout())
 			}
@@ -32,4 +39,32 @@ without, prints the top-level page, e.g.: ncclwiz man | man -l -`,
 			return nil
 		},
 	}
+}
+
+// escapeHelpForMarkdown escapes what markdown would read as emphasis or an
+// escape (_ * \\) in every command's short and long help and every flag's
+// usage, outside `code spans`, which markdown leaves alone. Examples go into
+// a code block and stay as they are.
+func escapeHelpForMarkdown(c *cobra.Command) {
+	c.Short = escapeMarkdown(c.Short)
+	c.Long = escapeMarkdown(c.Long)
+	c.LocalFlags().VisitAll(func(f *pflag.Flag) { f.Usage = escapeMarkdown(f.Usage) })
+	for _, sub := range c.Commands() {
+		escapeHelpForMarkdown(sub)
+	}
+}
+
+func escapeMarkdown(s string) string {
+	var b strings.Builder
+	code := false
+	for _, r := range s {
+		switch {
+		case r == '`':
+			code = !code
+		case !code && (r == '_' || r == '*' || r == '\\'):
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -10,7 +10,7 @@ import (
 
 // NewRoot builds the command tree.
 func NewRoot(a *App) *cobra.Command {
-	var listScenarios bool
+	var listScenarios, verbose bool
 	root := &cobra.Command{
 		Use:   "ncclwiz",
 		Short: "Diagnose and fix NCCL / multi-GPU PyTorch failures on this machine",
@@ -34,7 +34,7 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 			if a.StdinTTY() && a.StdoutTTY() {
 				return runWizard(cmd, a)
 			}
-			return runCheck(cmd, a, checkFlags{})
+			return runCheck(cmd, a, checkFlags{verbose: verbose})
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
@@ -46,6 +46,11 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 	pf.StringVar(&a.ShmPath, "shm-path", "", "shared-memory directory to inspect (default /dev/shm)")
 	pf.StringVar(&a.Scenario, "scenario", "", "run against a simulated practice server (see --list-scenarios)")
 	root.Flags().BoolVar(&listScenarios, "list-scenarios", false, "list the simulated practice servers and exit")
+	// -v means --verbose everywhere (check, explain, and here without a
+	// terminal); --version has no short form.
+	root.Flags().BoolVarP(&verbose, "verbose", "v", false, "without a terminal: show details and evidence for every finding (as check -v)")
+	root.Flags().Bool("version", false, "print the version and build (as ncclwiz version)")
+	pf.BoolVar(&a.Debug, "debug", false, "print the commands run on other nodes (ssh, pdsh, srun) to stderr; NCCLWIZ_DEBUG=1 does the same")
 	pf.StringVar(&a.Lang, "lang", "", "guide language: en or zh (default from the locale)")
 	pf.StringVar(&a.FixtureDir, "fixture", "", "read the machine from a fixture tree (testing)")
 	_ = pf.MarkHidden("fixture")
@@ -66,6 +71,7 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 		newManCmd(),
 	)
 	registerCompletions(root)
+	applyConventions(root)
 	return root
 }
 

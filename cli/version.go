@@ -53,9 +53,9 @@ func (a *App) versionInfo() versionInfo {
 // versionLine is what both `version` and `--version` print.
 func (a *App) versionLine() string {
 	v := a.versionInfo()
-	nv := "with NVML (cgo)"
+	nv := "NVML by dlopen"
 	if !v.NVML {
-		nv = "without NVML (built with CGO_ENABLED=0)"
+		nv = "without NVML (static -tags nonvml build)"
 	}
 	return fmt.Sprintf("ncclwiz %s (%s, %s/%s, %s)", v.Version, v.GoVersion, v.OS, v.Arch, nv)
 }

@@ -28,7 +28,7 @@ type Node struct {
 	Name   string `json:"name"`
 	Status Status `json:"status"`
 	// Reason says why a node is not ok: dns, refused, auth, host-key,
-	// no-route, timeout, remote-error, bad-report.
+	// no-route, timeout, arch, libc, remote-error, bad-report.
 	Reason string `json:"reason,omitempty"`
 	Error  string `json:"error,omitempty"`
 	// Delivery says how ncclwiz got there: shared (same path, same

@@ -1,7 +1,6 @@
 // Package scenario builds simulated practice servers: a fixture tree copied
 // into a private temporary directory, a description of the parts that are
-// not files (statfs, environment, identity), simulated GPUs through go-nvml's
-// mock servers, and sometimes a failing log to explain. The wizard runs its
+// not files (statfs, environment, identity), simulated GPUs (internal/nvml's Sim), and sometimes a failing log to explain. The wizard runs its
 // whole flow against them; fixes change the copy, never the real machine.
 package scenario
 

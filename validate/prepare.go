@@ -306,7 +306,7 @@ func (p *Plan) gpuProblem(cvd string, cvdSet bool) string {
 	case gpu.StateNoDriver, gpu.StateNoNVML:
 		return "no usable GPU: " + orDefault(s.Detail, "no NVIDIA driver (NVML cannot be loaded)")
 	case gpu.StateUnavailable:
-		return "cannot see the GPUs: " + orDefault(s.Detail, "this build has no NVML (CGO_ENABLED=0)")
+		return "cannot see the GPUs: " + orDefault(s.Detail, "this build has no NVML (static -tags nonvml build)")
 	case gpu.StateNoPermission:
 		return "no permission to open the GPUs (/dev/nvidia*)" + detail(s.Detail)
 	case gpu.StateMismatch:

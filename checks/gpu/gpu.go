@@ -57,7 +57,8 @@ type Device struct {
 	NVLinkActive       int
 	NVLinkVersion      int
 	PCIeGen, PCIeWidth int
-	NUMANode           int
+	NUMANode           int // nearest host NUMA node (NVML memory affinity), -1 unknown
+	MemNUMANode        int // NUMA node of the GPU's own memory (Grace Hopper/Blackwell), -1 none
 	Lost               bool
 	Err                string
 	Processes          []Process
@@ -109,18 +110,6 @@ func cudaVersion(v int) string {
 	return fmt.Sprintf("%d.%d", v/1000, (v%1000)/10)
 }
 
-// busIDString converts NVML's int8 BusId array, stopping at the NUL.
-func busIDString(b []int8) string {
-	var sb strings.Builder
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		sb.WriteByte(byte(c))
-	}
-	return sb.String()
-}
-
 // consumer reports whether a GPU name is a GeForce/RTX consumer card of the
 // 40 or 50 series (accelerate's own check looks for "RTX 40").
 func consumer(name string) bool {
@@ -146,6 +135,12 @@ func runInventory(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 		}
 		e := map[string]any{"index": d.Index, "name": d.Name, "uuid": d.UUID, "bus_id": d.BusID, "memory_total": d.MemTotal,
 			"memory_used": d.MemUsed, "compute_capability": d.CC, "persistence": d.Persistence, "mig": d.MIG}
+		if d.NUMANode >= 0 {
+			e["host_numa_node"] = d.NUMANode
+		}
+		if d.MemNUMANode >= 0 {
+			e["gpu_memory_numa_node"] = d.MemNUMANode
+		}
 		if d.NVLinkActive > 0 {
 			e["nvlinks"] = d.NVLinkActive
 		}

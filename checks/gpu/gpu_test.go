@@ -18,6 +18,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
 	ft "github.com/ncclwiz/ncclwiz/internal/fixturetest"
+	"github.com/ncclwiz/ncclwiz/internal/nvml/gonvml"
 )
 
 // box fills every mock function the checks call, so a missing one shows
@@ -57,7 +58,9 @@ func (b box) wire(srv *server.Server) *server.Server {
 		md.GetNvLinkVersionFunc = func(int) (uint32, nvml.Return) { return 4, nvml.SUCCESS }
 		md.GetMaxPcieLinkGenerationFunc = func() (int, nvml.Return) { return 5, nvml.SUCCESS }
 		md.GetMaxPcieLinkWidthFunc = func() (int, nvml.Return) { return 16, nvml.SUCCESS }
-		md.GetNumaNodeIdFunc = func() (int, nvml.Return) { return idx / b.perNUMA, nvml.SUCCESS }
+		md.GetMemoryAffinityFunc = func(int, nvml.AffinityScope) ([]uint, nvml.Return) {
+			return []uint{1 << (idx / b.perNUMA)}, nvml.SUCCESS
+		}
 		md.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return b.procs[idx], nvml.SUCCESS }
 		md.GetP2PStatusFunc = func(o nvml.Device, c nvml.GpuP2PCapsIndex) (nvml.GpuP2PStatus, nvml.Return) {
 			if c == nvml.P2P_CAPS_INDEX_NVLINK && b.nvlinks == 0 {
@@ -75,10 +78,14 @@ func (b box) wire(srv *server.Server) *server.Server {
 	return srv
 }
 
-func hostWith(t *testing.T, lib host.NVML, files map[string]any, env map[string]string) *host.Host {
+// hostWith wires lib (a go-nvml server or binding; nil for none) into a
+// fixture host through the go-nvml adapter.
+func hostWith(t *testing.T, lib nvml.Interface, files map[string]any, env map[string]string) *host.Host {
 	t.Helper()
 	h := ft.Tree(t, files, host.FixtureSpec{UID: 1000, Env: env})
-	h.NVML = lib
+	if lib != nil {
+		h.NVML = gonvml.Wrap(lib)
+	}
 	return h
 }
 

@@ -1,8 +1,10 @@
 package netcheck
 
 import (
+	"archive/tar"
 	"context"
 	"encoding/binary"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,55 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
 )
+
+// iommuOn extracts testdata/iommu-on.tar, a sysfs tree of a machine with
+// the IOMMU on, and returns its directory. It is a tar because sysfs names
+// PCI devices 0000:18:00.0, and a ':' in a file name makes the Go module
+// zip (hence go install of this module) invalid.
+func iommuOn(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	f, err := os.Open(filepath.Join("testdata", "iommu-on.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		hd, err := tr.Next()
+		if err == io.EOF {
+			return dir
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := filepath.Join(dir, filepath.FromSlash(hd.Name))
+		switch hd.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(target, 0o755)
+		case tar.TypeSymlink:
+			err = os.Symlink(hd.Linkname, target)
+		case tar.TypeReg:
+			var b []byte
+			if b, err = io.ReadAll(tr); err == nil {
+				err = os.WriteFile(target, b, 0o644)
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func fixtureAt(t *testing.T, dir string, env ...string) *host.Host {
+	t.Helper()
+	h, err := host.LoadFixture(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Env = append(h.Env, env...)
+	return h
+}
 
 func runPCIeOn(t *testing.T, h *host.Host) []checks.Finding {
 	t.Helper()
@@ -23,7 +74,7 @@ func runPCIeOn(t *testing.T, h *host.Host) []checks.Finding {
 }
 
 func TestPCIeIOMMUOnWithACS(t *testing.T) {
-	fs := runPCIeOn(t, fixture(t, "iommu-on"))
+	fs := runPCIeOn(t, fixtureAt(t, iommuOn(t)))
 	s := fs[0]
 	if !strings.Contains(s.Title, "IOMMU on (7 groups, translating); 2 NVIDIA GPUs on the PCI bus; bare metal") {
 		t.Fatalf("summary: %s", s.Title)
@@ -53,7 +104,7 @@ func TestPCIeIOMMUOnWithACS(t *testing.T) {
 		}
 	}
 	// With the workaround set, both become informational.
-	fs = runPCIeOn(t, fixture(t, "iommu-on", "NCCL_P2P_DISABLE=1"))
+	fs = runPCIeOn(t, fixtureAt(t, iommuOn(t), "NCCL_P2P_DISABLE=1"))
 	if _, w := checks.Problems(fs); w != 0 || findTitle(fs, "already works around it") == nil {
 		t.Errorf("workaround not recognised:%s", titles(fs))
 	}
@@ -61,7 +112,7 @@ func TestPCIeIOMMUOnWithACS(t *testing.T) {
 
 func TestPCIePassthroughAndUnprivileged(t *testing.T) {
 	dir := t.TempDir()
-	copyTree(t, filepath.Join("testdata", "iommu-on"), dir)
+	copyTree(t, iommuOn(t), dir)
 	// iommu=pt: identity domains; and configs as an unprivileged reader sees them (64 bytes).
 	groups, _ := filepath.Glob(filepath.Join(dir, "sys/kernel/iommu_groups/*/type"))
 	for _, g := range groups {
@@ -102,7 +153,7 @@ func TestPCIeNoGPUAndVM(t *testing.T) {
 		t.Fatalf("no GPU:%s", titles(fs))
 	}
 	dir := t.TempDir()
-	copyTree(t, filepath.Join("testdata", "iommu-on"), dir)
+	copyTree(t, iommuOn(t), dir)
 	write(t, filepath.Join(dir, "proc/cpuinfo"), "processor\t: 0\nflags\t\t: fpu vme hypervisor sse\n")
 	h, err := host.LoadFixture(dir)
 	if err != nil {
@@ -119,7 +170,7 @@ func TestPCIeNoGPUAndVM(t *testing.T) {
 
 func TestPCIeNeedlessP2PDisable(t *testing.T) {
 	dir := t.TempDir()
-	copyTree(t, filepath.Join("testdata", "iommu-on"), dir)
+	copyTree(t, iommuOn(t), dir)
 	if err := os.RemoveAll(filepath.Join(dir, "sys/kernel/iommu_groups")); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
-	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
 // logind.conf locations in systemd's precedence order (later wins).
@@ -287,7 +286,7 @@ func readUint(h *host.Host, p string) (uint64, bool) {
 	return n, err == nil
 }
 
-func runIPC(_ context.Context, h *host.Host) ([]checks.Finding, error) {
+func runIPC(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	var fs []checks.Finding
 	sysv := map[string]any{}
 	for _, k := range []string{"shmmax", "shmmni", "shmall"} {
@@ -364,38 +363,10 @@ func runIPC(_ context.Context, h *host.Host) ([]checks.Finding, error) {
 		}
 	}
 
-	// NUMA nodes without memory or CPUs trip NCCL's cuMem host probe.
+	// NUMA nodes matter to NCCL only where a GPU's host allocations go
+	// (numa.go).
 	if nodes, err := ReadNUMA(h); err == nil && len(nodes) > 0 {
-		var odd []string
-		list := make([]map[string]any, 0, len(nodes))
-		for _, n := range nodes {
-			list = append(list, map[string]any{"node": n.ID, "mem_total_bytes": n.MemTotal, "cpus": n.CPUList})
-			switch {
-			case n.MemTotal == 0:
-				odd = append(odd, fmt.Sprintf("node%d has no memory", n.ID))
-			case n.CPUList == "":
-				odd = append(odd, fmt.Sprintf("node%d has no CPUs", n.ID))
-			}
-		}
-		f := checks.Finding{Severity: checks.OK, Title: units.Count(len(nodes), "NUMA node") + ", all with memory and CPUs",
-			Evidence: map[string]any{"numa_nodes": list}}
-		if len(odd) > 0 {
-			f.Severity = checks.Warn
-			f.Title = "NUMA layout NCCL's cuMem host allocation trips on: " + strings.Join(odd, ", ")
-			f.Detail = "With memoryless or CPU-less NUMA nodes, NCCL's per-process cuMem host probe can succeed on some ranks and fail on others; " +
-				"ranks then disagree on how to share buffers and fail with 'Error while attaching to shared memory segment … (size 0)'. " +
-				"Setting NCCL_CUMEM_HOST_ENABLE=0 on every rank avoids the mismatch."
-			f.Guide = "shm-cumem-host"
-			f.Fixes = []string{"env.export"}
-			if h.Getenv("NCCL_CUMEM_HOST_ENABLE") == "0" {
-				f.Severity = checks.Info
-				f.Detail += " NCCL_CUMEM_HOST_ENABLE=0 is already set here."
-			} else {
-				f.Evidence["recommended_env"] = map[string]string{"NCCL_CUMEM_HOST_ENABLE": "0"}
-				f.Evidence["recommended_env_reason"] = map[string]string{"NCCL_CUMEM_HOST_ENABLE": "memoryless/CPU-less NUMA nodes make the cuMem host probe disagree between ranks"}
-			}
-		}
-		fs = append(fs, f)
+		fs = append(fs, judgeNUMA(nodes, gpuHomes(ctx, h), h.Getenv("NCCL_CUMEM_HOST_ENABLE")))
 	}
 
 	// Limits of this process (what a job started from this shell inherits).

@@ -136,6 +136,7 @@ func (s *SSH) startListener(ctx context.Context, n cluster.Node, addr string, bi
 		// the lifetime alone ends the listener.
 		script, _ = s.remoteScript(n, args)
 	}
+	s.opts.trace(s.opts.SSH, append(s.sshArgs(n.Name), wrap(script)))
 	cmd := exec.Command(s.opts.SSH, append(s.sshArgs(n.Name), wrap(script))...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -77,6 +77,7 @@ func (p *PDSH) phase(ctx context.Context, hosts []string, timeout time.Duration,
 	// itself, a few connect timeouts later.
 	ctx, cancel := context.WithTimeout(ctx, timeout+2*p.ssh.opts.ConnectTimeout+10*time.Second)
 	defer cancel()
+	p.ssh.opts.trace(p.pdsh, p.pdshArgs(hosts, timeout, script))
 	cmd := exec.CommandContext(ctx, p.pdsh, p.pdshArgs(hosts, timeout, script)...)
 	cmd.Env = p.pdshEnv()
 	cmd.WaitDelay = 2 * time.Second
@@ -196,10 +197,16 @@ func (p *PDSH) Run(ctx context.Context, hosts []string) (Outcome, error) {
 	// Phase 3: the check, with pdsh where the shared binary is there.
 	var shared, copyHosts []string
 	why := map[string]string{}
+	chosen := map[string]binInfo{}
 	for _, h := range alive {
 		pb := probes[h]
+		b, reason, msg := choose(s.bins, pb)
+		chosen[h] = b
 		switch {
-		case pb.present && pb.sum == s.sum && s.opts.Copy != CopyAlways:
+		case reason != "":
+			n := nodes[h]
+			n.Status, n.Reason, n.Error = cluster.StatusFailed, reason, msg
+		case pb.present && pb.sum == b.sum && s.opts.Copy != CopyAlways:
 			shared = append(shared, h)
 		case s.opts.Copy == CopyNever:
 			n := nodes[h]
@@ -222,9 +229,17 @@ func (p *PDSH) Run(ctx context.Context, hosts []string) (Outcome, error) {
 		}
 	}
 	if len(copyHosts) > 0 {
-		bin, err := os.ReadFile(s.opts.LocalBinary)
-		if err != nil {
-			return Outcome{}, fmt.Errorf("read this ncclwiz for copying: %w", err)
+		bins := map[string][]byte{}
+		for _, h := range copyHosts {
+			p := chosen[h].path
+			if _, ok := bins[p]; ok {
+				continue
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return Outcome{}, fmt.Errorf("read ncclwiz for copying: %w", err)
+			}
+			bins[p] = b
 		}
 		done := make(chan struct{})
 		sem := make(chan struct{}, s.opts.Fanout)
@@ -237,7 +252,8 @@ func (p *PDSH) Run(ctx context.Context, hosts []string) (Outcome, error) {
 				defer cancel()
 				n := nodes[h]
 				n.Delivery = "copied"
-				*n = finish(*n, s.run(nctx, h, copyScript(s.sum, checkCmd(s.opts.CheckArgs), s.opts.NodeTimeout), bin), s.opts)
+				b := chosen[h]
+				*n = finish(*n, s.run(nctx, h, copyScript(b.sum, checkCmd(s.opts.CheckArgs), s.opts.NodeTimeout), bins[b.path]), s.opts)
 			}()
 		}
 		for range copyHosts {

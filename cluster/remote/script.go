@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,8 @@ const (
 	markVersion = "@@ncclwiz-version@@"
 	markSum     = "@@ncclwiz-sum@@"
 	markMissing = "@@ncclwiz-missing@@"
+	markArch    = "@@ncclwiz-arch@@"
+	markLibc    = "@@ncclwiz-libc@@"
 )
 
 // Exit codes of the copy script (remote side) that are not ncclwiz's own.
@@ -42,17 +45,19 @@ const (
 // the command to it as one string).
 func wrap(script string) string { return "sh -c " + shellquote.Quote(script) }
 
-// probeScript prints the node's clock and whether ncclwiz is at path, with
-// its version and checksum.
+// probeScript prints the node's clock, architecture and C library, and
+// whether ncclwiz is at path, with its version and checksum.
 func probeScript(path string) string {
 	return fmt.Sprintf(`echo %s $(date +%%s.%%N)
+echo %s $(uname -m)
+echo %s $( (getconf GNU_LIBC_VERSION || ldd --version) 2>&1 | head -n 1)
 P=%s
 if [ -x "$P" ]; then
   echo %s $("$P" version 2>&1 | head -n 1)
   echo %s $(sha256sum "$P" 2>/dev/null | cut -d ' ' -f 1)
 else
   echo %s
-fi`, markDate, shellquote.Quote(path), markVersion, markSum, markMissing)
+fi`, markDate, markArch, markLibc, shellquote.Quote(path), markVersion, markSum, markMissing)
 }
 
 // clockScript prints only the clock: over an open ControlMaster the
@@ -100,6 +105,22 @@ type probe struct {
 	present bool
 	version string
 	sum     string
+	machine string // uname -m
+	libc    string // "glibc 2.31", or ldd's first line
+}
+
+var glibcLine = regexp.MustCompile(`(?i)\b(?:glibc|gnu libc)\b.*?(\d+\.\d+)|^ldd \(.*\) (\d+\.\d+)`)
+
+// glibcVersion is the node's glibc version ("2.31"), "" when unknown.
+func (p probe) glibcVersion() string {
+	m := glibcLine.FindStringSubmatch(p.libc)
+	if m == nil {
+		return ""
+	}
+	if m[1] != "" {
+		return m[1]
+	}
+	return m[2]
 }
 
 func parseProbe(out []byte) probe {
@@ -119,6 +140,10 @@ func parseProbe(out []byte) probe {
 			p.sum = strings.TrimSpace(strings.TrimPrefix(line, markSum))
 		case line == markMissing:
 			p.present = false
+		case strings.HasPrefix(line, markArch):
+			p.machine = strings.TrimSpace(strings.TrimPrefix(line, markArch))
+		case strings.HasPrefix(line, markLibc):
+			p.libc = strings.TrimSpace(strings.TrimPrefix(line, markLibc))
 		}
 	}
 	return p
@@ -168,6 +193,15 @@ func parseReport(out []byte) (*report.JSONReport, error) {
 		return nil, fmt.Errorf("not an ncclwiz schema-%d report (tool %q, schema %d)", report.SchemaVersion, r.Tool, r.Schema)
 	}
 	return &r, nil
+}
+
+// trace writes a command line to o.Debug (--debug), as a shell would take
+// it; the script a node runs is one argument.
+func (o Options) trace(name string, args []string) {
+	if o.Debug == nil {
+		return
+	}
+	fmt.Fprintf(o.Debug, "+ %s\n", shellquote.Join(append([]string{name}, args...)))
 }
 
 // FileSum is the sha256 of a file, hex.

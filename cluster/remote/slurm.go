@@ -55,6 +55,7 @@ type Slurm struct {
 	spec SlurmSpec
 	srun string
 	sum  string
+	bins map[string]binInfo
 }
 
 // NewSlurm prepares the Slurm engine; srun is the program to run.
@@ -65,11 +66,15 @@ func NewSlurm(o Options, spec SlurmSpec, srun string) (*Slurm, error) {
 	if len(spec.Nodes) == 0 {
 		return nil, errors.New("slurm: no nodes (set --nodelist, --slurm-job, or run inside an allocation)")
 	}
+	bins, err := loadBinaries(o)
+	if err != nil {
+		return nil, err
+	}
 	sum, err := FileSum(o.LocalBinary)
 	if err != nil {
 		return nil, err
 	}
-	return &Slurm{opts: o, spec: spec, srun: srun, sum: sum}, nil
+	return &Slurm{opts: o, spec: spec, srun: srun, sum: sum, bins: bins}, nil
 }
 
 const (
@@ -92,6 +97,7 @@ func (s *Slurm) step(ctx context.Context, bcast string, program ...string) (map[
 	// Task output is keyed by task number; callers name the tasks.
 	ctx, cancel := context.WithTimeout(ctx, s.opts.NodeTimeout+30*time.Second)
 	defer cancel()
+	s.opts.trace(s.srun, srunArgs(s.spec, s.opts.NodeTimeout, bcast, program...))
 	cmd := exec.CommandContext(ctx, s.srun, srunArgs(s.spec, s.opts.NodeTimeout, bcast, program...)...)
 	cmd.WaitDelay = 2 * time.Second
 	out := &limitedBuffer{max: s.opts.OutputLimit * min(len(s.spec.Nodes), 64)}
@@ -183,11 +189,30 @@ func (s *Slurm) Run(ctx context.Context) (Outcome, error) {
 	names := taskNodes(probeTasks)
 	probeOut := byNode(probeTasks, names)
 	allShared := s.opts.Copy != CopyAlways
+	// One srun --bcast sends one file to every node: the nodes must agree
+	// on the build; a node no build fits is reported, not run.
+	unfit := map[string][2]string{}
+	var bcast *binInfo
 	for _, n := range s.spec.Nodes {
 		p := parseProbe(probeOut[n])
-		if !p.present || p.sum != s.sum {
+		if p.clock == nil {
+			continue
+		}
+		b, reason, msg := choose(s.bins, p)
+		if reason != "" {
+			unfit[n] = [2]string{reason, msg}
+			continue
+		}
+		if bcast != nil && bcast.path != b.path {
+			return Outcome{}, fmt.Errorf("the nodes of this allocation are of more than one architecture (linux/%s and linux/%s): srun --bcast sends one file, so check each partition on its own, or use --hosts with ssh", bcast.arch, b.arch)
+		}
+		bcast = &b
+		if !p.present || p.sum != b.sum {
 			allShared = false
 		}
+	}
+	if bcast == nil {
+		bcast = &binInfo{path: s.opts.LocalBinary, sum: s.sum}
 	}
 	var notes []string
 	var checkTasks map[string][]byte
@@ -205,7 +230,7 @@ func (s *Slurm) Run(ctx context.Context) (Outcome, error) {
 			return Outcome{}, err
 		}
 		delivery = "copied"
-		args := append([]string{s.opts.LocalBinary}, "check", "--json", "--no-color")
+		args := append([]string{bcast.path}, "check", "--json", "--no-color")
 		checkTasks, checkErr, err = s.step(ctx, dest, append(args, s.opts.CheckArgs...)...)
 		// Remove the broadcast copies whatever happened, and hear each
 		// node say so.
@@ -252,6 +277,11 @@ func (s *Slurm) Run(ctx context.Context) (Outcome, error) {
 		// loose bound, but minutes of skew still show.
 		off, e := clockOffset(*p.clock, sent, received)
 		n.ClockOffset, n.ClockError = &off, e
+		if u, ok := unfit[name]; ok {
+			n.Status, n.Reason, n.Error, n.Delivery = cluster.StatusFailed, u[0], u[1], ""
+			out.Nodes = append(out.Nodes, n)
+			continue
+		}
 		b, ok := checkOut[name]
 		if !ok {
 			n.Status, n.Reason, n.Error = cluster.StatusFailed, "remote-error", orDefault(checkErr[name], "no output from this node's task")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,13 +39,19 @@ type Options struct {
 	// copied when RemotePath does not hold the same file.
 	RemotePath  string
 	LocalBinary string
-	Copy        CopyMode
-	CheckArgs   []string // passed to `ncclwiz check --json` on each node
+	// Binaries are ncclwiz builds for other architectures (linux GOARCH →
+	// path), sent to the nodes of that architecture (--binary arm64=PATH).
+	Binaries  map[string]string
+	Copy      CopyMode
+	CheckArgs []string // passed to `ncclwiz check --json` on each node
 	// ControlDir holds ControlMaster sockets; made and removed by the
 	// engine when empty.
 	ControlDir string
 	// OutputLimit bounds what is kept of one node's output.
 	OutputLimit int
+	// Debug, when set, receives every command run to reach the nodes, one
+	// line each, quoted so it can be pasted into a shell (--debug).
+	Debug io.Writer
 }
 
 func (o *Options) defaults() error {
@@ -90,6 +97,7 @@ type Outcome struct {
 type SSH struct {
 	opts Options
 	sum  string
+	bins map[string]binInfo
 }
 
 // NewSSH prepares the ssh engine (checksums the local binary once).
@@ -102,11 +110,15 @@ func NewSSH(o Options) (*SSH, error) {
 		return nil, fmt.Errorf("no ssh client (%s): install openssh-client, or use --slurm or --from-json: %w", o.SSH, err)
 	}
 	o.SSH = ssh
+	bins, err := loadBinaries(o)
+	if err != nil {
+		return nil, err
+	}
 	sum, err := FileSum(o.LocalBinary)
 	if err != nil {
 		return nil, err
 	}
-	return &SSH{opts: o, sum: sum}, nil
+	return &SSH{opts: o, sum: sum, bins: bins}, nil
 }
 
 // sshArgs are the options every ssh call gets: never prompt, bounded
@@ -140,6 +152,7 @@ type runResult struct {
 
 func (s *SSH) run(ctx context.Context, host, script string, stdin []byte) runResult {
 	args := append(s.sshArgs(host), wrap(script))
+	s.opts.trace(s.opts.SSH, args)
 	cmd := exec.CommandContext(ctx, s.opts.SSH, args...)
 	cmd.WaitDelay = 2 * time.Second
 	out := &limitedBuffer{max: s.opts.OutputLimit}
@@ -227,6 +240,7 @@ func (s *SSH) closeMaster(host string) {
 	defer cancel()
 	args := s.sshArgs(host)
 	args = append(args[:len(args)-2:len(args)-2], "-O", "exit", "--", host)
+	s.opts.trace(s.opts.SSH, args)
 	cmd := exec.CommandContext(ctx, s.opts.SSH, args...)
 	cmd.WaitDelay = time.Second
 	_ = cmd.Run()
@@ -254,7 +268,12 @@ func (s *SSH) checkNode(parent context.Context, host string) (cluster.Node, stri
 			n.ClockOffset, n.ClockError = &off, e
 		}
 	}
-	shared := p.present && p.sum == s.sum
+	b, reason, why := choose(s.bins, p)
+	if reason != "" {
+		n.Status, n.Reason, n.Error = cluster.StatusFailed, reason, why
+		return n, ""
+	}
+	shared := p.present && p.sum == b.sum
 	var rr runResult
 	var note string
 	switch {
@@ -266,14 +285,14 @@ func (s *SSH) checkNode(parent context.Context, host string) (cluster.Node, stri
 		n.Error = fmt.Sprintf("%s on the node %s, and copying is off (--copy never)", s.opts.RemotePath, missingWhy(p))
 		return n, ""
 	default:
-		bin, err := os.ReadFile(s.opts.LocalBinary)
+		bin, err := os.ReadFile(b.path)
 		if err != nil {
 			n.Status, n.Reason, n.Error = cluster.StatusFailed, "local-error", err.Error()
 			return n, ""
 		}
 		n.Delivery = "copied"
 		note = missingWhy(p)
-		rr = s.run(ctx, host, copyScript(s.sum, checkCmd(s.opts.CheckArgs), s.opts.NodeTimeout), bin)
+		rr = s.run(ctx, host, copyScript(b.sum, checkCmd(s.opts.CheckArgs), s.opts.NodeTimeout), bin)
 	}
 	return finish(n, rr, s.opts), note
 }

@@ -1,5 +1,5 @@
 // Package dockertest runs real Docker containers in tests without a
-// registry: static (CGO_ENABLED=0) binaries built from this module (by
+// registry: static (CGO_ENABLED=0, -tags nonvml) binaries built from this module (by
 // internal/gobin, once per test binary) are laid out in a directory, `docker import`ed as a uniquely tagged image, and run;
 // images and containers are removed when the test ends.
 package dockertest

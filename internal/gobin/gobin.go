@@ -21,9 +21,10 @@ func ModuleRoot() string {
 	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
 }
 
-// Ncclwiz returns the ncclwiz command built from the module root; static
-// builds use CGO_ENABLED=0 (they run in images holding nothing else, and
-// have no NVML), the others link NVML as a release does.
+// Ncclwiz returns the ncclwiz command built from the module root with
+// CGO_ENABLED=0 as a release is; static builds add -tags nonvml (they run
+// in images holding nothing else, so they cannot dlopen NVML), the others
+// load NVML by dlopen as a release does.
 func Ncclwiz(t testing.TB, static bool) string { return Build(t, ".", static) }
 
 // Build returns pkg (relative to the module root, e.g. "./hang/internal/
@@ -59,12 +60,15 @@ func Build(t testing.TB, pkg string, static bool) string {
 		t.Skip("the go tool is needed to build " + pkg)
 	}
 	out := filepath.Join(tmp, base)
-	cmd := exec.Command(goBin, "build", "-o", out, pkg)
-	cmd.Dir = ModuleRoot()
-	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
+	args := []string{"build", "-o", out}
 	if static {
-		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
+		args = append(args, "-tags", "nonvml")
 	}
+	cmd := exec.Command(goBin, append(args, pkg)...)
+	cmd.Dir = ModuleRoot()
+	// CGO_ENABLED=0 as the release builds: the tests run the same runtime
+	// (purego's fakecgo when NVML is linked) that users get.
+	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations", "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", pkg, err, b)
 	}

@@ -44,6 +44,29 @@ func NoColor(env []string, flag bool) bool {
 	return flag || Getenv(env, "NO_COLOR") != "" || Getenv(env, "TERM") == "dumb"
 }
 
+// ForcedColor is the profile CLICOLOR_FORCE or FORCE_COLOR ask for when
+// the output is not a terminal (a pager, CI logs, `script`), or false:
+// CLICOLOR_FORCE set and not 0 (bixense.com/clicolors) gives what the
+// environment supports, at least 16 colours; FORCE_COLOR=1, 2 or 3 gives
+// 16, 256 or 24-bit colour (the Node.js convention), 0 or false nothing.
+func ForcedColor(env []string) (colorprofile.Profile, bool) {
+	if v := Getenv(env, "FORCE_COLOR"); v != "" && v != "0" && !strings.EqualFold(v, "false") {
+		switch v {
+		case "1":
+			return colorprofile.ANSI, true
+		case "2":
+			return colorprofile.ANSI256, true
+		case "3":
+			return colorprofile.TrueColor, true
+		}
+		return max(colorprofile.Detect(io.Discard, append(env, "CLICOLOR_FORCE=1")), colorprofile.ANSI), true
+	}
+	if v := Getenv(env, "CLICOLOR_FORCE"); v != "" && v != "0" {
+		return max(colorprofile.Detect(io.Discard, append(env, "CLICOLOR_FORCE=1")), colorprofile.ANSI), true
+	}
+	return 0, false
+}
+
 // UnicodeOK reports whether the locale and terminal can show UTF-8 symbols.
 func UnicodeOK(env []string) bool {
 	t := Getenv(env, "TERM")
@@ -81,9 +104,16 @@ func New(w io.Writer, env []string, noColorFlag bool) Output {
 	if !o.TTY {
 		o.Profile = colorprofile.NoTTY
 	}
+	forced, isForced := ForcedColor(env)
+	switch {
 	// With colour off, plain output carries no escape sequences at all:
 	// bold alone is not worth surprising a script or a screen reader.
-	if NoColor(env, noColorFlag) {
+	// --no-color and NO_COLOR win over CLICOLOR_FORCE and FORCE_COLOR.
+	case noColorFlag || Getenv(env, "NO_COLOR") != "":
+		o.Profile = colorprofile.NoTTY
+	case isForced:
+		o.Profile = forced
+	case NoColor(env, false):
 		o.Profile = colorprofile.NoTTY
 	}
 	return o

@@ -410,3 +410,18 @@ func FuzzRewrite(f *testing.F) {
 		}
 	})
 }
+
+// TestQuoteLeadingEquals: zsh expands an unquoted leading = (=eth0 runs a
+// lookup of the command eth0), so a rewritten command quotes it; the
+// rewriter shares internal/shellquote's quoter.
+func TestQuoteLeadingEquals(t *testing.T) {
+	words := FromArgv([]string{"torchrun", "--nproc_per_node", "8", "train.py", "--tag", "=eth0", "a^b"})
+	var raw []string
+	for _, w := range words {
+		raw = append(raw, w.Raw)
+	}
+	got := strings.Join(raw, " ")
+	if !strings.Contains(got, "'=eth0'") || !strings.Contains(got, "'a^b'") {
+		t.Fatalf("quoted for display: %s", got)
+	}
+}

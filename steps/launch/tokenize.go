@@ -15,6 +15,8 @@ package launch
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ncclwiz/ncclwiz/internal/shellquote"
 )
 
 // Word is one shell word of a simple command.
@@ -262,15 +264,7 @@ func FromArgv(argv []string) []Word {
 	return out
 }
 
-// Quote returns s quoted for a POSIX shell: unchanged when it holds only
-// characters no shell treats specially, else in single quotes (a single
-// quote inside is closed, escaped and reopened).
-func Quote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '_' || r == '-' || r == '.' || r == '/' || r == ':' || r == ',' || r == '=' || r == '+' || r == '@' || r == '%' ||
-			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// Quote is the one shell quoter (internal/shellquote): it also quotes a
+// leading = (zsh expands =cmd to a path), ^ and :=, which a bare-word test
+// of POSIX sh alone lets through.
+func Quote(s string) string { return shellquote.Quote(s) }
