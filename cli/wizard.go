@@ -126,7 +126,7 @@ func wizardDeps(a *App, cs []checks.Check) tui.Deps {
 		}
 		return out
 	}
-	d.ApplyFix = func(ctx context.Context, v tui.FixView, open []string, progress func(string)) tui.FixResult {
+	d.ApplyFix = func(ctx context.Context, v tui.FixView, open []string, progress func(string), ask func(string) bool) tui.FixResult {
 		fx, ok := plans.fix(v.Plan, v.ID)
 		if !ok {
 			return tui.FixResult{ID: v.ID, Err: fmt.Errorf("%s is not in the plan that was shown; nothing applied", v.ID)}
@@ -135,9 +135,10 @@ func wizardDeps(a *App, cs []checks.Check) tui.Deps {
 		if err != nil {
 			return tui.FixResult{ID: v.ID, Err: err}
 		}
-		// The wizard asked for consent before starting; escalations (SIGKILL)
-		// are not confirmed from here, so they are not taken.
-		res, err := fx.Apply(ctx, h, steps.ApplyOptions{Yes: true, Progress: progress, Open: open})
+		// The wizard asked for consent to the plan before starting; an
+		// escalation beyond it (SIGKILL of a rank that ignored SIGTERM) is
+		// asked on the Apply screen, in full, as the CLI asks it.
+		res, err := fx.Apply(ctx, h, steps.ApplyOptions{Yes: true, Progress: progress, Open: open, Confirm: ask})
 		out := tui.FixResult{ID: v.ID, Summary: res.Summary, Changed: res.Changed, Skipped: res.Skipped, Recheck: res.Recheck,
 			Verdict: res.Verdict, Remaining: res.Remaining, Proof: res.Proof, Err: err}
 		if len(res.Answered) > 0 {

@@ -221,7 +221,7 @@ func TestWizardAppliesThePlanShown(t *testing.T) {
 
 	bogus := view
 	bogus.Plan = view.Plan + 100
-	if r := d.ApplyFix(ctx, bogus, nil, nil); r.Err == nil || !strings.Contains(r.Err.Error(), "not in the plan that was shown") {
+	if r := d.ApplyFix(ctx, bogus, nil, nil, nil); r.Err == nil || !strings.Contains(r.Err.Error(), "not in the plan that was shown") {
 		t.Errorf("a view of no plan: %+v", r)
 	}
 	for _, p := range append(shown, later) {
@@ -230,7 +230,7 @@ func TestWizardAppliesThePlanShown(t *testing.T) {
 		}
 	}
 
-	r := d.ApplyFix(ctx, view, nil, func(string) {})
+	r := d.ApplyFix(ctx, view, nil, func(string) {}, nil)
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}

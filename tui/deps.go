@@ -159,8 +159,10 @@ type Deps struct {
 	// ApplyFix applies the planned fix behind the view (its Plan and ID).
 	// Only the confirm step calls it, after the user's y. open names the
 	// other fixes of the plan that could still answer a problem (possible,
-	// not applied yet), for the verdict (steps.Judge).
-	ApplyFix     func(ctx context.Context, fix FixView, open []string, progress func(string)) FixResult
+	// not applied yet), for the verdict (steps.Judge). ask puts a question
+	// beyond the plan (SIGKILL of a rank that ignored SIGTERM) to the user
+	// on the Apply screen and returns their answer (no when they quit).
+	ApplyFix     func(ctx context.Context, fix FixView, open []string, progress func(string), ask func(question string) bool) FixResult
 	ExportScript func(path string, fixIDs []string, findings []checks.Finding) error
 	// EnvSnippet reads the machine (the shell's rc files): tea.Cmd only.
 	EnvSnippet func(findings []checks.Finding) string

@@ -7,11 +7,13 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/internal/units"
-	"github.com/ncclwiz/ncclwiz/steps/flow"
 )
 
 // applyMsg is the one way fixes get applied: the confirm step sends it
@@ -22,10 +24,6 @@ type applyMsg struct {
 	// other fixes could still answer a remaining problem).
 	plan []FixView
 }
-
-// collapseOver is how many shell lines a fix may have before the confirm
-// step shows a count instead (e lists them all).
-const collapseOver = 4
 
 type fixModel struct {
 	c          *common
@@ -38,8 +36,6 @@ type fixModel struct {
 	// whole plan they came from. y applies exactly these, whatever plan
 	// arrives while the step is open.
 	shown, shownPlan []FixView
-	// expanded lists every line of every chosen fix on the confirm step.
-	expanded bool
 	// gen is the check run the fixes were planned from.
 	gen int
 	// planning is set while the plan for a newer check run is being made
@@ -73,7 +69,7 @@ func newFixModel(c *common) fixModel {
 		list: newListView(c.list, 1, false),
 		keys: fixKeys{
 			Choose:  bind("space", "choose", "space", "x"),
-			Confirm: bind("enter", "confirm chosen / skip", "enter"),
+			Confirm: bind("enter", "confirm", "enter"),
 		}}
 }
 
@@ -203,6 +199,9 @@ func (m fixModel) update(msg tea.Msg) (fixModel, tea.Cmd) {
 	return m, cmd
 }
 
+// confirmKey answers the confirm step. It lists every line of every chosen
+// fix, wrapped, never cut or counted: y applies only once all of them have
+// been on screen (22.8: consent needs every line seen).
 func (m fixModel) confirmKey(k string) (fixModel, tea.Cmd) {
 	if m.plan.scroll(k, true) {
 		return m, nil
@@ -220,8 +219,6 @@ func (m fixModel) confirmKey(k string) (fixModel, tea.Cmd) {
 		return m, func() tea.Msg { return applyMsg{chosen: chosen, plan: plan} }
 	case "n", "N", "esc":
 		m.closeConfirm()
-	case "e":
-		m.expanded = !m.expanded
 	case "enter":
 		return m, status("press y to apply the plan shown, or n to go back")
 	}
@@ -248,11 +245,12 @@ func (m fixModel) listKey(k tea.KeyPressMsg) (fixModel, tea.Cmd) {
 		}
 	case key.Matches(k, m.keys.Confirm):
 		if m.countChosen() > 0 {
-			m.confirming, m.expanded = true, false
+			m.confirming = true
 			m.shown, m.shownPlan = m.chosenFixes(), slices.Clone(m.fixes)
 			return m, nil
 		}
-		return m, goTo(flow.Validate)
+		// Nothing ticked: say so rather than skip the step unseen.
+		return m, status("no fix is chosen: space ticks the one under the cursor, then enter; tab goes on without fixing")
 	}
 	return m, nil
 }
@@ -271,15 +269,20 @@ func (m fixModel) row(i int, selected bool) string {
 		cur = st.sel.Render(st.m.cursor) + " "
 		title = st.sel.Render(title)
 	}
-	tags := []string{"risk " + f.Risk}
+	// The risk comes before the title, in a column of its own, so a
+	// narrow window cuts the title (its detail is below) and never the risk.
+	tag := f.Risk
 	if f.NeedsRoot {
-		tags = append(tags, "root")
+		tag += "+root"
+	}
+	if f.Manual {
+		tag = "advice"
 	}
 	if why := m.blocked(f); why != "" {
 		box = st.dim.Render(" - ")
-		tags = append(tags, "not here")
+		tag = "not here"
 	}
-	return cur + box + " " + title + "  " + st.dim.Render(strings.Join(tags, ", "))
+	return cur + box + " " + st.dim.Render(fmt.Sprintf("%-11s", tag)) + " " + title
 }
 
 // refresh rebuilds the pagers' content for the current state and size.
@@ -287,7 +290,7 @@ func (m *fixModel) refresh() {
 	w, h := m.c.width, m.c.bodyHeight()
 	// The list's room holds its rows and, when it pages, its position line.
 	m.list.setSize(w, max(h/3, 3)+1)
-	sig := fmt.Sprint(w, h, m.confirming, m.expanded, m.list.index(), m.chosenIDs(), m.gen, m.planning, len(m.fixes), len(m.shown), m.c.deps.Host != nil && m.c.deps.Host.Simulated)
+	sig := fmt.Sprint(w, h, m.confirming, m.list.index(), m.chosenIDs(), m.gen, m.planning, len(m.fixes), len(m.shown), m.c.deps.Host != nil && m.c.deps.Host.Simulated)
 	if len(m.fixes) > 0 {
 		sig += fmt.Sprint(m.fixes[0].Plan)
 	}
@@ -304,27 +307,44 @@ func (m *fixModel) refresh() {
 	m.detail.set(m.detailText(), w, h-used-1)
 }
 
+// riskWords say what a risk grade means. Specifics (how a change is
+// undone, what is left alone) are in each fix's own summary.
 var riskWords = map[string]string{
-	"none":   "prints advice only",
+	"none":   "advice only: nothing on this machine changes",
 	"low":    "removes only what was proven unused",
-	"medium": "changes system configuration; reversible (backups)",
+	"medium": "changes system configuration",
 	"high":   "ends processes",
 }
 
-// actions counts the shell lines of a preview that do something.
-func actions(preview []string) int {
-	n := 0
-	for _, l := range preview {
-		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
-			n++
-		}
+// wrapLine breaks one shell line to width cells without losing a
+// character (paths and long words are broken too): what is consented to is
+// every character of it.
+func wrapLine(l string, width int) []string {
+	if width < 1 || ansi.StringWidth(l) <= width {
+		return []string{l}
 	}
-	return n
+	return strings.Split(ansi.Wrap(l, width, "/"), "\n")
 }
 
-// planText is the confirm step's plan: per fix its title, risk, and its
-// lines (a count with e to expand when there are many) and what it leaves
-// alone.
+// previewLines draws a fix's shell lines at width: each wrapped in full,
+// continuations marked, so none is cut.
+func (m fixModel) previewLines(b *strings.Builder, lines []string, indent string, width int) {
+	st := m.c.st
+	for _, l := range lines {
+		for i, part := range wrapLine(textsafe.Clean(l), max(width-len(indent)-2, 10)) {
+			lead := indent
+			if i > 0 {
+				lead += "  "
+			}
+			b.WriteString(lead + st.hint.Render(part) + "\n")
+		}
+	}
+}
+
+// planText is the confirm step's plan: per fix its title, risk, what it
+// does, every line it stands for and what it leaves alone — all of it,
+// wrapped, never counted or cut (the confirm step's y needs every line
+// seen).
 func (m fixModel) planText() string {
 	st := m.c.st
 	w := m.c.width
@@ -333,7 +353,7 @@ func (m fixModel) planText() string {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		b.WriteString(truncate(st.m.bullet+" "+st.title.Render(textsafe.Clean(f.Title)), w) + "\n")
+		b.WriteString(st.m.bullet + " " + st.title.Render(textwrap.String(textsafe.Clean(f.Title), w-2, "  ")) + "\n")
 		risk := "risk: " + f.Risk
 		if f.NeedsRoot {
 			risk += " (needs root)"
@@ -342,23 +362,21 @@ func (m fixModel) planText() string {
 			risk += " — " + why
 		}
 		b.WriteString(indent(wrapText(risk, w-4), "    ", &st.dim) + "\n")
-		if m.expanded && f.Summary != "" {
+		if f.Summary != "" {
 			b.WriteString(indent(wrapText(textsafe.Clean(f.Summary), w-4), "    ", nil) + "\n")
 		}
-		n := actions(f.Preview)
-		if m.expanded || len(f.Preview) <= collapseOver {
-			for _, l := range f.Preview {
-				b.WriteString("    " + st.hint.Render(truncate(textsafe.Clean(l), w-4)) + "\n")
+		if len(f.Preview) > 0 {
+			head := "It runs:"
+			if f.Manual {
+				head = "Advice (nothing runs here; use these lines where they belong):"
 			}
-		} else {
-			b.WriteString("    " + units.Count(n, "command") + st.dim.Render(" (e lists every line)") + "\n")
+			b.WriteString(indent(wrapText(head, w-4), "    ", &st.dim) + "\n")
+			m.previewLines(&b, f.Preview, "      ", w)
 		}
 		if len(f.Warnings) > 0 {
-			b.WriteString("    " + st.warn.Render(fmt.Sprintf("leaves %s alone", units.Count(len(f.Warnings), "file"))) + "\n")
-			if m.expanded {
-				for _, l := range f.Warnings {
-					b.WriteString(st.dim.Render(truncate("      "+textsafe.Clean(l), w)) + "\n")
-				}
+			b.WriteString("    " + st.warn.Render(fmt.Sprintf("leaves %s alone:", units.Count(len(f.Warnings), "item"))) + "\n")
+			for _, l := range f.Warnings {
+				b.WriteString(indent(wrapText(textsafe.Clean(l), w-6), "      ", &st.dim) + "\n")
 			}
 		}
 	}
@@ -385,13 +403,15 @@ func (m fixModel) detailText() string {
 		}
 	}
 	for _, l := range f.Warnings {
-		b.WriteString(st.dim.Render(truncate("left alone: "+textsafe.Clean(l), w)) + "\n")
+		b.WriteString(st.dim.Render(wrapText("left alone: "+textsafe.Clean(l), w-2)) + "\n")
 	}
 	if len(f.Preview) > 0 {
-		b.WriteString(st.dim.Render("It runs:") + "\n")
-		for _, l := range f.Preview {
-			b.WriteString("  " + st.hint.Render(truncate(textsafe.Clean(l), w-2)) + "\n")
+		head := "It runs:"
+		if f.Manual {
+			head = "Advice (nothing runs here):"
 		}
+		b.WriteString(st.dim.Render(head) + "\n")
+		m.previewLines(&b, f.Preview, "  ", w)
 	}
 	return b.String()
 }
@@ -416,18 +436,26 @@ func (m fixModel) view() string {
 			pos += fmt.Sprintf(" (%s not yet shown)", units.Count(u, "line"))
 		}
 		b.WriteString(st.dim.Render(truncate(pos, m.c.width)) + "\n")
-		what, more := "it", " every line"
+		what := "it"
 		if n > 1 {
 			what = fmt.Sprintf("all %d", n)
 		}
-		if m.expanded {
-			more = " fewer lines"
+		prompt := st.key.Render("y") + " apply " + what + "   " + st.key.Render("n") + " go back"
+		if m.plan.unseen() > 0 {
+			prompt += "   " + st.key.Render("pgdn/end") + " read on"
 		}
-		prompt := st.key.Render("y") + " apply " + what + "   " + st.key.Render("n") + " go back   " + st.key.Render("e") + more
 		b.WriteString(truncate(prompt, m.c.width))
 		return b.String()
 	}
-	b.WriteString(truncate(st.title.Render("Fixes for what was found")+st.dim.Render("  (space to choose; nothing runs until you confirm)"), m.c.width) + "\n\n")
+	head := st.title.Render("Fixes for what was found")
+	// The reassurance goes where it fits whole (the help bar names space).
+	for _, more := range []string{"  (space to choose; nothing runs until you confirm)", "  (nothing runs until you confirm)"} {
+		if lipgloss.Width(head+more) <= m.c.width {
+			head += st.dim.Render(more)
+			break
+		}
+	}
+	b.WriteString(truncate(head, m.c.width) + "\n\n")
 	b.WriteString(m.list.view(m.row, st.dim) + "\n")
 	b.WriteString("\n" + m.detail.view() + "\n")
 	b.WriteString(st.dim.Render(truncate(m.detail.position(), m.c.width)))
@@ -439,14 +467,10 @@ func (m fixModel) keyMap() keyMap {
 		return keyMap{}
 	}
 	if m.confirming {
-		more := "every line"
-		if m.expanded {
-			more = "fewer lines"
-		}
 		return keyMap{Short: []key.Binding{bind("y", "apply", "y"), bind("n", "back", "n", "N", "esc"),
-			bind("pgdn/end", "read the plan", "pgdown", "end"), bind("e", more, "e")}}
+			bind("pgdn/end", "read the plan", "pgdown", "end")}}
 	}
-	k := keyMap{Short: []key.Binding{m.c.list.Move("select"), m.keys.Choose, m.keys.Confirm}}
+	k := keyMap{Short: []key.Binding{m.c.list.Move("select"), m.keys.Choose, m.keys.Confirm, recheckKey}}
 	if m.detail.scrolls() {
 		k.Short = append(k.Short, m.c.list.Scroll)
 	}

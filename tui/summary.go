@@ -303,10 +303,10 @@ func (m summaryModel) keyMap() keyMap {
 	if m.snippet != "" || (m.c.deps.EnvSnippet != nil && m.snippetGen != m.gen) {
 		k.Short = append(k.Short, bind("c", "copy env snippet", "c"))
 	}
+	k.Short = append(k.Short, recheckKey)
 	if m.out.scrolls() {
 		k.Short = append(k.Short, bind("pgup/pgdn", "scroll", "pgup", "pgdown"))
 	}
-	k.Short = append(k.Short, bind("esc", "back", "esc"))
 	return k
 }
 
