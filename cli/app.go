@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/shellquote"
 	"github.com/ncclwiz/ncclwiz/internal/termio"
 	"github.com/ncclwiz/ncclwiz/scenario"
 )
@@ -118,6 +119,20 @@ func scenarioHost(a *App) (*host.Host, error) {
 	a.scenario = s
 	a.cleanups = append(a.cleanups, func() { _ = s.Close() })
 	return s.Host, nil
+}
+
+// Context is the global flags that chose the machine a command looks at
+// (--scenario NAME or --shm-path DIR), quoted for a shell: every command
+// ncclwiz suggests afterwards (the wizard's hints, the exported script's
+// re-check) carries them, so it looks at the same place.
+func (a *App) Context() string {
+	switch {
+	case a.Scenario != "":
+		return "--scenario " + shellquote.Quote(a.Scenario)
+	case a.ShmPath != "":
+		return "--shm-path " + shellquote.Quote(a.ShmPath)
+	}
+	return ""
 }
 
 // usageError marks errors that come from what the user typed.

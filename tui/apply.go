@@ -178,6 +178,14 @@ func (m applyModel) update(msg tea.Msg) (applyModel, tea.Cmd) {
 	return m, nil
 }
 
+// proven reports whether a fix's result verified it (its re-check or its
+// own proof): advice, and a fix no check here can judge, are never
+// "verified".
+func proven(r FixResult) bool {
+	sev, _ := verdict(r)
+	return r.Err == nil && sev == checks.OK
+}
+
 // succeeded lists the fixes applied without error, in order.
 func (m applyModel) succeeded() []string {
 	var ids []string
@@ -210,16 +218,14 @@ func verdict(r FixResult) (checks.Severity, string) {
 	if r.Err != nil {
 		return checks.Error, "failed: " + textsafe.Clean(r.Err.Error())
 	}
-	var ids, others []string
+	var ids, clean, others []string
 	for _, rc := range r.Recheck {
 		ids = append(ids, rc.ID)
 		if rc.Worst().IsProblem() {
 			others = append(others, rc.ID)
+		} else {
+			clean = append(clean, rc.ID)
 		}
-	}
-	also := ""
-	if len(others) > 0 {
-		also = "; other findings remain in " + strings.Join(others, ", ") + " (see their own fixes)"
 	}
 	switch r.Verdict {
 	case VerdictFailed:
@@ -237,7 +243,16 @@ func verdict(r FixResult) (checks.Severity, string) {
 			}
 			return checks.OK, "verified: " + textsafe.Clean(r.Proof)
 		}
-		return checks.OK, "re-check passed (" + strings.Join(ids, ", ") + ")" + also
+		// What it answers is gone; a check that still reports something
+		// else is named as such, not as passed.
+		text := "re-check passed: nothing it answers is reported any more"
+		if len(clean) > 0 {
+			text += " (" + strings.Join(clean, ", ") + " clean)"
+		}
+		if len(others) > 0 {
+			text += "; " + strings.Join(others, ", ") + " still report other problems, for their own fixes"
+		}
+		return checks.OK, text
 	case VerdictUnproven:
 		if r.Proof != "" {
 			return checks.Info, "done; " + textsafe.Clean(r.Proof)

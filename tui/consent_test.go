@@ -65,7 +65,7 @@ func (w *longWorld) deps() Deps {
 			}
 			return FixResult{Summary: "remounted /dev/shm: 8 MiB → 11 GiB", Verdict: VerdictPassed}
 		},
-		ExportScript: func(path string, ids []string, _ []checks.Finding) error {
+		ExportScript: func(path string, ids []string, _ []checks.Finding, _ bool) error {
 			w.exported = append(w.exported, path)
 			return nil
 		},
@@ -365,16 +365,19 @@ func TestNoClaimsWithoutApplying(t *testing.T) {
 }
 
 func TestRecheckedSentence(t *testing.T) {
+	passed := func(id string) FixResult { return FixResult{ID: id, Verdict: VerdictPassed} }
 	for _, c := range []struct {
-		ids  []string
+		rs   []FixResult
 		want string
 	}{
 		{nil, "No fix was applied"},
-		{[]string{"shm.cleanup"}, "The fix applied (shm.cleanup) was checked"},
-		{[]string{"shm.cleanup", "shm.remount"}, "The fixes applied (shm.cleanup, shm.remount) were checked"},
+		{[]FixResult{passed("shm.cleanup")}, "The fix applied (shm.cleanup) was checked"},
+		{[]FixResult{passed("shm.cleanup"), passed("shm.remount")}, "The fixes applied (shm.cleanup, shm.remount) were checked"},
+		// Issue 25 item 4: advice is never "checked".
+		{[]FixResult{{ID: "container.shm", Verdict: VerdictUnproven}}, "container.shm was done, but no check here can prove it"},
 	} {
-		if got := recheckedSentence(c.ids); !strings.HasPrefix(got, c.want) {
-			t.Errorf("%v: %q", c.ids, got)
+		if got := recheckedSentence(c.rs); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%v: %q", c.rs, got)
 		}
 	}
 }

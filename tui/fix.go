@@ -73,12 +73,60 @@ func newFixModel(c *common) fixModel {
 		}}
 }
 
-// selected is the fix under the cursor.
+// fixRow is a row of the checklist: a fix, or one of its items (item >= 0).
+type fixRow struct{ fix, item int }
+
+// rows are the checklist's rows: each fix, its items under it.
+func (m fixModel) rows() []fixRow {
+	var out []fixRow
+	for i, f := range m.fixes {
+		out = append(out, fixRow{i, -1})
+		for j := range f.Items {
+			out = append(out, fixRow{i, j})
+		}
+	}
+	return out
+}
+
+// at is the row under the cursor.
+func (m fixModel) at() (fixRow, bool) {
+	rs := m.rows()
+	if i := m.list.index(); i < len(rs) {
+		return rs[i], true
+	}
+	return fixRow{}, false
+}
+
+// selected is the fix under the cursor (or whose item is).
 func (m fixModel) selected() (FixView, bool) {
-	if i := m.list.index(); i < len(m.fixes) {
-		return m.fixes[i], true
+	if r, ok := m.at(); ok {
+		return m.fixes[r.fix], true
 	}
 	return FixView{}, false
+}
+
+// toggleItem ticks or unticks item j of fix i: the view is made again for
+// the new choice, so its title, lines and what y applies follow it.
+func (m *fixModel) toggleItem(i, j int) tea.Cmd {
+	f := m.fixes[i]
+	var ids []string
+	for k, it := range f.Items {
+		if it.Chosen != (k == j) {
+			ids = append(ids, it.ID)
+		}
+	}
+	if m.c.deps.SelectFix == nil {
+		return status("choosing is not available in this build")
+	}
+	v, err := m.c.deps.SelectFix(f, ids)
+	if err != nil {
+		return status(err.Error())
+	}
+	m.fixes[i] = v
+	if len(ids) == 0 {
+		delete(m.chosen, f.ID)
+	}
+	return nil
 }
 
 // planFixes plans the fixes for check run gen in the background: planning
@@ -116,10 +164,10 @@ func (m *fixModel) load(fixes []FixView, gen int) {
 			delete(m.chosen, id)
 		}
 	}
-	if m.list.index() >= len(m.fixes) {
+	if m.list.index() >= len(m.rows()) {
 		m.list.selectRow(0)
 	}
-	m.list.setRows(len(m.fixes))
+	m.list.setRows(len(m.rows()))
 	m.confirming = false
 	m.refresh()
 }
@@ -139,7 +187,7 @@ func (m fixModel) blocked(f FixView) string {
 	case f.Impossible != "":
 		return f.Impossible
 	case f.NeedsRoot && m.c.deps.Host != nil && !m.c.deps.Host.IsRoot() && !m.c.deps.Host.Simulated:
-		return "needs root: run sudo ncclwiz fix --apply " + f.ID + ", or export the script for an admin"
+		return "needs root: run sudo " + m.c.command("fix --apply "+f.ID) + ", or export the script for an admin"
 	}
 	return ""
 }
@@ -237,12 +285,26 @@ func (m fixModel) listKey(k tea.KeyPressMsg) (fixModel, tea.Cmd) {
 	}
 	switch {
 	case key.Matches(k, m.keys.Choose):
-		if f, ok := m.selected(); ok {
-			if why := m.blocked(f); why != "" {
-				return m, status("cannot apply " + f.ID + " here: " + why)
-			}
-			m.chosen[f.ID] = !m.chosen[f.ID]
+		r, ok := m.at()
+		if !ok {
+			return m, nil
 		}
+		if r.item >= 0 {
+			return m, m.toggleItem(r.fix, r.item)
+		}
+		f := m.fixes[r.fix]
+		if f.Manual {
+			// Advice changes nothing here: it is read, not applied (and
+			// never counted as applied or verified).
+			return m, status(f.ID + " is advice: nothing runs here. Its lines are below; the script e exports on Summary carries them too")
+		}
+		if why := m.blocked(f); why != "" {
+			if len(f.Items) > 0 && len(f.ChosenItems()) == 0 {
+				return m, status("tick the PIDs to end first (the rows under it), then the fix")
+			}
+			return m, status("cannot apply " + f.ID + " here: " + why)
+		}
+		m.chosen[f.ID] = !m.chosen[f.ID]
 	case key.Matches(k, m.keys.Confirm):
 		if m.countChosen() > 0 {
 			m.confirming = true
@@ -255,10 +317,24 @@ func (m fixModel) listKey(k tea.KeyPressMsg) (fixModel, tea.Cmd) {
 	return m, nil
 }
 
-// row draws fix i of the checklist: its box, title and tags.
+// row draws row i of the checklist: a fix's box, risk and title, or one of
+// its items, indented under it.
 func (m fixModel) row(i int, selected bool) string {
 	st := m.c.st
-	f := m.fixes[i]
+	r := m.rows()[i]
+	f := m.fixes[r.fix]
+	if r.item >= 0 {
+		it := f.Items[r.item]
+		box, cur := st.m.off, "  "
+		if it.Chosen {
+			box = st.ok.Render(st.m.on)
+		}
+		label := textsafe.Clean(it.Label)
+		if selected {
+			cur, label = st.sel.Render(st.m.cursor)+" ", st.sel.Render(label)
+		}
+		return "     " + cur + box + " " + label
+	}
 	box := st.m.off
 	if m.chosen[f.ID] {
 		box = st.ok.Render(st.m.on)
@@ -276,11 +352,14 @@ func (m fixModel) row(i int, selected bool) string {
 		tag += "+root"
 	}
 	if f.Manual {
-		tag = "advice"
+		box, tag = st.dim.Render(" - "), "advice"
 	}
 	if why := m.blocked(f); why != "" {
 		box = st.dim.Render(" - ")
 		tag = "not here"
+		if len(f.Items) > 0 && len(f.ChosenItems()) == 0 {
+			tag = "pick PIDs"
+		}
 	}
 	return cur + box + " " + st.dim.Render(fmt.Sprintf("%-11s", tag)) + " " + title
 }
@@ -291,8 +370,8 @@ func (m *fixModel) refresh() {
 	// The list's room holds its rows and, when it pages, its position line.
 	m.list.setSize(w, max(h/3, 3)+1)
 	sig := fmt.Sprint(w, h, m.confirming, m.list.index(), m.chosenIDs(), m.gen, m.planning, len(m.fixes), len(m.shown), m.c.deps.Host != nil && m.c.deps.Host.Simulated)
-	if len(m.fixes) > 0 {
-		sig += fmt.Sprint(m.fixes[0].Plan)
+	for _, f := range m.fixes {
+		sig += fmt.Sprint(f.Plan, f.ChosenItems())
 	}
 	if sig == m.built {
 		return
@@ -388,13 +467,21 @@ func (m fixModel) planText() string {
 
 // detailText is the selected fix's summary and its exact lines.
 func (m fixModel) detailText() string {
-	f, ok := m.selected()
+	r, ok := m.at()
 	if !ok {
 		return ""
 	}
+	f := m.fixes[r.fix]
 	st := m.c.st
 	w := m.c.width
 	var b strings.Builder
+	if r.item >= 0 {
+		it := f.Items[r.item]
+		b.WriteString(wrapText(textsafe.Clean(it.Label), w-2) + "\n")
+		b.WriteString(st.dim.Render(wrapText("job: "+textsafe.Clean(it.Group), w-2)) + "\n")
+		b.WriteString(st.dim.Render(wrapText("space ticks or unticks it: "+f.ID+" ends only the ticked PIDs.", w-2)) + "\n")
+		return b.String()
+	}
 	b.WriteString(wrapText(textsafe.Clean(f.Summary), w-2) + "\n")
 	if why := m.blocked(f); why != "" {
 		b.WriteString(st.warn.Render(wrapText("Not possible here: "+why, w-2)) + "\n")

@@ -36,6 +36,16 @@ type common struct {
 	now func() time.Time
 }
 
+// command is `ncclwiz SUB` as the user should type it here: with the
+// flags that chose the machine the wizard looks at (--shm-path, --scenario).
+func (c *common) command(sub string) string {
+	out := "ncclwiz " + sub
+	if c.deps.Context != "" {
+		out += " " + c.deps.Context
+	}
+	return out
+}
+
 // bodyHeight is the space between the header and the help bar.
 func (c *common) bodyHeight() int { return max(c.height-4, 5) }
 
@@ -276,7 +286,7 @@ func (m Model) typing() bool {
 	case flow.Nodes:
 		return m.nodes.input.Focused()
 	case flow.Summary:
-		return m.summary.exporting
+		return m.summary.exporting || m.summary.replacing != ""
 	case flow.Explain, flow.Learn, flow.Guides:
 		return m.hasGuides && m.guides.Typing()
 	}
@@ -300,7 +310,7 @@ func (m Model) ownsEsc() bool {
 	case flow.Explain, flow.Learn, flow.Guides:
 		return m.hasGuides // the browser sends ExitMsg when it is done
 	case flow.Summary:
-		return m.summary.exporting
+		return m.summary.exporting || m.summary.replacing != ""
 	case flow.Hang:
 		return m.hang.phase == hangFinding || m.hang.phase == hangInspecting || (m.hang.phase == hangDone && len(m.hang.jobs) > 1)
 	case flow.Nodes:
@@ -430,7 +440,7 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 	case flow.Apply:
 		m.apply.refresh()
 	case flow.Validate:
-		m.validate.applied = m.apply.succeeded()
+		m.validate.results = m.apply.results
 		return m, m.validate.prepare()
 	case flow.Summary:
 		ids := m.apply.succeeded()
@@ -773,7 +783,7 @@ func truncate(s string, width int) string {
 	if lipgloss.Width(s) <= width {
 		return s
 	}
-	// An ellipsis says the line goes on (ncclwiz check -v has it all).
+	// An ellipsis says the line goes on (`ncclwiz check -v` has it all).
 	return ansi.Truncate(s, width, "…")
 }
 
@@ -787,7 +797,7 @@ func (m Model) ExitSummary() (string, int) {
 	line := "ncclwiz: no problems left."
 	code := 0
 	if n > 0 {
-		line = fmt.Sprintf("ncclwiz: %s left; run `ncclwiz check -v` for details.", units.Count(n, "problem"))
+		line = fmt.Sprintf("ncclwiz: %s left; run `%s` for details.", units.Count(n, "problem"), m.c.command("check -v"))
 		code = 1
 	}
 	if m.summary.exported != "" {

@@ -119,7 +119,7 @@ func (w *fakeWorld) deps() Deps {
 			return FixResult{Summary: "removed 3 segments, freed 27.6 MiB", Changed: []string{"/dev/shm/nccl-AbC123"},
 				Recheck: []checks.Result{{ID: "shm.segments", Findings: []checks.Finding{{Severity: checks.OK}}}}}
 		},
-		ExportScript: func(path string, ids []string, _ []checks.Finding) error {
+		ExportScript: func(path string, ids []string, _ []checks.Finding, _ bool) error {
 			w.export = path + ":" + strings.Join(ids, ",")
 			return nil
 		},

@@ -21,8 +21,8 @@ type validateModel struct {
 	result   *ValidationResult
 	err      error
 	askedRun bool
-	// applied are the fixes applied without error so far.
-	applied []string
+	// results are what the fixes applied so far did.
+	results []FixResult
 }
 
 type canValidateMsg struct {
@@ -116,7 +116,7 @@ func (m validateModel) view() string {
 		return b.String()
 	case !m.can:
 		b.WriteString(st.title.Render("A collective test cannot run here.") + "\n\n" + wrapText(m.why, m.c.width-2) + "\n\n")
-		b.WriteString(st.dim.Render(wrapText(recheckedSentence(m.applied)+" Run `ncclwiz test` on a machine with GPUs and PyTorch (or nccl-tests) to prove NCCL end to end.", m.c.width-2)) + "\n")
+		b.WriteString(st.dim.Render(wrapText(recheckedSentence(m.results)+" Run `ncclwiz test` on a machine with GPUs and PyTorch (or nccl-tests) to prove NCCL end to end.", m.c.width-2)) + "\n")
 		return b.String()
 	case !m.askedRun:
 		b.WriteString(wrapText("This launches NCCL on the GPUs of this machine: one GPU, all GPUs, shared memory only and network only, each checked for correct results and bandwidth. It takes about a minute and changes nothing.", m.c.width-2) + "\n\n")
@@ -155,13 +155,38 @@ func (m validateModel) keyMap() keyMap {
 }
 
 // recheckedSentence says what re-running the checks verified: only fixes
-// that were applied were re-checked.
-func recheckedSentence(applied []string) string {
-	switch len(applied) {
-	case 0:
-		return "No fix was applied, so there was nothing to verify."
-	case 1:
-		return "The fix applied (" + applied[0] + ") was checked by re-running its checks."
+// that were applied and proven by it (advice, or a fix nothing here can
+// judge, is said to be unproven, never checked).
+func recheckedSentence(results []FixResult) string {
+	var ok, bad, unproven []string
+	for _, r := range results {
+		switch sev, _ := verdict(r); {
+		case r.Err != nil:
+			continue
+		case sev == checks.OK:
+			ok = append(ok, r.ID)
+		case sev == checks.Error:
+			bad = append(bad, r.ID)
+		default:
+			unproven = append(unproven, r.ID)
+		}
 	}
-	return "The fixes applied (" + strings.Join(applied, ", ") + ") were checked by re-running their checks."
+	var out []string
+	switch len(ok) {
+	case 0:
+	case 1:
+		out = append(out, "The fix applied ("+ok[0]+") was checked by re-running its checks.")
+	default:
+		out = append(out, "The fixes applied ("+strings.Join(ok, ", ")+") were checked by re-running their checks.")
+	}
+	if len(bad) > 0 {
+		out = append(out, "The re-check still reports what "+strings.Join(bad, ", ")+" should have fixed.")
+	}
+	if len(unproven) > 0 {
+		out = append(out, strings.Join(unproven, ", ")+" was done, but no check here can prove it.")
+	}
+	if len(out) == 0 {
+		return "No fix was applied, so there was nothing to verify."
+	}
+	return strings.Join(out, " ")
 }
