@@ -193,8 +193,8 @@ type Fix struct {
 	// stalePIDs are the processes proc.stale ends as chosen: the cleanup
 	// planned with it may remove what only they held.
 	stalePIDs []int
-	apply  func(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, error)
-	script func(s *script)
+	apply     func(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, error)
+	script    func(s *script)
 }
 
 // Preview returns the shell lines of the fix; root commands are prefixed

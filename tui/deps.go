@@ -188,10 +188,10 @@ type Deps struct {
 	// not applied yet), for the verdict (steps.Judge). ask puts a question
 	// beyond the plan (SIGKILL of a rank that ignored SIGTERM) to the user
 	// on the Apply screen and returns their answer (no when they quit).
-	ApplyFix     func(ctx context.Context, fix FixView, open []string, progress func(string), ask func(question string) bool) FixResult
+	ApplyFix func(ctx context.Context, fix FixView, open []string, progress func(string), ask func(question string) bool) FixResult
 	// SelectFix makes the view of the same planned fix acting on the items
 	// with these IDs (title, lines and all). Pure: it reads nothing.
-	SelectFix    func(fix FixView, ids []string) (FixView, error)
+	SelectFix func(fix FixView, ids []string) (FixView, error)
 	// ExportScript writes the fix script at path; an existing file is
 	// replaced only with replace (the user said yes to it), else the error
 	// wraps fs.ErrExist. An error with an Alternative() string names a

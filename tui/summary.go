@@ -45,8 +45,8 @@ type summaryModel struct {
 	// the user is asked first (y replaces, n goes back to the name).
 	replacing string
 	exported  string
-	snippet         string
-	showEnv         bool
+	snippet   string
+	showEnv   bool
 	// copyWanted is set when c was pressed before the snippet was made:
 	// it is copied as soon as it arrives.
 	copyWanted bool
@@ -238,7 +238,9 @@ func (m summaryModel) handle(msg tea.Msg) (summaryModel, tea.Cmd) {
 // export writes the script in a tea.Cmd.
 func (m summaryModel) export(path string, replace bool) tea.Cmd {
 	ids, problems, export := m.fixIDs, append(slices.Clone(m.before), m.now...), m.c.deps.ExportScript
-	return func() tea.Msg { return exportDoneMsg{path: path, replace: replace, err: export(path, ids, problems, replace)} }
+	return func() tea.Msg {
+		return exportDoneMsg{path: path, replace: replace, err: export(path, ids, problems, replace)}
+	}
 }
 
 // snippetSavedMsg says where the env snippet was saved (or why not).
