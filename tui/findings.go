@@ -7,6 +7,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
@@ -214,11 +215,18 @@ func (m findingsModel) detailText() string {
 	}
 	st := m.c.st
 	var b strings.Builder
+	// The title whole (its row may be cut), then what it means.
+	if lipgloss.Width(fmt.Sprintf("    %-14s %s", f.Check, f.Title)) > m.c.width {
+		b.WriteString(st.title.Render(wrapText(f.Title, m.c.width-2)) + "\n")
+	}
 	if f.Detail != "" {
 		b.WriteString(wrapText(f.Detail, m.c.width-2) + "\n")
 	}
-	for _, l := range evidenceLines(f.Evidence) {
-		b.WriteString(st.dim.Render(truncate("  "+l, m.c.width)) + "\n")
+	// Evidence for people, wrapped (the raw keys are in --json).
+	for _, l := range report.HumanEvidence(f.Evidence) {
+		for _, wl := range report.WrapEvidence("  "+l, m.c.width) {
+			b.WriteString(st.dim.Render(wl) + "\n")
+		}
 	}
 	var hints []string
 	if f.Guide != "" {
@@ -228,21 +236,9 @@ func (m findingsModel) detailText() string {
 		hints = append(hints, "fixes: "+strings.Join(f.Fixes, ", "))
 	}
 	if len(hints) > 0 {
-		b.WriteString(st.hint.Render(truncate(strings.Join(hints, " · "), m.c.width)) + "\n")
+		b.WriteString(st.hint.Render(wrapText(strings.Join(hints, " · "), m.c.width-2)) + "\n")
 	}
 	return b.String()
-}
-
-// evidenceLines renders every line of evidence the wizard shows.
-func evidenceLines(ev map[string]any) []string {
-	var out []string
-	for _, l := range report.EvidenceLines(ev) {
-		if strings.HasPrefix(l, "recommended_env_reason") {
-			continue
-		}
-		out = append(out, l)
-	}
-	return out
 }
 
 func (m findingsModel) keyMap() keyMap {
