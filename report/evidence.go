@@ -102,7 +102,9 @@ func humanRecord(r map[string]any) string {
 			keys = append(keys, k)
 		}
 	}
-	sort.SliceStable(keys, func(i, j int) bool { return recordRank(keys[i]) < recordRank(keys[j]) || (recordRank(keys[i]) == recordRank(keys[j]) && keys[i] < keys[j]) })
+	sort.SliceStable(keys, func(i, j int) bool {
+		return recordRank(keys[i]) < recordRank(keys[j]) || (recordRank(keys[i]) == recordRank(keys[j]) && keys[i] < keys[j])
+	})
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
 		parts = append(parts, humanPair(k, sanitizeValue(r[k])))

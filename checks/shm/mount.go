@@ -447,7 +447,7 @@ func growAdvice(ctx context.Context, h *host.Host, rec SizeAdvice) (string, []st
 	head := fmt.Sprintf("ncclwiz recommends %s (%s). ", Human(rec.Bytes), rec.Reason)
 	if !c.InContainer() {
 		return head + "Remount it to that size (fix shm.remount; shm.persist keeps it in /etc/fstab). " +
-			"If the training runs in a container, that container's /dev/shm is set when it starts: " + start + " (fix container.shm).",
+				"If the training runs in a container, that container's /dev/shm is set when it starts: " + start + " (fix container.shm).",
 			[]string{"shm.remount", "container.shm"}
 	}
 	in := "This " + c.Runtime + " container's /dev/shm is set when it starts: start a new one with --shm-size=" + fmt.Sprint(rec.GiB()) + "g or --ipc=host " +
