@@ -46,7 +46,7 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 	pf.StringVar(&a.ShmPath, "shm-path", "", "shared-memory directory to inspect (default /dev/shm)")
 	pf.StringVar(&a.Scenario, "scenario", "", "run against a simulated practice server (see --list-scenarios)")
 	root.Flags().BoolVar(&listScenarios, "list-scenarios", false, "list the simulated practice servers and exit")
-	pf.StringVar(&a.Lang, "lang", "", "guide language: en or zh (default from the locale)")
+	pf.StringVar(&a.Lang, "lang", "", "language of the guides: en or zh (default from the locale); the interface is in English, and a guide not yet translated is marked [English]")
 	pf.StringVar(&a.FixtureDir, "fixture", "", "read the machine from a fixture tree (testing)")
 	_ = pf.MarkHidden("fixture")
 
