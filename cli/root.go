@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ncclwiz/ncclwiz/internal/termio"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
@@ -18,8 +20,9 @@ func NewRoot(a *App) *cobra.Command {
 on this machine (/dev/shm, processes, GPUs, environment, network), explains it,
 fixes it with your consent (or exports a script), and validates the fix.
 
-Run it with no arguments in a terminal for the wizard; without a terminal it
-prints the same report as "ncclwiz check".
+Run it with no arguments in a terminal for the wizard; without a terminal (or
+with TERM=dumb) it prints the same report as "ncclwiz check". The wizard never
+queries the terminal, so nothing it asks can be answered into your shell.
 
 Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 		SilenceUsage:  true,
@@ -32,6 +35,14 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 				return printScenarios(a)
 			}
 			if a.StdinTTY() && a.StdoutTTY() {
+				if t := termio.Getenv(a.Env, "TERM"); t == "dumb" {
+					// The wizard needs cursor addressing and an alternate
+					// screen, which a dumb terminal does not have: the
+					// plain report, and why.
+					fmt.Fprintf(a.Stderr, "ncclwiz: TERM=%s cannot show the wizard (it needs cursor movement); here is the plain report. "+
+						"For the wizard, set TERM to your terminal (for example TERM=xterm-256color).\n\n", t)
+					return runCheck(cmd, a, checkFlags{})
+				}
 				return runWizard(cmd, a)
 			}
 			return runCheck(cmd, a, checkFlags{})

@@ -60,7 +60,13 @@ func runWizard(cmd *cobra.Command, a *App) error {
 	if f, ok := a.Stdin.(*os.File); ok {
 		popts = append(popts, tea.WithInput(f))
 	}
-	popts = append(popts, tea.WithOutput(a.Stdout))
+	// The wizard never queries the terminal: a reply that arrives late,
+	// over a slow SSH link, would reach the shell as keys (issue 25 item 9).
+	if f, ok := a.Stdout.(*os.File); ok {
+		popts = append(popts, tea.WithOutput(termio.NewQuietTerminal(f)))
+	} else {
+		popts = append(popts, tea.WithOutput(a.Stdout))
+	}
 	if termio.NoColor(a.Env, a.NoColor) {
 		// colorprofile alone ignores NO_COLOR values that are not booleans.
 		popts = append(popts, tea.WithColorProfile(colorprofile.Ascii))
