@@ -32,6 +32,8 @@ type App struct {
 	FixtureDir string
 	// Peer is HOST:PORT for net.rendezvous to test (check --peer).
 	Peer string
+	// Python is --python: the interpreter of the user's training.
+	Python string
 
 	// hostCache lets several phases of one command share a host.
 	hostCache *host.Host
@@ -105,6 +107,7 @@ func (a *App) Host() (*host.Host, error) {
 		}
 		h.Peer = a.Peer
 	}
+	h.Python = a.Python
 	a.hostCache = h
 	return h, nil
 }

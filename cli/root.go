@@ -58,6 +58,7 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 	pf.StringVar(&a.Scenario, "scenario", "", "run against a simulated practice server (see --list-scenarios)")
 	root.Flags().BoolVar(&listScenarios, "list-scenarios", false, "list the simulated practice servers and exit")
 	pf.StringVar(&a.Lang, "lang", "", "language of the guides: en or zh (default from the locale); the interface is in English, and a guide not yet translated is marked [English]")
+	pf.StringVar(&a.Python, "python", "", "the Python interpreter of your training (default: the job's ranks' venv or interpreter, else the active venv/conda env, else python3 on PATH)")
 	pf.StringVar(&a.FixtureDir, "fixture", "", "read the machine from a fixture tree (testing)")
 	_ = pf.MarkHidden("fixture")
 

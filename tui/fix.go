@@ -97,14 +97,6 @@ func (m fixModel) at() (fixRow, bool) {
 	return fixRow{}, false
 }
 
-// selected is the fix under the cursor (or whose item is).
-func (m fixModel) selected() (FixView, bool) {
-	if r, ok := m.at(); ok {
-		return m.fixes[r.fix], true
-	}
-	return FixView{}, false
-}
-
 // toggleItem ticks or unticks item j of fix i: the view is made again for
 // the new choice, so its title, lines and what y applies follow it.
 func (m *fixModel) toggleItem(i, j int) tea.Cmd {

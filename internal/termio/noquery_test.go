@@ -14,7 +14,7 @@ func TestStripQueries(t *testing.T) {
 		ansi.RequestPrimaryDeviceAttributes, ansi.RequestSecondaryDeviceAttributes, ansi.RequestCursorPositionReport,
 		ansi.RequestBackgroundColor, ansi.RequestForegroundColor, ansi.RequestCursorColor, ansi.RequestNameVersion,
 		ansi.RequestTermcap("Tc"), ansi.RequestSystemClipboard, "\x1b[18t", "\x1b[?6n"}
-	keep := []string{"plain text ", ansi.SetAltScreenSaveCursorMode, ansi.CursorPosition(3, 4), "\x1b[1mbold\x1b[m",
+	keep := []string{"plain text ", ansi.SetModeAltScreenSaveCursor, ansi.CursorPosition(3, 4), "\x1b[1mbold\x1b[m",
 		ansi.PushKittyKeyboard(1), ansi.PopKittyKeyboard(1), ansi.SetModifyOtherKeys2, ansi.SetModeBracketedPaste,
 		ansi.SetSystemClipboard("x"), "\x1b[22;0t", "\x1b7", "é✓"}
 	var in, want strings.Builder
