@@ -62,8 +62,8 @@ type Plan struct {
 	// Python and Torch describe the interpreter (torchrun backend);
 	// PythonFrom says which rule chose it (gpu.JobPython).
 	Python, PythonFrom, Torch, NCCL string
-	GPUs                int
-	Rungs               []Rung
+	GPUs                            int
+	Rungs                           []Rung
 	// Skipped rungs, with the reason, in ladder order.
 	Skipped map[string]string
 	// Candidate is the fix environment and where it came from.

@@ -25,7 +25,7 @@ type NCCLBuild struct {
 type Stack struct {
 	// Python is the job's interpreter (JobPython's rule): the torch below
 	// is the one it imports.
-	Python Python
+	Python           Python
 	Torch, TorchCUDA string // "2.4.0+cu121", "12.1"
 	TorchNeedsNCCL   string // from torch's METADATA Requires-Dist
 	SitePackages     string
