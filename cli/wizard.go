@@ -174,6 +174,10 @@ func wizardDeps(a *App, cs []checks.Check) tui.Deps {
 	d.ExplainLog = func(ctx context.Context, path string) (tui.LogResult, error) {
 		return ExplainForWizard(ctx, a, wizardLang(a), path)
 	}
+	d.CompletePath = func(field string) (string, []string) {
+		home, _ := os.UserHomeDir()
+		return completePath(field, home)
+	}
 	d.ExplainText = func(ctx context.Context, text string) (tui.LogResult, error) {
 		return ExplainTextForWizard(ctx, a, wizardLang(a), text)
 	}

@@ -332,11 +332,11 @@ func TestConfirmNeedsWholePlanShown(t *testing.T) {
 func TestEvidenceAndPreviewScroll(t *testing.T) {
 	w := &longWorld{}
 	m := press(t, newTestModel(t, w.deps()), "enter", "down")
-	if strings.Contains(view(m), "segment_29") {
+	if strings.Contains(view(m), "segment 29") {
 		t.Fatalf("all evidence fits? test needs a longer list:\n%s", view(m))
 	}
 	m = press(t, m, "end")
-	if v := view(m); !strings.Contains(v, "segment_29") || !strings.Contains(v, "fixes: shm.cleanup") {
+	if v := view(m); !strings.Contains(v, "segment 29: /dev/shm/nccl-seg29") || !strings.Contains(v, "fixes: shm.cleanup") {
 		t.Errorf("end of the evidence:\n%s", v)
 	}
 	m = press(t, m, "tab", "tab")

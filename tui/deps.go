@@ -204,7 +204,13 @@ type Deps struct {
 	// 52, which not every terminal takes over SSH or tmux. tea.Cmd only.
 	SaveEnvSnippet func(snippet string) (path string, err error)
 
+	// ExplainLog explains the log the field names: a path as a shell
+	// reads it (quoted, escaped, ~, a glob) or a log directory.
 	ExplainLog func(ctx context.Context, path string) (LogResult, error)
+	// CompletePath completes the field's path (Tab): the new field and,
+	// when several names continue it, those names. It reads directories:
+	// tea.Cmd only.
+	CompletePath func(field string) (string, []string)
 	// ExplainText explains a log pasted into the wizard (its text, not a
 	// path), as `ncclwiz explain -` would read it from a pipe.
 	ExplainText func(ctx context.Context, text string) (LogResult, error)
