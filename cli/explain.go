@@ -19,7 +19,6 @@ import (
 	"github.com/ncclwiz/ncclwiz/explain"
 	"github.com/ncclwiz/ncclwiz/internal/termio"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
-	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/tui"
 )
 
@@ -281,7 +280,9 @@ func explainForWizard(ctx context.Context, a *App, lang string, inputs []explain
 			// the wizard's renderer fits the styles to the terminal.
 			w = &colorprofile.Writer{Forward: &b, Profile: colorprofile.NoTTY}
 		}
-		if err := explain.WritePlain(w, rep, explain.PlainOptions{Unicode: unicode, Width: width, CutLines: true}); err != nil {
+		// Evidence lines whole (the README promises them wrapped, not cut):
+		// fitLines wraps them to the pane.
+		if err := explain.WritePlain(w, rep, explain.PlainOptions{Unicode: unicode, Width: width}); err != nil {
 			return err.Error()
 		}
 		return fitLines(b.String(), width)
@@ -303,7 +304,9 @@ func fitLines(s string, width int) string {
 		plain := ansi.Strip(l)
 		lead := len(plain) - len(strings.TrimLeft(plain, " "))
 		ind := strings.Repeat(" ", min(lead+4, width/3))
-		parts := textwrap.Lines(strings.TrimLeft(l, " "), width-len(ind))
+		// Words longer than the line (paths, hex) are broken too: a pane
+		// cuts what overflows.
+		parts := strings.Split(ansi.Wrap(strings.TrimLeft(l, " "), max(width-len(ind), 10), "/"), "\n")
 		out = append(out, strings.Repeat(" ", lead)+parts[0])
 		for _, p := range parts[1:] {
 			out = append(out, ind+p)

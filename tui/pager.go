@@ -2,7 +2,10 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"charm.land/bubbles/v2/viewport"
 )
@@ -29,6 +32,14 @@ func newPager() pager {
 func (p *pager) set(content string, width, height int) {
 	content = strings.TrimRight(content, "\n")
 	width, height = max(width, 1), max(height, 1)
+	// A line wider than the pane ends in "…" (a table's row, a long path):
+	// never cut mid-word without saying so.
+	if lines := strings.Split(content, "\n"); slices.ContainsFunc(lines, func(l string) bool { return ansi.StringWidth(l) > width }) {
+		for i, l := range lines {
+			lines[i] = truncate(l, width)
+		}
+		content = strings.Join(lines, "\n")
+	}
 	if content == p.content && width == p.vp.Width() && height == p.vp.Height() {
 		return
 	}

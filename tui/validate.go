@@ -3,7 +3,6 @@ package tui
 import (
 	"strings"
 
-	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
@@ -23,6 +22,9 @@ type validateModel struct {
 	askedRun bool
 	// results are what the fixes applied so far did.
 	results []FixResult
+	// out scrolls what is below the title: a reason can be long, and its
+	// last sentence is never cut off.
+	out pager
 }
 
 type canValidateMsg struct {
@@ -81,6 +83,12 @@ func waitValidate(ch <-chan any) tea.Cmd {
 }
 
 func (m validateModel) update(msg tea.Msg) (validateModel, tea.Cmd) {
+	m, cmd := m.handle(msg)
+	m.refresh()
+	return m, cmd
+}
+
+func (m validateModel) handle(msg tea.Msg) (validateModel, tea.Cmd) {
 	switch msg := msg.(type) {
 	case canValidateMsg:
 		m.checked, m.can, m.why = true, msg.ok, msg.why
@@ -91,6 +99,9 @@ func (m validateModel) update(msg tea.Msg) (validateModel, tea.Cmd) {
 		m.running = false
 		m.result, m.err = &msg.res, msg.err
 	case tea.KeyPressMsg:
+		if m.out.scroll(msg.String(), true) {
+			return m, nil
+		}
 		switch msg.String() {
 		case "r":
 			if m.can && !m.running && m.c.deps.Validate != nil {
@@ -106,10 +117,30 @@ func (m validateModel) update(msg tea.Msg) (validateModel, tea.Cmd) {
 	return m, nil
 }
 
+// refresh lays the screen's text into its pager at the current size.
+func (m *validateModel) refresh() {
+	if m.c == nil {
+		return
+	}
+	if m.out.vp.Width() == 0 {
+		m.out = newPager()
+	}
+	// Title and blank above; the position line below.
+	m.out.set(m.text(), m.c.width, m.c.bodyHeight()-3)
+	if m.running {
+		m.out.vp.GotoBottom() // the latest lines of a running test
+	}
+}
+
 func (m validateModel) view() string {
 	st := m.c.st
+	m.refresh()
+	return st.title.Render("Validate with a small collective test") + "\n\n" + m.out.view() + "\n" + st.dim.Render(truncate(m.out.position(), m.c.width))
+}
+
+func (m validateModel) text() string {
+	st := m.c.st
 	var b strings.Builder
-	b.WriteString(st.title.Render("Validate with a small collective test") + "\n\n")
 	switch {
 	case !m.checked:
 		b.WriteString(st.dim.Render("looking for GPUs and a test backend…"))
@@ -123,10 +154,8 @@ func (m validateModel) view() string {
 		b.WriteString(st.key.Render("r") + " run it   " + st.key.Render("enter") + " skip to the summary\n")
 		return b.String()
 	}
-	room := max(m.c.bodyHeight()-6, 3)
-	start := max(len(m.lines)-room, 0)
-	for _, l := range m.lines[start:] {
-		b.WriteString(truncate(textsafe.Clean(l), m.c.width) + "\n")
+	for _, l := range m.lines {
+		b.WriteString(wrapText(textsafe.Clean(l), m.c.width-1) + "\n")
 	}
 	if m.running {
 		b.WriteString("\n" + st.dim.Render("running…"))
@@ -135,7 +164,7 @@ func (m validateModel) view() string {
 	b.WriteString("\n")
 	switch {
 	case m.err != nil:
-		b.WriteString(st.mark(checks.Error) + " " + textsafe.Clean(m.err.Error()) + "\n")
+		b.WriteString(st.mark(checks.Error) + " " + wrapText(textsafe.Clean(m.err.Error()), m.c.width-3) + "\n")
 	case m.result != nil && m.result.Pass:
 		b.WriteString(st.mark(checks.OK) + " " + st.ok.Render(textsafe.Clean(m.result.Verdict)) + "\n")
 	case m.result != nil:
@@ -148,10 +177,15 @@ func (m validateModel) keyMap() keyMap {
 	if m.running {
 		return keyMap{}
 	}
+	var k keyMap
 	if m.can {
-		return keyMap{Short: []key.Binding{bind("r", "run test", "r"), bind("enter", "summary", "enter")}}
+		k.Short = append(k.Short, bind("r", "run test", "r"))
 	}
-	return keyMap{Short: []key.Binding{bind("enter", "summary", "enter")}}
+	k.Short = append(k.Short, bind("enter", "summary", "enter"))
+	if m.out.scrolls() {
+		k.Short = append(k.Short, m.c.list.Scroll)
+	}
+	return k
 }
 
 // recheckedSentence says what re-running the checks verified: only fixes
