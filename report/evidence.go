@@ -96,9 +96,19 @@ func humanRecord(r map[string]any) string {
 			break
 		}
 	}
+	// A process is its PID and command line.
+	if used == "pid" {
+		if c, ok := r["command"]; ok && !quiet("command", c) {
+			name += ": " + inline(sanitizeValue(c))
+		}
+	}
 	keys := make([]string, 0, len(r))
 	for k := range r {
-		if k != used && !quiet(k, r[k]) {
+		switch {
+		case k == used || quiet(k, r[k]):
+		case used == "pid" && k == "command":
+		case k == "why" && r["reason"] != nil: // the reason says it in one line
+		default:
 			keys = append(keys, k)
 		}
 	}
@@ -141,7 +151,12 @@ func recordRank(k string) int {
 func humanPair(k string, v any) string {
 	val := inline(v)
 	switch {
-	case k == "state" || k == "verdict" || k == "kind":
+	case k == "state":
+		if w, ok := procStates[val]; ok {
+			return w
+		}
+		return val
+	case k == "verdict" || k == "kind":
 		return val
 	case k == "age_seconds":
 		if n, ok := number(v); ok {
@@ -169,6 +184,9 @@ func humanPair(k string, v any) string {
 	}
 	return words(k) + ": " + val
 }
+
+// procStates are /proc's one-letter process states in words.
+var procStates = map[string]string{"R": "running", "S": "sleeping", "D": "in uninterruptible wait", "Z": "zombie", "T": "stopped", "t": "traced", "I": "idle"}
 
 // isBytes reports whether a key holds a byte count.
 func isBytes(k string) bool {

@@ -250,7 +250,11 @@ func verdict(r FixResult) (checks.Severity, string) {
 			text += " (" + strings.Join(clean, ", ") + " clean)"
 		}
 		if len(others) > 0 {
-			text += "; " + strings.Join(others, ", ") + " still report other problems, for their own fixes"
+			verb := " still reports"
+			if len(others) > 1 {
+				verb = " still report"
+			}
+			text += "; " + strings.Join(others, ", ") + verb + " other problems, for their own fixes"
 		}
 		return checks.OK, text
 	case VerdictUnproven:
@@ -288,7 +292,7 @@ func resultLines(st styles, r FixResult, width int) string {
 	if len(r.Changed) > 0 {
 		b.WriteString("    " + st.dim.Render(fmt.Sprintf("changed (%d):", len(r.Changed))) + "\n")
 		for _, c := range r.Changed {
-			b.WriteString(st.dim.Render(truncate("      "+textsafe.Clean(c), width)) + "\n")
+			b.WriteString(st.dim.Render("      "+textwrap.String(textsafe.Clean(c), width-6, "        ")) + "\n")
 		}
 	}
 	return b.String()

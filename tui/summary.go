@@ -285,11 +285,11 @@ func (m *summaryModel) refresh() {
 func (m summaryModel) text() string {
 	st := m.c.st
 	var b strings.Builder
-	found := fmt.Sprintf("%s found: %s at the start", st.m.bullet, units.Count(len(m.before), "problem"))
+	found := fmt.Sprintf("found: %s at the start", units.Count(len(m.before), "problem"))
 	if len(m.before) > 0 {
 		found += " — " + textsafe.Clean(m.before[0].Title)
 	}
-	b.WriteString(truncate(found, m.c.width) + "\n")
+	b.WriteString(st.m.bullet + " " + textwrap.String(found, m.c.width-2, "  ") + "\n")
 	if len(m.applied) == 0 {
 		b.WriteString(st.m.bullet + " done: no fixes applied\n")
 	}
@@ -298,7 +298,7 @@ func (m summaryModel) text() string {
 		mark := st.mark(sev)
 		b.WriteString(fmt.Sprintf("%s done: %s %s\n    %s\n", st.m.bullet, mark, r.ID, textwrap.String(v, m.c.width-4, "    ")))
 		if n := len(r.Skipped); n > 0 {
-			b.WriteString(truncate(fmt.Sprintf("    left alone: %s — %s", units.Count(n, "item"), textsafe.Clean(r.Skipped[0])), m.c.width) + "\n")
+			b.WriteString("    " + textwrap.String(fmt.Sprintf("left alone: %s — %s", units.Count(n, "item"), textsafe.Clean(r.Skipped[0])), m.c.width-4, "    ") + "\n")
 		}
 	}
 	switch {
@@ -318,7 +318,7 @@ func (m summaryModel) text() string {
 	} else {
 		fmt.Fprintf(&b, "%s left: %s\n", st.m.bullet, units.Count(len(m.now), "problem"))
 		for _, f := range m.now {
-			b.WriteString(truncate("    "+st.mark(f.Severity)+" "+textsafe.Clean(f.Title), m.c.width) + "\n")
+			b.WriteString("    " + st.mark(f.Severity) + " " + textwrap.String(textsafe.Clean(f.Title), m.c.width-6, "      ") + "\n")
 			if fixes := m.fixesHere(f); len(fixes) > 0 {
 				b.WriteString(st.dim.Render("      "+textwrap.String("→ fix: "+strings.Join(fixes, ", ")+" ("+m.c.command("fix")+" shows each)", m.c.width-6, "        ")) + "\n")
 			}
@@ -360,10 +360,11 @@ func (m summaryModel) keyMap() keyMap {
 	}
 	var k keyMap
 	if m.c.deps.ExportScript != nil {
-		k.Short = append(k.Short, bind("e", "export fix script", "e"))
+		k.Short = append(k.Short, bind("e", "export script", "e"))
 	}
+	// c only when there is (or may be) a snippet: not once it came back empty.
 	if m.snippet != "" || (m.c.deps.EnvSnippet != nil && m.snippetGen != m.gen) {
-		k.Short = append(k.Short, bind("c", "copy env snippet", "c"))
+		k.Short = append(k.Short, bind("c", "copy env", "c"))
 	}
 	k.Short = append(k.Short, recheckKey)
 	if m.out.scrolls() {

@@ -388,7 +388,11 @@ func (p *Plan) findTorch(ctx context.Context) string {
 	}
 	switch {
 	case pr.Error != "":
-		return fmt.Sprintf("%s%s, the job's Python as ncclwiz finds it (%s; choose another with --python), cannot import torch: %s", py, ver, from, pr.Error)
+		how := from + "; choose another with --python"
+		if strings.HasPrefix(from, "--python") {
+			how = "given with --python"
+		}
+		return fmt.Sprintf("%s%s, the job's Python (%s), cannot import torch: %s", py, ver, how, pr.Error)
 	case pr.CUDA == "":
 		return fmt.Sprintf("torch %s in %s (%s) is a CPU-only build (torch.version.cuda is None): an NCCL job cannot run with it", pr.Torch, py, from)
 	case pr.CUDAError != "":

@@ -156,8 +156,10 @@ func executable(h *host.Host, p string) bool {
 // where it cannot run (fixture trees, simulations) — derived from its path.
 func sitePackages(ctx context.Context, h *host.Host, py string) []string {
 	if !h.Simulated && h.Runner != nil {
-		res, err := h.Run(ctx, 5*time.Second, py, "-B", "-c",
-			"import site,sys\nfor p in site.getsitepackages()+[site.getusersitepackages()]+sys.path: print(p)")
+		// sys.path is where it imports from (site-packages, user site,
+		// .pth additions) — not site's defaults, which a -S or isolated
+		// interpreter does not use.
+		res, err := h.Run(ctx, 5*time.Second, py, "-B", "-c", "import sys\nfor p in sys.path: print(p)")
 		if err == nil && res.ExitCode == 0 {
 			var out []string
 			for _, l := range strings.Split(string(res.Stdout), "\n") {
