@@ -102,3 +102,16 @@ kill $rank
 		t.Errorf("job: ncclwiz test does not name the job's Python:\n%s", txt)
 	}
 }
+
+// noTorchPython writes a python3 that cannot import torch (no
+// site-packages) and returns its path: tests about /dev/shm and ranks
+// pass it with --python, so the CI machine's CPU-only torch (an error for
+// an NCCL job, nccl.stack's finding) is not the finding they look at.
+func noTorchPython(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "python3")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

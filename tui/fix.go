@@ -12,7 +12,6 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
-	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
@@ -424,7 +423,7 @@ func (m fixModel) planText() string {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		b.WriteString(st.m.bullet + " " + st.title.Render(textwrap.String(textsafe.Clean(f.Title), w-2, "  ")) + "\n")
+		b.WriteString(st.m.bullet + " " + strings.ReplaceAll(renderLines(st.title, wrapText(textsafe.Clean(f.Title), w-2)), "\n", "\n  ") + "\n")
 		risk := "risk: " + f.Risk
 		if f.NeedsRoot {
 			risk += " (needs root)"
@@ -510,9 +509,10 @@ func (m fixModel) view() string {
 		b.WriteString(st.title.Render(fmt.Sprintf("Apply %s?", units.Count(n, "fix", "fixes"))) +
 			st.dim.Render("  nothing has run yet") + "\n\n")
 		b.WriteString(m.plan.view() + "\n")
+		// What is left to read comes first: it fits a narrow window.
 		pos := m.plan.position()
 		if u := m.plan.unseen(); u > 0 {
-			pos += fmt.Sprintf(" (%s not yet shown)", units.Count(u, "line"))
+			pos = fmt.Sprintf("%s not yet shown · %s", units.Count(u, "line"), m.plan.span())
 		}
 		b.WriteString(st.dim.Render(truncate(pos, m.c.width)) + "\n")
 		what := "it"

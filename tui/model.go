@@ -513,7 +513,7 @@ func (m Model) enterWith(s flow.Stage, cmd tea.Cmd) (tea.Model, tea.Cmd) {
 // pasteQuiet is how long after a paste keys are still taken for pasted
 // text: long enough for the rest of a paste read in several chunks, short
 // next to how fast anyone reads the screen and presses a key.
-const pasteQuiet = 500 * time.Millisecond
+const pasteQuiet = 300 * time.Millisecond
 
 // recheckable reports whether r re-runs the checks here: wherever check
 // results are shown and nothing is open or running on the screen.

@@ -108,6 +108,14 @@ func (p pager) view() string {
 	return strings.Join(lines, "\n")
 }
 
+// span says which lines are visible ("lines 3-17 of 40"), "" when all are.
+func (p pager) span() string {
+	if !p.scrolls() {
+		return ""
+	}
+	return fmt.Sprintf("lines %d-%d of %d", p.vp.YOffset()+1, min(p.vp.YOffset()+p.vp.Height(), p.vp.TotalLineCount()), p.vp.TotalLineCount())
+}
+
 // position says where the visible lines are, for a hint line.
 func (p pager) position() string {
 	total := p.vp.TotalLineCount()
