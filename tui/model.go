@@ -688,7 +688,12 @@ func (m Model) helpBar() string {
 	bar := m.helpView()
 	st := m.c.st
 	if m.status != "" {
-		return truncate(st.hint.Render(textsafe.Clean(m.status)), m.c.width) + "\n" + bar
+		// Wrapped, not cut (a path in it is why it failed), up to 3 lines.
+		lines := strings.Split(wrapText(textsafe.Clean(m.status), max(m.c.width, 1)), "\n")
+		if len(lines) > 3 {
+			lines = append(lines[:2], truncate(strings.Join(lines[2:], " "), m.c.width))
+		}
+		return renderLines(st.hint, strings.Join(lines, "\n")) + "\n" + bar
 	}
 	return "\n" + bar
 }

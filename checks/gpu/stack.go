@@ -202,6 +202,9 @@ func runStack(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	ev := map[string]any{"torch": st.Torch, "torch_cuda": st.TorchCUDA, "site_packages": st.SitePackages, "nccl_builds": builds,
 		"python": st.Python.Path, "python_from": st.Python.From}
 	in := " in " + st.Python.String()
+	if st.Python.Path == "" {
+		in = " (no Python interpreter: " + st.Python.Why + ")"
+	}
 	// The NCCL a torch job loads: an LD_PRELOAD or LD_LIBRARY_PATH copy
 	// wins over the wheel torch links against; without torch, the system's.
 	var active *NCCLBuild
