@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/ncclwiz/ncclwiz/host"
-	"github.com/ncclwiz/ncclwiz/internal/proctab"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
@@ -63,10 +62,8 @@ type staleJob struct {
 
 // staleJobs groups ranks by job (and PID namespace), newest job first.
 func staleJobs(h *host.Host, targets []rank) []*staleJob {
-	selfNS := ""
-	if self, err := proctab.Self(h); err == nil {
-		selfNS = self.PIDNS
-	}
+	// ncclwiz's own PID namespace, as the host's /proc shows it.
+	selfNS, _ := h.Readlink("/proc/self/ns/pid")
 	byKey := map[string]*staleJob{}
 	var jobs []*staleJob
 	for _, t := range targets {
