@@ -69,10 +69,10 @@ func TestWizardClassicStory(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(rank, syscall.SIGKILL) })
 
 	s.Keys("Enter")
-	scr := s.WaitFor(40*time.Second, "Findings (3/8)", "1 leftover rank", "2 orphaned NCCL segments")
+	s.WaitFor(40*time.Second, "Findings (3/8)", "1 leftover rank", "2 orphaned NCCL segments")
 	// Evidence for people: the segment's name first, its age in minutes.
 	s.Keys("End")
-	scr = s.WaitFor(5*time.Second, "- nccl-story-orphan1 — orphaned", "min old")
+	scr := s.WaitFor(5*time.Second, "- nccl-story-orphan1 — orphaned", "min old")
 	for _, raw := range []string{"age_seconds", "allocated=", "inode"} {
 		if strings.Contains(scr, raw) {
 			t.Errorf("raw evidence %q on Findings:\n%s", raw, scr)
@@ -103,7 +103,7 @@ func TestWizardClassicStory(t *testing.T) {
 	s.Keys("y")
 	// SIGTERM is ignored; after the 10 s grace the Apply screen asks, the
 	// question whole.
-	scr = s.WaitFor(40*time.Second, "ignored", "Send SIGKILL (it cannot clean up)?", "y yes")
+	s.WaitFor(40*time.Second, "ignored", "Send SIGKILL (it cannot clean up)?", "y yes")
 	if !alive(rank) {
 		t.Fatal("the rank was killed before the user said yes")
 	}

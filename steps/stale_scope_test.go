@@ -26,9 +26,9 @@ func TestStaleScope(t *testing.T) {
 	}
 	all := []rank{
 		mk(101, 1000, 500, selfNS, "run A"), mk(102, 1000, 501, selfNS, "run A"), // the newest job here
-		mk(201, 1000, 100, selfNS, "run B"),         // an older job
+		mk(201, 1000, 100, selfNS, "run B"),             // an older job
 		mk(301, 1000, 900, "pid:[4026599999]", "run C"), // a container's, newer still
-		mk(401, 2000, 950, selfNS, "run D"),         // another user's
+		mk(401, 2000, 950, selfNS, "run D"),             // another user's
 	}
 	mine, skipped := scopeStale(h, all, nil, false)
 	if len(mine) != 4 || len(skipped) != 1 || !strings.Contains(skipped[0], "pid 401 belongs to uid 2000") {
