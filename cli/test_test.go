@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,10 +13,35 @@ import (
 
 func runTestCLI(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
+	// The fake python3 on the test's PATH is named with --python: by the
+	// job's-Python rule a rank of another job running on this machine (CI
+	// runs real torch jobs side by side) would come before PATH.
+	if py := pathPython(env); py != "" {
+		args = append([]string{"--python", py}, args...)
+	}
 	var out, errb bytes.Buffer
 	a := &App{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Env: env}
 	err := Execute(a, append([]string{"test"}, args...))
 	return out.String(), errb.String(), ExitCode(err)
+}
+
+// pathPython is the python3 the PATH of env finds, or "".
+func pathPython(env []string) string {
+	for _, kv := range env {
+		if dirs, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, d := range filepath.SplitList(dirs) {
+				if p := filepath.Join(d, "python3"); isFile(p) {
+					return p
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // fakeTestEnv puts validate's fake launchers (and the fake torch package

@@ -289,7 +289,8 @@ func TestWizardLogPathsInTmux(t *testing.T) {
 	const cause = "Root cause: CUDA could not initialise"
 	s.Type("'" + filepath.Join(work, "my run.log") + "'")
 	s.Keys("Enter")
-	s.WaitFor(15*time.Second, cause, "my run.log:4")
+	// The evidence line whole, wrapped (25.11), not cut with "…".
+	s.WaitFor(15*time.Second, cause, "my run.log:4", "CUDA-capable device is detected'")
 	s.Keys("o", "C-u")
 	s.Type("./my")
 	s.Keys("Tab")

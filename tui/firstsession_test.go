@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestPastedEndMarkerIsNeverAKey(t *testing.T) {
 	}
 	// The rest of a long paste keeps coming as keys: still not keys.
 	for range 20 {
-		now = now.Add(300 * time.Millisecond)
+		now = now.Add(250 * time.Millisecond)
 		m = press(t, m, "y")
 	}
 	if len(w.applied) > 0 || m.Stage() != flow.Fix {
@@ -245,4 +246,28 @@ func quits(cmd tea.Cmd) bool {
 		}
 	}
 	return false
+}
+
+// Issue 25 item 11: the Check-all-nodes screen says its keys once (the
+// help bar), and a table row wider than the window ends in "…" instead of
+// being cut mid-word.
+func TestNodesScreenTextNotCut(t *testing.T) {
+	w := &nodesWorld{}
+	d := w.deps("Slurm node list gpu[01-03]", "gpu[01-03]")
+	d.ClusterCheck = func(context.Context, string, func(string)) (ClusterReport, error) {
+		return ClusterReport{}, errors.New("gpu02: ssh: connect to host gpu02 port 22: Connection refused")
+	}
+	m := press(t, newTestModel(t, d), "enter", "n", "enter")
+	v := view(m)
+	if !strings.Contains(v, "Connection refused") || strings.Count(v, "other nodes") != 1 {
+		t.Errorf("nodes error screen (keys said once):\n%s", v)
+	}
+	p := newPager()
+	p.set("node   fact                    value\n"+strings.Repeat("gpu01  NCCL_SOCKET_IFNAME      eth0 ", 4), 40, 5)
+	for _, l := range strings.Split(p.view(), "\n") {
+		if ansi.StringWidth(l) > 40 || (ansi.StringWidth(l) == 40 && !strings.HasSuffix(l, "…")) {
+			t.Errorf("a wide row is cut without …: %q", l)
+		}
+	}
+
 }
