@@ -167,6 +167,14 @@ func TestDiagnoseAgainAndRecheck(t *testing.T) {
 	if got := m.state.Next(flow.Fix); got == flow.Apply {
 		t.Errorf("tab from Fix leads to the old Apply")
 	}
+	// r on a finished Detect screen runs once and moves on to Findings.
+	m = drive(t, m, gotoMsg{flow.Findings})
+	m.stage = flow.Detect
+	before := w.runs
+	m = press(t, m, "r")
+	if w.runs != before+1 || m.Stage() != flow.Findings {
+		t.Errorf("r on Detect: %d runs, now on %s", w.runs-before, m.Stage())
+	}
 	for _, st := range []flow.Stage{flow.Findings, flow.Fix, flow.Summary} {
 		m = drive(t, m, gotoMsg{st})
 		before := w.runs

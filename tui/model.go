@@ -538,6 +538,9 @@ func (m Model) recheckable() bool {
 // machine as it is now (the session's before/after is kept).
 func (m Model) recheck() (tea.Model, tea.Cmd) {
 	m.recheckFrom = m.stage
+	if m.stage == flow.Detect {
+		m.recheckFrom = flow.Findings // Detect moves on by itself
+	}
 	return m.enter(flow.Detect)
 }
 
