@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/shellquote"
 	"github.com/ncclwiz/ncclwiz/internal/termio"
 	"github.com/ncclwiz/ncclwiz/scenario"
 )
@@ -34,8 +35,14 @@ type App struct {
 	Lang     string
 	// FixtureDir points the checks at a fixture tree (hidden; for tests and demos).
 	FixtureDir string
+	// ClockAhead judges ages as if the clock were this far ahead (hidden;
+	// for end-to-end tests, which cannot wait the two minutes a leftover
+	// rank or an orphaned segment must be old).
+	ClockAhead time.Duration
 	// Peer is HOST:PORT for net.rendezvous to test (check --peer).
 	Peer string
+	// Python is --python: the interpreter of the user's training.
+	Python string
 
 	// hostCache lets several phases of one command share a host.
 	hostCache *host.Host
@@ -117,6 +124,11 @@ func (a *App) Host() (*host.Host, error) {
 			return nil, usageError{err}
 		}
 		h.Peer = a.Peer
+	}
+	h.Python = a.Python
+	if a.ClockAhead != 0 && !h.Simulated {
+		ahead := a.ClockAhead
+		h.Clock = func() time.Time { return time.Now().Add(ahead) }
 	}
 	a.hostCache = h
 	return h, nil
@@ -200,6 +212,20 @@ func guardScenario(closeCopy <-chan func() error) func() {
 			close(done)
 		})
 	}
+}
+
+// Context is the global flags that chose the machine a command looks at
+// (--scenario NAME or --shm-path DIR), quoted for a shell: every command
+// ncclwiz suggests afterwards (the wizard's hints, the exported script's
+// re-check) carries them, so it looks at the same place.
+func (a *App) Context() string {
+	switch {
+	case a.Scenario != "":
+		return "--scenario " + shellquote.Quote(a.Scenario)
+	case a.ShmPath != "":
+		return "--shm-path " + shellquote.Quote(a.ShmPath)
+	}
+	return ""
 }
 
 // usageError marks errors that come from what the user typed.

@@ -19,7 +19,6 @@ import (
 	"github.com/ncclwiz/ncclwiz/explain"
 	"github.com/ncclwiz/ncclwiz/internal/termio"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
-	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/tui"
 )
 
@@ -202,25 +201,32 @@ func explainInputs(ctx context.Context, a *App, args []string, maxStream int64) 
 			inputs = append(inputs, explain.StreamInput(ctx, "<stdin>", a.Stdin, maxStream))
 			continue
 		}
-		in, err := explain.PathInput(ctx, p, textsafe.Sanitize(p), maxStream)
+		// A directory (torchrun's --log-dir) is its log files.
+		files, err := expandLogArg(p)
 		if err != nil {
-			return nil, err
+			return nil, usageError{err}
 		}
-		inputs = append(inputs, in)
+		for _, f := range files {
+			in, err := explain.PathInput(ctx, f, textsafe.Sanitize(f), maxStream)
+			if err != nil {
+				return nil, err
+			}
+			inputs = append(inputs, in)
+		}
 	}
 	return inputs, nil
 }
 
-// ExplainForWizard runs the explainer on one file for the wizard's
-// "Explain a log" stage (tui.Deps.ExplainLog).
-func ExplainForWizard(ctx context.Context, a *App, lang, path string) (tui.LogResult, error) {
-	path = strings.TrimSpace(path)
-	if strings.HasPrefix(path, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			path = home + path[1:]
-		}
+// ExplainForWizard runs the explainer on the wizard's "Explain a log"
+// field (tui.Deps.ExplainLog): a path as a shell would read it — quoted,
+// escaped, ~, a glob — or a log directory.
+func ExplainForWizard(ctx context.Context, a *App, lang, field string) (tui.LogResult, error) {
+	home, _ := os.UserHomeDir()
+	paths, err := fieldPaths(field, home)
+	if err != nil {
+		return tui.LogResult{}, err
 	}
-	inputs, err := explainInputs(ctx, &App{Stdin: strings.NewReader("")}, []string{path}, explain.DefaultStreamLimit)
+	inputs, err := explainInputs(ctx, &App{Stdin: strings.NewReader("")}, paths, explain.DefaultStreamLimit)
 	if err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -229,9 +235,14 @@ func ExplainForWizard(ctx context.Context, a *App, lang, path string) (tui.LogRe
 		return tui.LogResult{}, err
 	}
 	// The screen already shows the path; evidence names just the file so
-	// the line itself fits in 80 columns.
+	// the line itself fits in 80 columns (with its directory when there
+	// are several: rank directories hold files of the same name).
 	for i := range inputs {
-		inputs[i].Name = filepath.Base(inputs[i].Name)
+		if len(inputs) == 1 {
+			inputs[i].Name = filepath.Base(inputs[i].Name)
+		} else {
+			inputs[i].Name = filepath.Join(filepath.Base(filepath.Dir(inputs[i].Name)), filepath.Base(inputs[i].Name))
+		}
 	}
 	return explainForWizard(ctx, a, lang, inputs)
 }
@@ -269,7 +280,9 @@ func explainForWizard(ctx context.Context, a *App, lang string, inputs []explain
 			// the wizard's renderer fits the styles to the terminal.
 			w = &colorprofile.Writer{Forward: &b, Profile: colorprofile.NoTTY}
 		}
-		if err := explain.WritePlain(w, rep, explain.PlainOptions{Unicode: unicode, Width: width, CutLines: true}); err != nil {
+		// Evidence lines whole (the README promises them wrapped, not cut):
+		// fitLines wraps them to the pane.
+		if err := explain.WritePlain(w, rep, explain.PlainOptions{Unicode: unicode, Width: width}); err != nil {
 			return err.Error()
 		}
 		return fitLines(b.String(), width)
@@ -291,7 +304,9 @@ func fitLines(s string, width int) string {
 		plain := ansi.Strip(l)
 		lead := len(plain) - len(strings.TrimLeft(plain, " "))
 		ind := strings.Repeat(" ", min(lead+4, width/3))
-		parts := textwrap.Lines(strings.TrimLeft(l, " "), width-len(ind))
+		// Words longer than the line (paths, hex) are broken too: a pane
+		// cuts what overflows.
+		parts := strings.Split(ansi.Wrap(strings.TrimLeft(l, " "), max(width-len(ind), 10), "/"), "\n")
 		out = append(out, strings.Repeat(" ", lead)+parts[0])
 		for _, p := range parts[1:] {
 			out = append(out, ind+p)

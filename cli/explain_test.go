@@ -76,6 +76,20 @@ func TestExplainExitCodes(t *testing.T) {
 	empty := filepath.Join(dir, "empty.log")
 	os.WriteFile(empty, nil, 0o644)
 	healthy := filepath.Join(corpusDir, "healthy-info.log")
+	// Issue 25 item 12: a directory is read as its logs — torchrun's
+	// --log-dir nests them (LOG_DIR/RUN_ID/attempt_0/RANK/stderr.log).
+	emptyDir := filepath.Join(dir, "nothing-here")
+	logDir := filepath.Join(dir, "torchrun-logs")
+	rankLog := filepath.Join(logDir, "run1", "attempt_0", "1", "stderr.log")
+	if err := os.MkdirAll(emptyDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(rankLog), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rankLog, []byte("[W socket.cpp:401] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	self, err := os.Executable() // this test binary holds every signature's text
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +105,8 @@ func TestExplainExitCodes(t *testing.T) {
 		{"no NCCL failure", "", []string{healthy}, 1, "", "No NCCL failure found"},
 		{"python exception is no NCCL diagnosis", "", []string{filepath.Join(corpusDir, "python-exception.log")}, 1, "", "ValueError"},
 		{"missing file", "", []string{filepath.Join(dir, "nope.log")}, 2, "no such file", ""},
-		{"directory", "", []string{dir}, 2, "is a directory", ""},
+		{"empty directory", "", []string{emptyDir}, 2, "holds no files to explain", ""},
+		{"torchrun log directory", "", []string{logDir}, 0, "", "master-port-in-use"},
 		{"empty file", "", []string{empty}, 2, "empty", ""},
 		{"stdin twice", "x", []string{"-", "-"}, 2, "only once", ""},
 		{"bad max-line", "", []string{"--max-line", "10", healthy}, 2, "--max-line", ""},

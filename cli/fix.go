@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"slices"
@@ -19,7 +20,6 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/all"
 	"github.com/ncclwiz/ncclwiz/host"
-	"github.com/ncclwiz/ncclwiz/internal/safefile"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/internal/units"
@@ -34,6 +34,7 @@ type fixFlags struct {
 	allUsers bool
 	kill     bool
 	json     bool
+	pids     []string
 }
 
 func newFixCmd(a *App) *cobra.Command {
@@ -52,11 +53,15 @@ will do, the findings it answers, and the exact commands it stands for.
   --export FILE    write the fixes as a bash script to review or hand to an
                    administrator: a dry run unless run with --apply, user and
                    root steps separated, each step re-checked when it runs,
-                   safe to run twice ("-" writes to stdout)
+                   safe to run twice ("-" writes to stdout); an existing
+                   FILE is replaced only after asking (or with --yes)
 
 Without a terminal, --apply needs --yes (or use --export).
 SIGKILL of a rank that ignores SIGTERM is never implied by --yes: it is asked
 on a terminal, or agreed in advance with --kill.
+proc.stale ends your own leftover ranks of one job — the newest job in this
+PID namespace — unless --pid names others (ncclwiz fix lists them all);
+other users' ranks only as root with --all-users.
 
 Fix IDs: ` + strings.Join(steps.IDs(), ", ") + `.
 Ctrl-C (or SIGTERM, SIGHUP) while a fix is applied stops it after the file or
@@ -79,9 +84,10 @@ its re-check still reports the problem; 2 usage error or no consent;
 	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask before applying each fix")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "prove and show what would be done; change nothing")
 	fl.StringVar(&f.export, "export", "", "write the fixes as a bash script to `FILE` (- for stdout)")
-	fl.BoolVar(&f.allUsers, "all-users", false, "shm.cleanup: include other users' orphaned segments (root only)")
+	fl.BoolVar(&f.allUsers, "all-users", false, "shm.cleanup, proc.stale: include other users' orphaned segments and leftover ranks (root only)")
 	fl.BoolVar(&f.json, "json", false, "print the plan as JSON (docs/fix.schema.json) and apply nothing; with --apply, add --dry-run")
 	fl.BoolVar(&f.kill, "kill", false, "proc.stale: send SIGKILL to ranks that ignore SIGTERM, without asking")
+	fl.StringSliceVar(&f.pids, "pid", nil, "proc.stale: end exactly these leftover ranks (PIDs, comma-separated; default: the newest job's)")
 	return cmd
 }
 
@@ -130,6 +136,11 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 		return err
 	}
 	plan, notes := steps.PlanWith(ctx, h, findings, steps.PlanOptions{Want: ids, AllUsers: f.allUsers})
+	if len(f.pids) > 0 {
+		if plan, err = choosePIDs(plan, notes, f.pids); err != nil {
+			return usageError{err}
+		}
+	}
 	out := a.Stdout
 	if f.json {
 		if len(ids) > 0 {
@@ -143,7 +154,7 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 	}
 	switch {
 	case f.export != "":
-		return exportFixes(a, h, plan, findings, f.export)
+		return exportFixes(a, h, plan, findings, f.export, f.yes)
 	case len(ids) == 0 && !f.dryRun:
 		return listFixes(out, plan)
 	}
@@ -236,6 +247,26 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 		return ExitError{Code: 1}
 	}
 	return nil
+}
+
+// choosePIDs makes proc.stale of the plan end exactly these PIDs.
+func choosePIDs(plan []steps.Fix, notes map[string]string, pids []string) ([]steps.Fix, error) {
+	for i, fx := range plan {
+		if fx.ID != "proc.stale" {
+			continue
+		}
+		sel, err := fx.Select(pids)
+		if err != nil {
+			return nil, fmt.Errorf("--pid: %w", err)
+		}
+		plan[i] = sel
+		return plan, nil
+	}
+	why := notes["proc.stale"]
+	if why == "" {
+		why = noFixHere
+	}
+	return nil, fmt.Errorf("--pid chooses proc.stale's leftover ranks, but proc.stale is not planned: %s", why)
 }
 
 // openFixes are the fixes of the plan, other than id, that could still
@@ -400,6 +431,21 @@ func printFix(out io.Writer, fx steps.Fix, applying bool) {
 	for _, w := range fx.Warnings {
 		fmt.Fprintf(out, "  left alone: %s\n", textsafe.Clean(w))
 	}
+	if len(fx.Items) > 0 {
+		fmt.Fprintln(out, "  choices (--pid chooses others):")
+		group := ""
+		for _, it := range fx.Items {
+			if it.Group != group {
+				group = it.Group
+				fmt.Fprintf(out, "    %s:\n", textsafe.Clean(group))
+			}
+			box := "[ ]"
+			if it.Chosen {
+				box = "[x]"
+			}
+			fmt.Fprintf(out, "      %s %s\n", box, textsafe.Clean(it.Label))
+		}
+	}
 	if fx.Guide != "" {
 		fmt.Fprintf(out, "  guide: ncclwiz guides %s\n", fx.Guide)
 	}
@@ -454,17 +500,31 @@ func worstText(r checks.Result) string {
 	return w.String()
 }
 
-func exportFixes(a *App, h *host.Host, plan []steps.Fix, findings []checks.Finding, path string) error {
+func exportFixes(a *App, h *host.Host, plan []steps.Fix, findings []checks.Finding, path string, yes bool) error {
+	opt := steps.ExportOptions{Version: a.VersionString(), Context: a.Context()}
 	if path == "-" {
-		return steps.ExportScriptWith(a.Stdout, h, plan, findings, steps.ExportOptions{Version: a.VersionString()})
+		return steps.ExportScriptWith(a.Stdout, h, plan, findings, opt)
 	}
 	var b strings.Builder
-	if err := steps.ExportScriptWith(&b, h, plan, findings, steps.ExportOptions{Version: a.VersionString()}); err != nil {
+	if err := steps.ExportScriptWith(&b, h, plan, findings, opt); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	// Never a half-written script, never written through a symlink.
-	if err := safefile.Write(path, []byte(b.String()), 0o755); err != nil {
-		return fmt.Errorf("export: %w", err)
+	// Never a half-written script, never written through a symlink, never
+	// over a file without asking (--yes answers yes).
+	err := writeExport(a, path, []byte(b.String()), yes)
+	if errors.Is(err, fs.ErrExist) {
+		if !a.StdinTTY() {
+			return usageError{fmt.Errorf("export: %w: choose another name, remove it first, or add --yes to replace it", err)}
+		}
+		fmt.Fprintf(a.Stderr, "%s already exists. Replace it? [y/N] ", textsafe.Sanitize(path))
+		line, _ := bufio.NewReader(a.Stdin).ReadString('\n')
+		if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
+			return usageError{fmt.Errorf("export: %s was left as it was; nothing written", path)}
+		}
+		err = writeExport(a, path, []byte(b.String()), true)
+	}
+	if err != nil {
+		return usageError{fmt.Errorf("export: %w", err)}
 	}
 	if name := steps.PracticeName(h); name != "" {
 		fmt.Fprintf(a.Stderr, "wrote %s with %s: a practice script for the simulated scenario %s. Read it to see what the fixes would do there; "+

@@ -84,7 +84,12 @@ func TestGuidesBrowserInTmux(t *testing.T) {
 	s.Keys("Escape")
 	s.WaitFor(5*time.Second, "ncclwiz guides (", `“sigbus”`)
 	s.Keys("Escape") // clears the filter
-	s.WaitFor(5*time.Second, "Errors that are consequences")
+	// The list shows titles, so it is in their order (issue 25 item 15;
+	// by ID it read as no order at all).
+	scr = s.WaitFor(5*time.Second, "/dev/shm in Docker, Compose", "A GPU kernel faulted")
+	if a, b := fixRow(scr, "/dev/shm is too small or full"), fixRow(scr, "A GPU kernel faulted"); a < 0 || b < a {
+		t.Errorf("the guide list is not in the order of its titles:\n%s", scr)
+	}
 
 	// The Learn track: tab, open step 1, ] to step 2.
 	s.Keys("Tab")

@@ -39,6 +39,15 @@ type fixJSON struct {
 	Warnings    []string `json:"warnings"`
 	Recheck     []string `json:"recheck"`
 	Preview     []string `json:"preview"`
+	Items       []item   `json:"items,omitempty"`
+}
+
+// item is a choice of a fix (proc.stale's PIDs, for --pid).
+type item struct {
+	ID     string `json:"id"`
+	Label  string `json:"label"`
+	Group  string `json:"group"`
+	Chosen bool   `json:"chosen"`
 }
 
 func fixPlanDoc(a *App, simulated bool, plan []steps.Fix, notPlanned map[string]string) fixPlanJSON {
@@ -54,9 +63,18 @@ func fixPlanDoc(a *App, simulated bool, plan []steps.Fix, notPlanned map[string]
 			Answers: nonNil(fx.Answers), Findings: cleanAll(fx.Findings), Guide: fx.Guide,
 			Impossible: textsafe.Clean(fx.Impossible), Alternative: textsafe.Clean(fx.Alternative),
 			Warnings: cleanAll(fx.Warnings), Recheck: nonNil(fx.Recheck), Preview: cleanAll(fx.Preview()),
+			Items: items(fx.Items),
 		})
 	}
 	return doc
+}
+
+func items(its []steps.Item) []item {
+	var out []item
+	for _, it := range its {
+		out = append(out, item{ID: it.ID, Label: textsafe.Clean(it.Label), Group: textsafe.Clean(it.Group), Chosen: it.Chosen})
+	}
+	return out
 }
 
 // envJSON is `env --json` (docs/env.schema.json).

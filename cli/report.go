@@ -35,8 +35,8 @@ func newReportCmd(a *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report",
 		Short: "Write a redacted markdown report to attach to a bug or hand to an admin",
-		Long: `Runs every check (quick and deep) and writes a markdown report with the
-problems first, every check's result, and the JSON report at the end.
+		Long: `Runs every check (the same as ncclwiz check) and writes a markdown report
+with the problems first, every check's result, and the JSON report at the end.
 
 Host names, IP addresses, your user name and home directory are replaced by
 stable pseudonyms (node-A, ip-1, user-1, ~) and secrets are removed, on by

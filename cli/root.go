@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ncclwiz/ncclwiz/internal/termio"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
@@ -18,8 +20,9 @@ func NewRoot(a *App) *cobra.Command {
 on this machine (/dev/shm, processes, GPUs, environment, network), explains it,
 fixes it with your consent (or exports a script), and validates the fix.
 
-Run it with no arguments in a terminal for the wizard; without a terminal it
-prints the same report as "ncclwiz check".
+Run it with no arguments in a terminal for the wizard; without a terminal (or
+with TERM=dumb) it prints the same report as "ncclwiz check". The wizard never
+queries the terminal, so nothing it asks can be answered into your shell.
 
 Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 		SilenceUsage:  true,
@@ -32,6 +35,14 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 				return printScenarios(a)
 			}
 			if a.StdinTTY() && a.StdoutTTY() {
+				if t := termio.Getenv(a.Env, "TERM"); t == "dumb" {
+					// The wizard needs cursor addressing and an alternate
+					// screen, which a dumb terminal does not have: the
+					// plain report, and why.
+					fmt.Fprintf(a.Stderr, "ncclwiz: TERM=%s cannot show the wizard (it needs cursor movement); here is the plain report. "+
+						"For the wizard, set TERM to your terminal (for example TERM=xterm-256color).\n\n", t)
+					return runCheck(cmd, a, checkFlags{})
+				}
 				return runWizard(cmd, a)
 			}
 			return runCheck(cmd, a, checkFlags{verbose: verbose})
@@ -51,9 +62,12 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 	root.Flags().BoolVarP(&verbose, "verbose", "v", false, "without a terminal: show details and evidence for every finding (as check -v)")
 	root.Flags().Bool("version", false, "print the version and build (as ncclwiz version)")
 	pf.BoolVar(&a.Debug, "debug", false, "print the commands run on other nodes (ssh, pdsh, srun) to stderr; NCCLWIZ_DEBUG=1 does the same")
-	pf.StringVar(&a.Lang, "lang", "", "guide language: en or zh (default from the locale)")
+	pf.StringVar(&a.Lang, "lang", "", "language of the guides: en or zh (default from the locale); the interface is in English, and a guide not yet translated is marked [English]")
+	pf.StringVar(&a.Python, "python", "", "the Python interpreter of your training (default: the job's ranks' venv or interpreter, else the active venv/conda env, else python3 on PATH)")
 	pf.StringVar(&a.FixtureDir, "fixture", "", "read the machine from a fixture tree (testing)")
 	_ = pf.MarkHidden("fixture")
+	pf.DurationVar(&a.ClockAhead, "clock-ahead", 0, "judge ages as if the clock were this far ahead (testing)")
+	_ = pf.MarkHidden("clock-ahead")
 
 	// Each command lives in its own file; add new ones here.
 	root.AddCommand(

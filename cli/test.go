@@ -19,7 +19,6 @@ import (
 
 type testFlags struct {
 	backend   string
-	python    string
 	ncclTests string
 	rungs     []string
 	env       []string
@@ -53,8 +52,10 @@ PCIe by generation and width; each range cites its source). A measurement
 that is missing fails. The fix rung is shown side by side with "all" (A/B).
 
 Backends: torchrun with a small torch.distributed script (the interpreter
-of your training: --python, else the active venv or conda env, else
-python3), or nccl-tests' all_reduce_perf (on PATH or --nccl-tests DIR).
+of your training, by the rule nccl.stack uses too: --python, else the
+venv or interpreter of the job's ranks running here, else the active venv
+or conda env, else python3 on PATH), or nccl-tests' all_reduce_perf (on
+PATH or --nccl-tests DIR).
 Each rung runs with a timeout, contained so that nothing it starts can
 outlive ncclwiz: in its own PID namespace (a user namespace too when not
 root) where the system allows it, else below a child subreaper, and in its
@@ -75,7 +76,6 @@ interrupted), 2 the test cannot run here (no GPU, no backend) or usage error.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.backend, "backend", validate.BackendAuto, "auto, torchrun or nccl-tests")
-	fl.StringVar(&f.python, "python", "", "the Python interpreter your training uses (default: active venv/conda, else python3)")
 	fl.StringVar(&f.ncclTests, "nccl-tests", "", "directory holding all_reduce_perf (DIR or DIR/build)")
 	fl.StringSliceVar(&f.rungs, "rungs", nil, "rungs to run (single,all,shm,net,fix; default all of them)")
 	fl.StringArrayVar(&f.env, "env", nil, "candidate fix variable KEY=VALUE (repeat for several)")
@@ -123,7 +123,7 @@ func (f testFlags) options() (validate.Options, error) {
 		return validate.Options{}, errors.New("--tolerance must be in (0, 1]")
 	}
 	return validate.Options{
-		Backend: f.backend, Python: f.python, NCCLTestsDir: f.ncclTests, Rungs: f.rungs, Env: f.env,
+		Backend: f.backend, NCCLTestsDir: f.ncclTests, Rungs: f.rungs, Env: f.env,
 		Timeout: f.timeout, Tolerance: f.tolerance, MaxBytes: maxBytes, NGPUs: f.gpus, LogDir: f.logDir,
 		Contain: f.contain,
 	}, nil

@@ -89,7 +89,9 @@ func (c *e2eCase) command(x *e2e) []string {
 		argv = append(argv, "unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
 			`echo 0 >/proc/sys/user/max_pid_namespaces && echo 0 >/proc/sys/user/max_user_namespaces && exec "$0" "$@"`)
 	}
-	argv = append(argv, x.bin, "test", "--rungs", "single", "--max-size", "64M", "--json")
+	// --python names the fake: a rank of another job on this machine would
+	// otherwise be the job's Python (gpu.JobPython).
+	argv = append(argv, x.bin, "test", "--python", filepath.Join(x.linger, "python3"), "--rungs", "single", "--max-size", "64M", "--json")
 	if c.how == "timeout" {
 		argv = append(argv, "--timeout", "2s")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,10 +13,35 @@ import (
 
 func runTestCLI(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
+	// The fake python3 on the test's PATH is named with --python: by the
+	// job's-Python rule a rank of another job running on this machine (CI
+	// runs real torch jobs side by side) would come before PATH.
+	if py := pathPython(env); py != "" {
+		args = append([]string{"--python", py}, args...)
+	}
 	var out, errb bytes.Buffer
 	a := &App{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Env: env}
 	err := Execute(a, append([]string{"test"}, args...))
 	return out.String(), errb.String(), ExitCode(err)
+}
+
+// pathPython is the python3 the PATH of env finds, or "".
+func pathPython(env []string) string {
+	for _, kv := range env {
+		if dirs, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, d := range filepath.SplitList(dirs) {
+				if p := filepath.Join(d, "python3"); isFile(p) {
+					return p
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // fakeTestEnv puts validate's fake launchers (and the fake torch package
@@ -40,7 +66,13 @@ func TestTestCommandCannotRun(t *testing.T) {
 	if code != 2 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"A collective test cannot run here:", "  - The torchrun backend cannot be used: no python3 or python on PATH",
+	// The job's Python is a running rank's when one runs here (gpu.JobPython):
+	// other tests' real torch jobs on this machine can be that rank.
+	noPy := "  - The torchrun backend cannot be used: no running or leftover rank, no active virtualenv or conda env, and no python3 or python on PATH"
+	if strings.Contains(out, "(the job's rank pid ") {
+		noPy = "  - The torchrun backend cannot be used: "
+	}
+	for _, want := range []string{"A collective test cannot run here:", noPy,
 		"  - The nccl-tests backend cannot be used: all_reduce_perf is not on PATH.", "What to do:", "  - Install PyTorch", "pip install torch", "--nccl-tests"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -49,7 +81,7 @@ func TestTestCommandCannotRun(t *testing.T) {
 	// The wizard's Validate screen says the same, as prose: one sentence
 	// each, the backends by their names.
 	_, why := wizardDeps(&App{Stdin: strings.NewReader(""), Env: env}, nil).CanValidate(context.Background())
-	for _, want := range []string{"The torchrun backend cannot be used: no python3 or python on PATH", "The nccl-tests backend cannot be used: all_reduce_perf is not on PATH.\n\nInstall PyTorch", "Install PyTorch"} {
+	for _, want := range []string{strings.TrimPrefix(noPy, "  - "), "The nccl-tests backend cannot be used: all_reduce_perf is not on PATH.\n\nInstall PyTorch", "Install PyTorch"} {
 		if !strings.Contains(why, want) {
 			t.Errorf("wizard's reason lacks %q:\n%s", want, why)
 		}

@@ -49,6 +49,7 @@ func runWizard(cmd *cobra.Command, a *App) error {
 	deps := wizardDeps(a, reg.All())
 	deps.Host = h
 	deps.MultiNode, deps.NodeList = multiNode(a.Env, h.Name)
+	deps.Context = a.Context()
 	if a.scenario != nil {
 		deps.SuggestedLog = a.scenario.LogPath
 	}
@@ -59,7 +60,13 @@ func runWizard(cmd *cobra.Command, a *App) error {
 	if f, ok := a.Stdin.(*os.File); ok {
 		popts = append(popts, tea.WithInput(f))
 	}
-	popts = append(popts, tea.WithOutput(a.Stdout))
+	// The wizard never queries the terminal: a reply that arrives late,
+	// over a slow SSH link, would reach the shell as keys (issue 25 item 9).
+	if f, ok := a.Stdout.(*os.File); ok {
+		popts = append(popts, tea.WithOutput(termio.NewQuietTerminal(f)))
+	} else {
+		popts = append(popts, tea.WithOutput(a.Stdout))
+	}
 	if termio.NoColor(a.Env, a.NoColor) {
 		// colorprofile alone ignores NO_COLOR values that are not booleans.
 		popts = append(popts, tea.WithColorProfile(colorprofile.Ascii))
@@ -120,24 +127,43 @@ func wizardDeps(a *App, cs []checks.Check) tui.Deps {
 		n := plans.add(plan)
 		var out []tui.FixView
 		for _, f := range plan {
-			out = append(out, tui.FixView{ID: f.ID, Title: f.Title, Summary: f.Summary, Risk: string(f.Risk), NeedsRoot: f.NeedsRoot,
-				Impossible: f.Impossible, Alternative: f.Alternative, Preview: f.Preview(), Answers: f.Answers, Manual: f.Manual,
-				Warnings: f.Warnings, Plan: n})
+			out = append(out, fixView(f, n))
 		}
 		return out
 	}
-	d.ApplyFix = func(ctx context.Context, v tui.FixView, open []string, progress func(string)) tui.FixResult {
+	// A choice among a fix's items (proc.stale's PIDs) is made on the same
+	// frozen plan: no new reading of the machine, nothing added.
+	d.SelectFix = func(v tui.FixView, ids []string) (tui.FixView, error) {
+		fx, ok := plans.fix(v.Plan, v.ID)
+		if !ok {
+			return v, fmt.Errorf("%s is not in the plan that was shown", v.ID)
+		}
+		sel, err := fx.Select(ids)
+		if err != nil {
+			return v, err
+		}
+		return fixView(sel, v.Plan), nil
+	}
+	d.ApplyFix = func(ctx context.Context, v tui.FixView, open []string, progress func(string), ask func(string) bool) tui.FixResult {
 		fx, ok := plans.fix(v.Plan, v.ID)
 		if !ok {
 			return tui.FixResult{ID: v.ID, Err: fmt.Errorf("%s is not in the plan that was shown; nothing applied", v.ID)}
+		}
+		if len(v.Items) > 0 {
+			sel, err := fx.Select(v.ChosenItems())
+			if err != nil {
+				return tui.FixResult{ID: v.ID, Err: fmt.Errorf("%w; nothing applied", err)}
+			}
+			fx = sel
 		}
 		h, err := a.Host()
 		if err != nil {
 			return tui.FixResult{ID: v.ID, Err: err}
 		}
-		// The wizard asked for consent before starting; escalations (SIGKILL)
-		// are not confirmed from here, so they are not taken.
-		res, err := fx.Apply(ctx, h, steps.ApplyOptions{Yes: true, Progress: progress, Open: open})
+		// The wizard asked for consent to the plan before starting; an
+		// escalation beyond it (SIGKILL of a rank that ignored SIGTERM) is
+		// asked on the Apply screen, in full, as the CLI asks it.
+		res, err := fx.Apply(ctx, h, steps.ApplyOptions{Yes: true, Progress: progress, Open: open, Confirm: ask})
 		out := tui.FixResult{ID: v.ID, Summary: res.Summary, Changed: res.Changed, Skipped: res.Skipped, Recheck: res.Recheck,
 			Verdict: res.Verdict, Remaining: res.Remaining, Proof: res.Proof, Err: err}
 		if len(res.Answered) > 0 {
@@ -147,6 +173,10 @@ func wizardDeps(a *App, cs []checks.Check) tui.Deps {
 	}
 	d.ExplainLog = func(ctx context.Context, path string) (tui.LogResult, error) {
 		return ExplainForWizard(ctx, a, wizardLang(a), path)
+	}
+	d.CompletePath = func(field string) (string, []string) {
+		home, _ := os.UserHomeDir()
+		return completePath(field, home)
 	}
 	d.ExplainText = func(ctx context.Context, text string) (tui.LogResult, error) {
 		return ExplainTextForWizard(ctx, a, wizardLang(a), text)
@@ -198,7 +228,7 @@ func wizardDeps(a *App, cs []checks.Check) tui.Deps {
 		}
 		return out, err
 	}
-	d.ExportScript = func(path string, ids []string, fs []checks.Finding) error {
+	d.ExportScript = func(path string, ids []string, fs []checks.Finding, replace bool) error {
 		h, err := a.Host()
 		if err != nil {
 			return err
@@ -208,13 +238,14 @@ func wizardDeps(a *App, cs []checks.Check) tui.Deps {
 		if err != nil {
 			return err
 		}
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-		if err != nil {
+		plan := steps.PlanFor(ctx, h, cur, ids)
+		var b strings.Builder
+		if err := steps.ExportScriptWith(&b, h, plan, append(fs, cur...), steps.ExportOptions{Version: a.VersionString(), Context: a.Context()}); err != nil {
 			return err
 		}
-		defer f.Close()
-		plan := steps.PlanFor(ctx, h, cur, ids)
-		return steps.ExportScript(ctx, f, h, plan, append(fs, cur...), a.VersionString())
+		// The same writer as fix --export: safefile (no symlink followed,
+		// never half written), nothing replaced unless the user said so.
+		return writeExport(a, path, []byte(b.String()), replace)
 	}
 	d.EnvSnippet = func(fs []checks.Finding) string {
 		vars := steps.EnvChanges(fs)
@@ -233,6 +264,17 @@ func wizardDeps(a *App, cs []checks.Check) tui.Deps {
 	}
 	d.SaveEnvSnippet = saveEnvSnippet
 	return d
+}
+
+// fixView is what the wizard shows of a planned fix (plan n).
+func fixView(f steps.Fix, n int) tui.FixView {
+	v := tui.FixView{ID: f.ID, Title: f.Title, Summary: f.Summary, Risk: string(f.Risk), NeedsRoot: f.NeedsRoot,
+		Impossible: f.Impossible, Alternative: f.Alternative, Preview: f.Preview(), Answers: f.Answers, Manual: f.Manual,
+		Warnings: f.Warnings, Plan: n}
+	for _, it := range f.Items {
+		v.Items = append(v.Items, tui.FixItem{ID: it.ID, Label: it.Label, Group: it.Group, Chosen: it.Chosen})
+	}
+	return v
 }
 
 // saveEnvSnippet keeps the wizard's env snippet in the user's cache

@@ -66,8 +66,12 @@ func TestWizardConsentInTmux(t *testing.T) {
 		s.WaitFor(10*time.Second, "Explain (4/8)")
 		s.Keys("Tab")
 		s.WaitFor(10*time.Second, "Fixes for what was found")
+		// Issue 25 item 14: enter with nothing ticked says so; it does not
+		// skip the step unseen.
+		s.Keys("Enter")
+		s.WaitFor(5*time.Second, "Fix (5/8)", "no fix is chosen")
 		s.Keys("Space") // cleanup chosen, as in the issue
-		s.WaitFor(5*time.Second, "[x] Remove 30 orphaned")
+		s.WaitFor(5*time.Second, "[x] low")
 		s.Keys("Tab") // the issue: this applied the cleanup
 		scr := s.WaitFor(10*time.Second, "Validate (7/8)")
 		if strings.Contains(scr, "Appl") {
@@ -75,7 +79,7 @@ func TestWizardConsentInTmux(t *testing.T) {
 		}
 		untouched(t, dir, segs, "Tab from Fix")
 		s.Keys("BTab")
-		s.WaitFor(10*time.Second, "Fix (5/8)", "[x] Remove 30 orphaned")
+		s.WaitFor(10*time.Second, "Fix (5/8)", "[x] low")
 		s.Keys("Enter")
 		s.WaitFor(5*time.Second, "Apply 1 fix?")
 		s.Keys("Space", "Enter")
@@ -98,12 +102,18 @@ func TestWizardConsentInTmux(t *testing.T) {
 		}
 	})
 
+	// Issue 22 items 7 and 8, issue 25 item 14: the plan is listed line by
+	// line, never as a count to say y to; y needs every line seen, again
+	// after a resize (at 40x12 too); a pasted end marker followed by y
+	// (\e[201~y) is pasted text, not consent; the "scroll to the end" hint
+	// goes once the end is reached. Then y removes the segments except one
+	// a live process opened after the preview, which Apply names.
 	t.Run("y needs the whole plan, applies it, names what it kept", func(t *testing.T) {
 		dir, segs, s := start(t)
 		s.Keys("Tab", "Tab")
 		scr := s.WaitFor(10*time.Second, "Fixes for what was found", "Remove 30 orphaned")
 		s.Keys("Space")
-		s.WaitFor(5*time.Second, "[x] Remove 30 orphaned")
+		s.WaitFor(5*time.Second, "[x] low")
 		remount := fixRow(scr, "(remount)") - fixRow(scr, "Remove 30 orphaned")
 		want := "Apply 1 fix?"
 		if remount > 0 {
@@ -111,13 +121,14 @@ func TestWizardConsentInTmux(t *testing.T) {
 				s.Keys("Down")
 			}
 			s.Keys("Space")
-			s.WaitFor(5*time.Second, "[x] Grow")
+			s.WaitFor(5*time.Second, "[x] medium")
 			want = "Apply 2 fixes?"
 		}
 		s.Keys("Enter")
-		s.WaitFor(5*time.Second, want, "30 commands", "y apply")
-		s.Keys("e") // every line: longer than the screen now
-		s.WaitFor(5*time.Second, "e fewer lines", "not yet shown")
+		scr = s.WaitFor(5*time.Second, want, "rm -- ", "not yet shown", "y apply")
+		if strings.Contains(scr, "commands") {
+			t.Errorf("the plan is counted, not listed:\n%s", scr)
+		}
 		// A process opens one segment after the preview, as a new rank would.
 		held := segs[7]
 		holdOpen(t, held) // check_test.go's holder: a live sh/sleep with the file on fd 3
@@ -127,6 +138,23 @@ func TestWizardConsentInTmux(t *testing.T) {
 			t.Errorf("the y/n prompt is not on screen:\n%s", scr)
 		}
 		untouched(t, dir, segs, "y before the plan was shown")
+		s.Keys("End")
+		waitWithout(t, s, 5*time.Second, "scroll to the end of the plan first")
+		s.WaitFor(5*time.Second, "end; pgup/home to go back")
+		// The plan is read: a paste holding an end marker and y is no y.
+		s.Paste("\x1b[201~y")
+		s.WaitFor(5*time.Second, "ignored keys that arrived with a paste")
+		untouched(t, dir, segs, "a pasted \\e[201~y")
+		// A smaller window shows the plan anew: read it again.
+		s.Resize(40, 12)
+		s.WaitUntil(5*time.Second, func(scr string) bool {
+			return strings.Contains(scr, "not yet shown") && !strings.Contains(scr, strings.Repeat("-", 41))
+		})
+		s.Keys("y")
+		s.WaitFor(5*time.Second, "scroll to the end")
+		untouched(t, dir, segs, "y at 40x12 after a resize")
+		s.Resize(80, 24)
+		s.WaitFor(5*time.Second, strings.Repeat("-", 80), "not yet shown") // laid out anew before End
 		s.Keys("End")
 		s.WaitFor(5*time.Second, "end; pgup/home to go back")
 		s.Keys("y")
@@ -221,7 +249,7 @@ func TestWizardAppliesThePlanShown(t *testing.T) {
 
 	bogus := view
 	bogus.Plan = view.Plan + 100
-	if r := d.ApplyFix(ctx, bogus, nil, nil); r.Err == nil || !strings.Contains(r.Err.Error(), "not in the plan that was shown") {
+	if r := d.ApplyFix(ctx, bogus, nil, nil, nil); r.Err == nil || !strings.Contains(r.Err.Error(), "not in the plan that was shown") {
 		t.Errorf("a view of no plan: %+v", r)
 	}
 	for _, p := range append(shown, later) {
@@ -230,7 +258,7 @@ func TestWizardAppliesThePlanShown(t *testing.T) {
 		}
 	}
 
-	r := d.ApplyFix(ctx, view, nil, func(string) {})
+	r := d.ApplyFix(ctx, view, nil, func(string) {}, nil)
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}

@@ -128,7 +128,9 @@ func TestWizardEscGoesBackInTmux(t *testing.T) {
 		{keys: []string{"Escape"}, want: start},
 		{keys: []string{"3"}, want: []string{"My job is hanging"}, timeoutSec: 15}, // a practice server: no live job
 		{keys: []string{"Escape"}, want: start},
-		{keys: []string{"1"}, want: []string{"Detect (2/8)", "done in"}}, // checks already run
+		// Diagnose again runs the checks again (issue 25 item 2): never the
+		// earlier run's "done" screen.
+		{keys: []string{"1"}, want: findings, timeoutSec: 30},
 		{keys: []string{"Escape"}, want: start},
 	}
 	for i, st := range steps {

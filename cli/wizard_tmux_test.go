@@ -38,7 +38,7 @@ func TestWizardEndToEndInTmux(t *testing.T) {
 			if noColor {
 				env = append(env, "NO_COLOR=1")
 			}
-			s := tmuxtest.Start(t, 100, 30, work, env, bin+" --shm-path "+dir)
+			s := tmuxtest.Start(t, 100, 30, work, env, bin+" --shm-path "+dir+" --python "+noTorchPython(t))
 			s.WaitFor(10*time.Second, "Diagnose this machine")
 			s.Keys("Enter")
 			scr := s.WaitFor(30*time.Second, "[Findings]", "3 orphaned NCCL segment") // the Detect screen lists the finding too
@@ -58,6 +58,8 @@ func TestWizardEndToEndInTmux(t *testing.T) {
 					t.Fatalf("%s removed before consent", p)
 				}
 			}
+			s.Keys("End") // y needs every line of the plan seen
+			s.WaitFor(5*time.Second, "y apply it")
 			s.Keys("y")
 			s.WaitFor(20*time.Second, "re-check passed")
 			for _, p := range orphans {

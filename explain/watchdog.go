@@ -347,6 +347,9 @@ func humanRate(bps float64) string {
 		return fmt.Sprintf("%.1f MB/s", bps/1e6)
 	case bps >= 1e3:
 		return fmt.Sprintf("%.1f kB/s", bps/1e3)
+	case bps > 0 && bps < 1:
+		// A 4-byte collective: not "0 B/s", which reads as nothing needed.
+		return "less than 1 B/s"
 	}
 	return fmt.Sprintf("%.0f B/s", bps)
 }

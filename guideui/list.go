@@ -17,12 +17,18 @@ import (
 type item struct {
 	g    *guides.Guide
 	step int // position in the Learn track, 0 outside it
+	// english marks a guide shown in English because it has no translation
+	// in the language asked for: the list says so rather than mix silently.
+	english bool
 }
 
 func (i item) Title() string {
 	t := i.g.Title
 	if i.step > 0 {
 		t = fmt.Sprintf("%d. %s", i.step, t)
+	}
+	if i.english {
+		t += " [English]"
 	}
 	return t
 }
@@ -95,8 +101,21 @@ func (m Model) newList() list.Model {
 		}
 		title = fmt.Sprintf("Learn: %d steps, in order", len(track))
 	default:
-		for _, g := range m.lib.List(m.opt.Lang) {
+		// The list shows titles, so it is in the order of its titles (the
+		// library's is by ID, which reads as no order at all).
+		gs := slices.Clone(m.lib.List(m.opt.Lang))
+		slices.SortStableFunc(gs, func(a, b *guides.Guide) int {
+			return strings.Compare(strings.ToLower(a.Title), strings.ToLower(b.Title))
+		})
+		for _, g := range gs {
 			items = append(items, item{g: g})
+		}
+	}
+	if lang := guides.NormalizeLang(m.opt.Lang); lang != "" && lang != guides.English {
+		for i, it := range items {
+			x := it.(item)
+			x.english = x.g.Lang != lang
+			items[i] = x
 		}
 	}
 	d := list.NewDefaultDelegate()

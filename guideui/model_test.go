@@ -449,3 +449,26 @@ func TestRenderingKeepsTheHelp(t *testing.T) {
 		t.Errorf("while rendering (%d lines):\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 }
+
+// Issue 25 item 15: with --lang zh the Learn track does not mix languages
+// silently: a step shown in English because it has no translation is
+// marked [English]; translated ones are not.
+func TestLearnMarksUntranslated(t *testing.T) {
+	m := sized(t, Options{Style: render.ASCII, Lang: "zh", Learn: true}, 100, 40)
+	v := ansi.Strip(m.View())
+	marked, plain := 0, 0
+	for _, it := range m.list.Items() {
+		x := it.(item)
+		if x.english != (x.g.Lang != "zh") {
+			t.Errorf("%s (%s): english mark %v", x.g.ID, x.g.Lang, x.english)
+		}
+		if x.english {
+			marked++
+		} else {
+			plain++
+		}
+	}
+	if marked == 0 || plain == 0 || !strings.Contains(v, "[English]") {
+		t.Errorf("%d marked, %d translated:\n%s", marked, plain, v)
+	}
+}

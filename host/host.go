@@ -99,6 +99,9 @@ type Host struct {
 	Net Net
 	// Peer is a HOST:PORT the user asked net.rendezvous to test (--peer).
 	Peer string
+	// Python is the interpreter the user named with --python (""), for
+	// the checks and tests that look at the job's torch (gpu.JobPython).
+	Python string
 }
 
 // Path maps an absolute path on the host (e.g. /proc/self/mountinfo) to the

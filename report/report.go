@@ -282,8 +282,10 @@ func WritePlain(out termio.Output, h *host.Host, rs []checks.Result, opts PlainO
 						b.WriteString(ind + st.dim.Render(l) + "\n")
 					}
 				}
-				for _, l := range evidenceLines(f.Evidence) {
-					b.WriteString(ind + st.dim.Render(l) + "\n")
+				for _, l := range HumanEvidence(f.Evidence) {
+					for _, wl := range WrapEvidence(l, max(out.Width-len(ind), 30)) {
+						b.WriteString(ind + st.dim.Render(wl) + "\n")
+					}
 				}
 			}
 			if f.Severity.IsProblem() || opts.Verbose {

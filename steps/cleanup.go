@@ -80,7 +80,8 @@ func planCleanup(ctx context.Context, h *host.Host, r *request) *Fix {
 		return r.note("shm.cleanup", "cannot scan "+h.ShmLogical()+": "+err.Error())
 	}
 	cands, skipped := cleanupCandidates(inv, h, r.opts.AllUsers)
-	if len(cands) == 0 {
+	pending := heldOnlyBy(inv, h, r.opts.AllUsers, r.ending)
+	if len(cands) == 0 && len(pending) == 0 {
 		why := "no segment in " + inv.Dir + " is proven orphaned"
 		if inv.Note != "" && !inv.Private {
 			why += ": " + inv.Note
@@ -108,9 +109,17 @@ func planCleanup(ctx context.Context, h *host.Host, r *request) *Fix {
 	if len(others) > 0 {
 		steps = append(steps, Step{Comment: "OTHER USERS' files (--all-users); each re-proven unused right before removal" + proofWord(h), Lines: others, Root: true})
 	}
+	title := fmt.Sprintf("Remove %s (%s) from %s", units.Count(len(cands), "orphaned segment"), shm.Human(uint64(total)), inv.Dir)
+	if len(pending) > 0 {
+		st, n := pendingStep(pending, r.ending, now)
+		steps = append(steps, st)
+		title = fmt.Sprintf("Remove %s from %s: %d orphaned, %s once proc.stale ends its holders", units.Count(len(cands)+len(pending), "segment"), inv.Dir, len(cands), units.Count(len(pending), "held only by a leftover rank", "held only by leftover ranks"))
+		total += n
+		cands = append(cands, pending...)
+	}
 	f := &Fix{
 		ID:      "shm.cleanup",
-		Title:   fmt.Sprintf("Remove %s (%s) from %s", units.Count(len(cands), "orphaned segment"), shm.Human(uint64(total)), inv.Dir),
+		Title:   title,
 		Summary: cleanupSummary(h, len(cands), total),
 		Guide:   "shm-stale-segments", Risk: RiskLow,
 		NeedsRoot: len(others) > 0,

@@ -22,6 +22,10 @@ type ExportOptions struct {
 	// EtcDir replaces /etc in the files the script edits (fstab,
 	// drop-ins); tests point it at a temporary directory. Default /etc.
 	EtcDir string
+	// Context are the global flags that chose the machine looked at
+	// (--shm-path DIR), shell-quoted: the re-check command the script
+	// prints carries them.
+	Context string
 }
 
 // ExportScript writes the planned fixes as a bash script; see
@@ -207,7 +211,11 @@ func ExportScriptWith(w io.Writer, h *host.Host, fixes []Fix, findings []checks.
 		b.WriteString(indent(rootBody))
 		b.WriteString("fi\n")
 	}
-	b.WriteString(scriptFooter)
+	recheck := "ncclwiz check"
+	if opt.Context != "" {
+		recheck += " " + opt.Context
+	}
+	b.WriteString(strings.Replace(scriptFooter, "RECHECK", shellquote.Quote("Re-check with: "+recheck), 1))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

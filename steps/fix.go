@@ -19,8 +19,9 @@
 //     precondition at the moment it acts, honouring ApplyOptions.DryRun;
 //   - Recheck: the checks re-run as proof, reported in Outcome.Verdict.
 //
-// Plan orders fixes user-level first, then those needing root, then the
-// impossible ones. ExportScript writes the same plan as a reviewable bash
+// Plan orders fixes by what they free — proc.stale first (ended ranks free
+// the segments the cleanup then removes) — then user-level, then those
+// needing root, then the impossible ones. ExportScript writes the same plan as a reviewable bash
 // script (dry run by default).
 //
 // # Safety rules
@@ -181,10 +182,19 @@ type Fix struct {
 	// Warnings are things the user should know before consenting (files
 	// left alone, and why).
 	Warnings []string
+	// Items are what the fix may act on when the user chooses among them
+	// (proc.stale's PIDs, each with its job); Chosen marks the ones this
+	// fix acts on. Select makes the fix for another choice.
+	Items []Item
 
 	asRoot bool
-	apply  func(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, error)
-	script func(s *script)
+	// choose makes the fix for the items with these IDs (nil: no choice).
+	choose func(ids []string) Fix
+	// stalePIDs are the processes proc.stale ends as chosen: the cleanup
+	// planned with it may remove what only they held.
+	stalePIDs []int
+	apply     func(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, error)
+	script    func(s *script)
 }
 
 // Preview returns the shell lines of the fix; root commands are prefixed
@@ -209,6 +219,48 @@ func (f Fix) Preview() []string {
 				heredoc = m[1]
 			}
 			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Item is one thing the user may choose for a fix to act on.
+type Item struct {
+	// ID is what Select and `ncclwiz fix --pid` take (a PID).
+	ID string
+	// Label describes it; Group names what it belongs to (its job).
+	Label, Group string
+	Chosen       bool
+}
+
+// Select returns the fix acting on exactly the items with these IDs; an ID
+// that is not one of Items is an error. A fix without items has nothing
+// to choose.
+func (f Fix) Select(ids []string) (Fix, error) {
+	if f.choose == nil {
+		if len(ids) > 0 {
+			return f, fmt.Errorf("%s has nothing to choose among", f.ID)
+		}
+		return f, nil
+	}
+	for _, id := range ids {
+		if !slices.ContainsFunc(f.Items, func(it Item) bool { return it.ID == id }) {
+			var known []string
+			for _, it := range f.Items {
+				known = append(known, it.ID)
+			}
+			return f, fmt.Errorf("%s: %s is not one of its choices (%s)", f.ID, id, strings.Join(known, ", "))
+		}
+	}
+	return f.choose(ids), nil
+}
+
+// Chosen lists the IDs of the chosen items.
+func (f Fix) Chosen() []string {
+	var out []string
+	for _, it := range f.Items {
+		if it.Chosen {
+			out = append(out, it.ID)
 		}
 	}
 	return out
@@ -373,6 +425,9 @@ type request struct {
 	opts     PlanOptions
 	// notes collects why a requested fix was not planned.
 	notes map[string]string
+	// ending are the PIDs the planned proc.stale ends (it is planned
+	// first): the cleanup may then remove what only they held.
+	ending []int
 }
 
 func (r *request) wanted(id string) bool { return r.want[id] || len(r.findings[id]) > 0 }
@@ -406,10 +461,13 @@ type planner struct {
 	with []string
 }
 
-// planners in display order within each group.
+// planners in the order they are planned and, within each group, run:
+// what frees resources first — ending leftover ranks frees the segments
+// they held, which the cleanup then removes; removing orphans frees
+// /dev/shm before anything decides it is too small.
 var planners = []planner{
-	{"shm.cleanup", planCleanup, nil},
 	{"proc.stale", planStale, nil},
+	{"shm.cleanup", planCleanup, nil},
 	{"env.export", planEnv, nil},
 	{"launch.single-gpu", planSingleGPU, nil},
 	{"container.shm", planContainer, nil},
@@ -486,11 +544,13 @@ func PlanWith(ctx context.Context, h *host.Host, findings []checks.Finding, opts
 	rank := func(f Fix) int {
 		switch {
 		case f.Impossible != "":
-			return 2
+			return 3
+		case f.ID == "proc.stale":
+			return 0 // it frees what the others act on, whoever may run it
 		case f.NeedsRoot:
-			return 1
+			return 2
 		}
-		return 0
+		return 1
 	}
 	sort.SliceStable(out, func(i, j int) bool { return rank(out[i]) < rank(out[j]) })
 	return out, r.notes

@@ -72,11 +72,13 @@ if [ -n "$NCCLWIZ_PRACTICE" ]; then
 fi
 `
 
-// scriptFooter reports and sets the exit status.
+// scriptFooter reports and sets the exit status; RECHECK is the command
+// that re-checks the same place (ExportOptions.Context), a quoted word.
 const scriptFooter = `
 echo
 if [ "$APPLY" = 1 ]; then
-  say "done: $CHANGED change(s), $FAILED failure(s), $SKIPPED step(s) skipped. Re-check with: ncclwiz check"
+  say "done: $CHANGED change(s), $FAILED failure(s), $SKIPPED step(s) skipped."
+  say RECHECK
 else
   say "dry run: nothing was changed. Run with --apply to act."
 fi

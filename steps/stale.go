@@ -30,6 +30,9 @@ type rank struct {
 	Segments        []string
 	Start           uint64 // start ticks (field 22 of /proc/PID/stat)
 	Zombie          bool
+	// PIDNS is its PID namespace (a container has its own); Job names the
+	// job it was a rank of (run id, rendezvous or session), for scoping.
+	PIDNS, Job string
 }
 
 func (r rank) holds() string {
@@ -85,6 +88,7 @@ func planStale(ctx context.Context, h *host.Host, r *request) *Fix {
 	if err != nil {
 		return r.note("proc.stale", "cannot list processes: "+err.Error())
 	}
+	targets, skipped = scopeStale(h, targets, skipped, r.opts.AllUsers)
 	if len(targets) == 0 {
 		why := "no leftover rank of yours is running"
 		if len(skipped) > 0 {
@@ -92,7 +96,9 @@ func planStale(ctx context.Context, h *host.Host, r *request) *Fix {
 		}
 		return r.note("proc.stale", why)
 	}
-	return staleFix(h, targets, skipped)
+	f := choosableStale(h, targets, skipped)
+	r.ending = f.stalePIDs
+	return f
 }
 
 // staleFix builds proc.stale for these targets.

@@ -23,7 +23,8 @@ func findStaleRanks(ctx context.Context, h *host.Host) ([]rank, error) {
 			cmd += " (rank " + v + ")"
 		}
 		out = append(out, rank{PID: r.PID, PPID: r.PPID, UID: r.UID(), Command: cmd, Reason: r.Reason(),
-			Segments: r.Segments, GPUMemory: r.GPUMemory, Start: r.StartTicks, Zombie: r.Exited()})
+			Segments: r.Segments, GPUMemory: r.GPUMemory, Start: r.StartTicks, Zombie: r.Exited(),
+			PIDNS: r.PIDNS, Job: jobOf(r.Env, r.SID)})
 	}
 	return out, nil
 }

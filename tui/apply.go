@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
@@ -24,6 +26,16 @@ type fixProgressMsg struct {
 }
 type applyDoneMsg struct{}
 
+// askMsg is a question a running fix asks before it goes beyond the plan
+// the user said y to (SIGKILL of a rank that ignored SIGTERM): the fix
+// waits on reply, and gets no unless the user answers y on the Apply
+// screen, where the question is shown whole.
+type askMsg struct {
+	question string
+	reply    chan<- bool
+	ch       <-chan any
+}
+
 // applyModel runs the fixes the confirm step sends and is afterwards a
 // read-only record of what they did. Nothing here starts a fix by itself.
 type applyModel struct {
@@ -35,6 +47,8 @@ type applyModel struct {
 	log     []string
 	results []FixResult
 	out     pager
+	// asking is the question a running fix waits on, if any.
+	asking *askMsg
 }
 
 func newApplyModel(c *common) applyModel { return applyModel{c: c, out: newPager()} }
@@ -54,12 +68,28 @@ func (m *applyModel) startRun(chosen, plan []FixView) tea.Cmd {
 	ch := make(chan any, 16)
 	c := m.c
 	open := m.open()
+	// ask puts a question on the Apply screen and waits for the answer;
+	// quitting the wizard answers no.
+	ask := func(q string) bool {
+		reply := make(chan bool, 1)
+		select {
+		case ch <- askMsg{question: q, reply: reply}:
+		case <-c.ctx.Done():
+			return false
+		}
+		select {
+		case yes := <-reply:
+			return yes
+		case <-c.ctx.Done():
+			return false
+		}
+	}
 	go func() {
 		defer close(ch)
 		for _, f := range chosen {
 			ch <- fixProgressMsg{line: "applying " + f.ID}
 			others := slices.DeleteFunc(slices.Clone(open), func(id string) bool { return id == f.ID })
-			res := c.deps.ApplyFix(c.ctx, f, others, func(s string) { ch <- fixProgressMsg{line: s} })
+			res := c.deps.ApplyFix(c.ctx, f, others, func(s string) { ch <- fixProgressMsg{line: s} }, ask)
 			res.ID = f.ID
 			if res.Err == nil {
 				open = slices.DeleteFunc(open, func(id string) bool { return id == f.ID })
@@ -84,6 +114,9 @@ func waitApply(ch <-chan any) tea.Cmd {
 		case fixAppliedMsg:
 			x.ch = ch
 			return x
+		case askMsg:
+			x.ch = ch
+			return x
 		}
 		return nil
 	}
@@ -99,17 +132,42 @@ func (m applyModel) progress(msg tea.Msg) (applyModel, tea.Cmd) {
 	case fixAppliedMsg:
 		m.results = append(m.results, msg.res)
 		cmd = waitApply(msg.ch)
+	case askMsg:
+		// The run waits for the answer; its next message is read after it.
+		m.asking = &msg
 	case applyDoneMsg:
-		m.running = false
+		m.running, m.asking = false, nil
 	}
 	m.refresh()
 	return m, cmd
+}
+
+// answer replies to the open question and reads on.
+func (m applyModel) answer(yes bool) (applyModel, tea.Cmd) {
+	q := m.asking
+	m.asking = nil
+	q.reply <- yes
+	word := "no"
+	if yes {
+		word = "yes"
+	}
+	m.log = append(m.log, "you answered "+word)
+	m.refresh()
+	return m, waitApply(q.ch)
 }
 
 func (m applyModel) update(msg tea.Msg) (applyModel, tea.Cmd) {
 	k, ok := msg.(tea.KeyPressMsg)
 	if !ok {
 		return m, nil
+	}
+	if m.asking != nil {
+		switch k.String() {
+		case "y":
+			return m.answer(true)
+		case "n", "N", "esc":
+			return m.answer(false)
+		}
 	}
 	if m.out.scroll(k.String(), true) {
 		return m, nil
@@ -118,6 +176,14 @@ func (m applyModel) update(msg tea.Msg) (applyModel, tea.Cmd) {
 		return m, goTo(flow.Validate)
 	}
 	return m, nil
+}
+
+// proven reports whether a fix's result verified it (its re-check or its
+// own proof): advice, and a fix no check here can judge, are never
+// "verified".
+func proven(r FixResult) bool {
+	sev, _ := verdict(r)
+	return r.Err == nil && sev == checks.OK
 }
 
 // succeeded lists the fixes applied without error, in order.
@@ -152,16 +218,14 @@ func verdict(r FixResult) (checks.Severity, string) {
 	if r.Err != nil {
 		return checks.Error, "failed: " + textsafe.Clean(r.Err.Error())
 	}
-	var ids, others []string
+	var ids, clean, others []string
 	for _, rc := range r.Recheck {
 		ids = append(ids, rc.ID)
 		if rc.Worst().IsProblem() {
 			others = append(others, rc.ID)
+		} else {
+			clean = append(clean, rc.ID)
 		}
-	}
-	also := ""
-	if len(others) > 0 {
-		also = "; other findings remain in " + strings.Join(others, ", ") + " (see their own fixes)"
 	}
 	switch r.Verdict {
 	case VerdictFailed:
@@ -179,7 +243,20 @@ func verdict(r FixResult) (checks.Severity, string) {
 			}
 			return checks.OK, "verified: " + textsafe.Clean(r.Proof)
 		}
-		return checks.OK, "re-check passed (" + strings.Join(ids, ", ") + ")" + also
+		// What it answers is gone; a check that still reports something
+		// else is named as such, not as passed.
+		text := "re-check passed: nothing it answers is reported any more"
+		if len(clean) > 0 {
+			text += " (" + strings.Join(clean, ", ") + " clean)"
+		}
+		if len(others) > 0 {
+			verb := " still reports"
+			if len(others) > 1 {
+				verb = " still report"
+			}
+			text += "; " + strings.Join(others, ", ") + verb + " other problems, for their own fixes"
+		}
+		return checks.OK, text
 	case VerdictUnproven:
 		if r.Proof != "" {
 			return checks.Info, "done; " + textsafe.Clean(r.Proof)
@@ -209,13 +286,13 @@ func resultLines(st styles, r FixResult, width int) string {
 	if len(r.Skipped) > 0 {
 		b.WriteString("    " + st.warn.Render(fmt.Sprintf("left alone (%d):", len(r.Skipped))) + "\n")
 		for _, s := range r.Skipped {
-			b.WriteString(truncate("      "+textsafe.Clean(s), width) + "\n")
+			b.WriteString("      " + textwrap.String(textsafe.Clean(s), width-6, "        ") + "\n")
 		}
 	}
 	if len(r.Changed) > 0 {
 		b.WriteString("    " + st.dim.Render(fmt.Sprintf("changed (%d):", len(r.Changed))) + "\n")
 		for _, c := range r.Changed {
-			b.WriteString(st.dim.Render(truncate("      "+textsafe.Clean(c), width)) + "\n")
+			b.WriteString(st.dim.Render("      "+textwrap.String(textsafe.Clean(c), width-6, "        ")) + "\n")
 		}
 	}
 	return b.String()
@@ -226,8 +303,26 @@ func (m *applyModel) refresh() {
 	for _, r := range m.results {
 		b.WriteString(resultLines(m.c.st, r, m.c.width))
 	}
-	// Title and blank above; a progress or position line below.
-	m.out.set(b.String(), m.c.width, m.c.bodyHeight()-4)
+	// Title and blank above; a progress or position line below, and the
+	// open question, whole, under it.
+	m.out.set(b.String(), m.c.width, m.c.bodyHeight()-4-m.questionHeight())
+}
+
+// question draws the open question with its answers, wrapped in full.
+func (m applyModel) question() string {
+	if m.asking == nil {
+		return ""
+	}
+	st := m.c.st
+	return st.warn.Render(wrapText(textsafe.Clean(m.asking.question), m.c.width-2)) + "\n" +
+		st.key.Render("y") + " yes   " + st.key.Render("n") + " no (leave it running)"
+}
+
+func (m applyModel) questionHeight() int {
+	if m.asking == nil {
+		return 0
+	}
+	return lipgloss.Height(m.question()) + 1
 }
 
 func (m applyModel) view() string {
@@ -242,6 +337,9 @@ func (m applyModel) view() string {
 		b.WriteString(st.title.Render("Applied: what happened") + "\n\n")
 	}
 	b.WriteString(m.out.view() + "\n\n")
+	if q := m.question(); q != "" {
+		b.WriteString(q + "\n\n")
+	}
 	if m.running && len(m.log) > 0 {
 		b.WriteString(st.dim.Render(truncate(textsafe.Clean(m.log[len(m.log)-1]), m.c.width)))
 	} else {
@@ -252,11 +350,14 @@ func (m applyModel) view() string {
 
 func (m applyModel) keyMap() keyMap {
 	var k keyMap
+	if m.asking != nil {
+		return keyMap{Short: []key.Binding{bind("y", "yes", "y"), bind("n", "no", "n", "esc")}}
+	}
 	if m.running {
 		return k
 	}
 	if m.done() {
-		k.Short = append(k.Short, bind("enter", "validate", "enter"))
+		k.Short = append(k.Short, bind("enter", "validate", "enter"), recheckKey)
 	}
 	if m.out.scrolls() {
 		k.Short = append(k.Short, m.c.list.Scroll)

@@ -40,6 +40,27 @@ type FixView struct {
 	// that run's fix (frozen when it was planned), never a fresh plan, so what
 	// is applied is what was previewed.
 	Plan int
+	// Items are what the user may choose for the fix to act on (proc.stale's
+	// PIDs, each with its job): the view acts on the Chosen ones, and
+	// Deps.SelectFix makes the view for another choice.
+	Items []FixItem
+}
+
+// FixItem is one thing a fix may act on, for the Fix step's checklist.
+type FixItem struct {
+	ID, Label, Group string
+	Chosen           bool
+}
+
+// ChosenItems lists the IDs of the view's chosen items.
+func (f FixView) ChosenItems() []string {
+	var out []string
+	for _, it := range f.Items {
+		if it.Chosen {
+			out = append(out, it.ID)
+		}
+	}
+	return out
 }
 
 // Fix verdicts, as steps.Outcome reports them (the CLI passes them through).
@@ -140,6 +161,11 @@ type ClusterReport struct {
 type Deps struct {
 	Host   *host.Host
 	Checks []checks.Check
+	// Context are the global flags the wizard was started with that pick
+	// the machine it looks at (--shm-path DIR, --scenario NAME), quoted
+	// for a shell: every command the wizard suggests carries them, so it
+	// looks at the same place.
+	Context string
 
 	// Guide says whether a guide exists (and what it is called), so the
 	// Explain stage lists only guides the library has.
@@ -159,9 +185,18 @@ type Deps struct {
 	// ApplyFix applies the planned fix behind the view (its Plan and ID).
 	// Only the confirm step calls it, after the user's y. open names the
 	// other fixes of the plan that could still answer a problem (possible,
-	// not applied yet), for the verdict (steps.Judge).
-	ApplyFix     func(ctx context.Context, fix FixView, open []string, progress func(string)) FixResult
-	ExportScript func(path string, fixIDs []string, findings []checks.Finding) error
+	// not applied yet), for the verdict (steps.Judge). ask puts a question
+	// beyond the plan (SIGKILL of a rank that ignored SIGTERM) to the user
+	// on the Apply screen and returns their answer (no when they quit).
+	ApplyFix func(ctx context.Context, fix FixView, open []string, progress func(string), ask func(question string) bool) FixResult
+	// SelectFix makes the view of the same planned fix acting on the items
+	// with these IDs (title, lines and all). Pure: it reads nothing.
+	SelectFix func(fix FixView, ids []string) (FixView, error)
+	// ExportScript writes the fix script at path; an existing file is
+	// replaced only with replace (the user said yes to it), else the error
+	// wraps fs.ErrExist. An error with an Alternative() string names a
+	// place that takes the file. tea.Cmd only.
+	ExportScript func(path string, fixIDs []string, findings []checks.Finding, replace bool) error
 	// EnvSnippet reads the machine (the shell's rc files): tea.Cmd only.
 	EnvSnippet func(findings []checks.Finding) string
 	// SaveEnvSnippet writes the snippet to a file of the user's (under
@@ -169,7 +204,13 @@ type Deps struct {
 	// 52, which not every terminal takes over SSH or tmux. tea.Cmd only.
 	SaveEnvSnippet func(snippet string) (path string, err error)
 
+	// ExplainLog explains the log the field names: a path as a shell
+	// reads it (quoted, escaped, ~, a glob) or a log directory.
 	ExplainLog func(ctx context.Context, path string) (LogResult, error)
+	// CompletePath completes the field's path (Tab): the new field and,
+	// when several names continue it, those names. It reads directories:
+	// tea.Cmd only.
+	CompletePath func(field string) (string, []string)
 	// ExplainText explains a log pasted into the wizard (its text, not a
 	// path), as `ncclwiz explain -` would read it from a pipe.
 	ExplainText func(ctx context.Context, text string) (LogResult, error)

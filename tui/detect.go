@@ -11,6 +11,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
+	"github.com/ncclwiz/ncclwiz/steps/flow"
 )
 
 type resultMsg struct {
@@ -80,6 +81,12 @@ func (m detectModel) update(msg tea.Msg) (detectModel, tea.Cmd) {
 		m.running = false
 		m.elapsed = time.Since(m.started)
 		return m, nil
+	case tea.KeyPressMsg:
+		// A finished run moves on by itself; should its screen stay (a
+		// resize mid-move), enter goes on too.
+		if !m.running && len(m.results) > 0 && (msg.String() == "enter" || msg.String() == "right") {
+			return m, goTo(flow.Findings)
+		}
 	case spinner.TickMsg:
 		var cmd tea.Cmd
 		m.spin, cmd = m.spin.Update(msg)

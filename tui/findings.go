@@ -7,8 +7,10 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/report"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
@@ -26,7 +28,7 @@ type findingsModel struct {
 }
 
 type findingsKeys struct {
-	Guide, All, Nodes, Continue key.Binding
+	Guide, All, Nodes, Continue, Recheck, Log, Hang key.Binding
 }
 
 func newFindingsModel(c *common) findingsModel {
@@ -36,7 +38,10 @@ func newFindingsModel(c *common) findingsModel {
 			Guide:    bind("g", "guide", "g"),
 			All:      bind("a", "all/problems", "a"),
 			Nodes:    bind("n", "check all nodes", "n"),
-			Continue: bind("enter", "continue", "enter", "right", "l"),
+			Continue: bind("enter", "next", "enter", "right"),
+			Recheck:  recheckKey,
+			Log:      bind("l", "explain a log", "l"),
+			Hang:     bind("h", "is it hanging?", "h"),
 		},
 		list:   newListView(c.list, 1, false),
 		detail: newPager(),
@@ -95,9 +100,13 @@ func (m findingsModel) key(k tea.KeyPressMsg) (findingsModel, tea.Cmd) {
 			return m, func() tea.Msg { return openGuideMsg{id: id} }
 		}
 	case key.Matches(k, m.keys.Nodes):
-		if m.c.nodesOffered() {
+		if m.nodesOffered() {
 			return m, goTo(flow.Nodes)
 		}
+	case key.Matches(k, m.keys.Log):
+		return m, goTo(flow.Log)
+	case key.Matches(k, m.keys.Hang):
+		return m, goTo(flow.Hang)
 	case key.Matches(k, m.keys.Continue):
 		return m, goTo(flow.Explain)
 	}
@@ -124,6 +133,11 @@ func (m findingsModel) view() string {
 		b.WriteString(st.dim.Render(fmt.Sprintf("%s not run here.", units.Count(skipped, "check was", "checks were"))))
 	}
 	b.WriteString("\n\n")
+	if e+w == 0 && !m.showAll {
+		// A healthy machine is not a dead end: the job still died. (a
+		// lists the checks, those that could not run included.)
+		return b.String() + m.nextSteps()
+	}
 	if len(m.shown) == 0 {
 		b.WriteString(st.dim.Render("Nothing to show; press a to list every check result.") + "\n")
 		return b.String()
@@ -132,6 +146,40 @@ func (m findingsModel) view() string {
 	b.WriteString("\n" + m.detail.view() + "\n")
 	b.WriteString(st.dim.Render(truncate(m.detail.position(), m.c.width)))
 	return b.String()
+}
+
+// nextSteps is what a healthy result offers: the job still failed, so the
+// cause is in its log, on another node, or in a job that hangs.
+func (m findingsModel) nextSteps() string {
+	st := m.c.st
+	w := m.c.width - 2
+	var b strings.Builder
+	b.WriteString(wrapText("Nothing on this machine explains an NCCL failure. If your job still died or hangs, the next step is:", w) + "\n")
+	item := func(k, text string) {
+		b.WriteString("  " + st.key.Render(k) + "  " + textwrap.String(text, w-5, "     ") + "\n")
+	}
+	if m.c.deps.ExplainLog != nil {
+		item("l", "explain the job's log: the error names what failed, and on which rank")
+	}
+	if m.c.deps.HangJobs != nil {
+		item("h", "my job is hanging: which rank is stuck, and where (read-only)")
+	}
+	if m.nodesOffered() {
+		item("n", "check the other nodes of the job: most multi-node failures are a difference between nodes")
+	}
+	item("r", "check this machine again (after the job ran or failed once more)")
+	item("a", "list every check result")
+	return b.String()
+}
+
+// nodesOffered: the cluster check is offered for a multi-node job, and
+// whenever this machine looks healthy (the problem may be on another node).
+func (m findingsModel) nodesOffered() bool {
+	if m.c.nodesOffered() {
+		return true
+	}
+	e, w := checks.Problems(m.all)
+	return e+w == 0 && m.c.deps.ClusterCheck != nil
 }
 
 // row draws finding i of the list.
@@ -167,11 +215,18 @@ func (m findingsModel) detailText() string {
 	}
 	st := m.c.st
 	var b strings.Builder
+	// The title whole (its row may be cut), then what it means.
+	if lipgloss.Width(fmt.Sprintf("    %-14s %s", f.Check, f.Title)) > m.c.width {
+		b.WriteString(st.title.Render(wrapText(f.Title, m.c.width-2)) + "\n")
+	}
 	if f.Detail != "" {
 		b.WriteString(wrapText(f.Detail, m.c.width-2) + "\n")
 	}
-	for _, l := range evidenceLines(f.Evidence) {
-		b.WriteString(st.dim.Render(truncate("  "+l, m.c.width)) + "\n")
+	// Evidence for people, wrapped (the raw keys are in --json).
+	for _, l := range report.HumanEvidence(f.Evidence) {
+		for _, wl := range report.WrapEvidence("  "+l, m.c.width) {
+			b.WriteString(st.dim.Render(wl) + "\n")
+		}
 	}
 	var hints []string
 	if f.Guide != "" {
@@ -181,29 +236,33 @@ func (m findingsModel) detailText() string {
 		hints = append(hints, "fixes: "+strings.Join(f.Fixes, ", "))
 	}
 	if len(hints) > 0 {
-		b.WriteString(st.hint.Render(truncate(strings.Join(hints, " · "), m.c.width)) + "\n")
+		b.WriteString(st.hint.Render(wrapText(strings.Join(hints, " · "), m.c.width-2)) + "\n")
 	}
 	return b.String()
 }
 
-// evidenceLines renders every line of evidence the wizard shows.
-func evidenceLines(ev map[string]any) []string {
-	var out []string
-	for _, l := range report.EvidenceLines(ev) {
-		if strings.HasPrefix(l, "recommended_env_reason") {
-			continue
-		}
-		out = append(out, l)
-	}
-	return out
-}
-
 func (m findingsModel) keyMap() keyMap {
+	e, w := checks.Problems(m.all)
+	if e+w == 0 {
+		// Healthy: the next steps first.
+		var k keyMap
+		if m.c.deps.ExplainLog != nil {
+			k.Short = append(k.Short, m.keys.Log)
+		}
+		if m.c.deps.HangJobs != nil {
+			k.Short = append(k.Short, m.keys.Hang)
+		}
+		if m.nodesOffered() {
+			k.Short = append(k.Short, m.keys.Nodes)
+		}
+		k.Short = append(k.Short, m.keys.Recheck, m.keys.All)
+		return k
+	}
 	k := keyMap{Short: []key.Binding{m.c.list.Move("select"), m.keys.Guide}}
-	if m.c.nodesOffered() {
+	if m.nodesOffered() {
 		k.Short = append(k.Short, m.keys.Nodes)
 	}
-	k.Short = append(k.Short, m.keys.All, m.keys.Continue)
+	k.Short = append(k.Short, m.keys.Continue, m.keys.Recheck, m.keys.All)
 	if m.detail.scrolls() {
 		k.Short = append(k.Short, m.c.list.Scroll)
 	}

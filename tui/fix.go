@@ -7,11 +7,12 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 	"github.com/ncclwiz/ncclwiz/internal/units"
-	"github.com/ncclwiz/ncclwiz/steps/flow"
 )
 
 // applyMsg is the one way fixes get applied: the confirm step sends it
@@ -22,10 +23,6 @@ type applyMsg struct {
 	// other fixes could still answer a remaining problem).
 	plan []FixView
 }
-
-// collapseOver is how many shell lines a fix may have before the confirm
-// step shows a count instead (e lists them all).
-const collapseOver = 4
 
 type fixModel struct {
 	c          *common
@@ -38,8 +35,6 @@ type fixModel struct {
 	// whole plan they came from. y applies exactly these, whatever plan
 	// arrives while the step is open.
 	shown, shownPlan []FixView
-	// expanded lists every line of every chosen fix on the confirm step.
-	expanded bool
 	// gen is the check run the fixes were planned from.
 	gen int
 	// planning is set while the plan for a newer check run is being made
@@ -73,16 +68,56 @@ func newFixModel(c *common) fixModel {
 		list: newListView(c.list, 1, false),
 		keys: fixKeys{
 			Choose:  bind("space", "choose", "space", "x"),
-			Confirm: bind("enter", "confirm chosen / skip", "enter"),
+			Confirm: bind("enter", "confirm", "enter"),
 		}}
 }
 
-// selected is the fix under the cursor.
-func (m fixModel) selected() (FixView, bool) {
-	if i := m.list.index(); i < len(m.fixes) {
-		return m.fixes[i], true
+// fixRow is a row of the checklist: a fix, or one of its items (item >= 0).
+type fixRow struct{ fix, item int }
+
+// rows are the checklist's rows: each fix, its items under it.
+func (m fixModel) rows() []fixRow {
+	var out []fixRow
+	for i, f := range m.fixes {
+		out = append(out, fixRow{i, -1})
+		for j := range f.Items {
+			out = append(out, fixRow{i, j})
+		}
 	}
-	return FixView{}, false
+	return out
+}
+
+// at is the row under the cursor.
+func (m fixModel) at() (fixRow, bool) {
+	rs := m.rows()
+	if i := m.list.index(); i < len(rs) {
+		return rs[i], true
+	}
+	return fixRow{}, false
+}
+
+// toggleItem ticks or unticks item j of fix i: the view is made again for
+// the new choice, so its title, lines and what y applies follow it.
+func (m *fixModel) toggleItem(i, j int) tea.Cmd {
+	f := m.fixes[i]
+	var ids []string
+	for k, it := range f.Items {
+		if it.Chosen != (k == j) {
+			ids = append(ids, it.ID)
+		}
+	}
+	if m.c.deps.SelectFix == nil {
+		return status("choosing is not available in this build")
+	}
+	v, err := m.c.deps.SelectFix(f, ids)
+	if err != nil {
+		return status(err.Error())
+	}
+	m.fixes[i] = v
+	if len(ids) == 0 {
+		delete(m.chosen, f.ID)
+	}
+	return nil
 }
 
 // planFixes plans the fixes for check run gen in the background: planning
@@ -120,10 +155,10 @@ func (m *fixModel) load(fixes []FixView, gen int) {
 			delete(m.chosen, id)
 		}
 	}
-	if m.list.index() >= len(m.fixes) {
+	if m.list.index() >= len(m.rows()) {
 		m.list.selectRow(0)
 	}
-	m.list.setRows(len(m.fixes))
+	m.list.setRows(len(m.rows()))
 	m.confirming = false
 	m.refresh()
 }
@@ -143,7 +178,7 @@ func (m fixModel) blocked(f FixView) string {
 	case f.Impossible != "":
 		return f.Impossible
 	case f.NeedsRoot && m.c.deps.Host != nil && !m.c.deps.Host.IsRoot() && !m.c.deps.Host.Simulated:
-		return "needs root: run sudo ncclwiz fix --apply " + f.ID + ", or export the script for an admin"
+		return "needs root: run sudo " + m.c.command("fix --apply "+f.ID) + ", or export the script for an admin"
 	}
 	return ""
 }
@@ -203,6 +238,9 @@ func (m fixModel) update(msg tea.Msg) (fixModel, tea.Cmd) {
 	return m, cmd
 }
 
+// confirmKey answers the confirm step. It lists every line of every chosen
+// fix, wrapped, never cut or counted: y applies only once all of them have
+// been on screen (22.8: consent needs every line seen).
 func (m fixModel) confirmKey(k string) (fixModel, tea.Cmd) {
 	if m.plan.scroll(k, true) {
 		return m, nil
@@ -220,8 +258,6 @@ func (m fixModel) confirmKey(k string) (fixModel, tea.Cmd) {
 		return m, func() tea.Msg { return applyMsg{chosen: chosen, plan: plan} }
 	case "n", "N", "esc":
 		m.closeConfirm()
-	case "e":
-		m.expanded = !m.expanded
 	case "enter":
 		return m, status("press y to apply the plan shown, or n to go back")
 	}
@@ -240,27 +276,56 @@ func (m fixModel) listKey(k tea.KeyPressMsg) (fixModel, tea.Cmd) {
 	}
 	switch {
 	case key.Matches(k, m.keys.Choose):
-		if f, ok := m.selected(); ok {
-			if why := m.blocked(f); why != "" {
-				return m, status("cannot apply " + f.ID + " here: " + why)
-			}
-			m.chosen[f.ID] = !m.chosen[f.ID]
+		r, ok := m.at()
+		if !ok {
+			return m, nil
 		}
+		if r.item >= 0 {
+			return m, m.toggleItem(r.fix, r.item)
+		}
+		f := m.fixes[r.fix]
+		if f.Manual {
+			// Advice changes nothing here: it is read, not applied (and
+			// never counted as applied or verified).
+			return m, status(f.ID + " is advice: nothing runs here. Its lines are below; the script e exports on Summary carries them too")
+		}
+		if why := m.blocked(f); why != "" {
+			if len(f.Items) > 0 && len(f.ChosenItems()) == 0 {
+				return m, status("tick the PIDs to end first (the rows under it), then the fix")
+			}
+			return m, status("cannot apply " + f.ID + " here: " + why)
+		}
+		m.chosen[f.ID] = !m.chosen[f.ID]
 	case key.Matches(k, m.keys.Confirm):
 		if m.countChosen() > 0 {
-			m.confirming, m.expanded = true, false
+			m.confirming = true
 			m.shown, m.shownPlan = m.chosenFixes(), slices.Clone(m.fixes)
 			return m, nil
 		}
-		return m, goTo(flow.Validate)
+		// Nothing ticked: say so rather than skip the step unseen.
+		return m, status("no fix is chosen: space ticks the one under the cursor, then enter; tab goes on without fixing")
 	}
 	return m, nil
 }
 
-// row draws fix i of the checklist: its box, title and tags.
+// row draws row i of the checklist: a fix's box, risk and title, or one of
+// its items, indented under it.
 func (m fixModel) row(i int, selected bool) string {
 	st := m.c.st
-	f := m.fixes[i]
+	r := m.rows()[i]
+	f := m.fixes[r.fix]
+	if r.item >= 0 {
+		it := f.Items[r.item]
+		box, cur := st.m.off, "  "
+		if it.Chosen {
+			box = st.ok.Render(st.m.on)
+		}
+		label := textsafe.Clean(it.Label)
+		if selected {
+			cur, label = st.sel.Render(st.m.cursor)+" ", st.sel.Render(label)
+		}
+		return "     " + cur + box + " " + label
+	}
 	box := st.m.off
 	if m.chosen[f.ID] {
 		box = st.ok.Render(st.m.on)
@@ -271,15 +336,23 @@ func (m fixModel) row(i int, selected bool) string {
 		cur = st.sel.Render(st.m.cursor) + " "
 		title = st.sel.Render(title)
 	}
-	tags := []string{"risk " + f.Risk}
+	// The risk comes before the title, in a column of its own, so a
+	// narrow window cuts the title (its detail is below) and never the risk.
+	tag := f.Risk
 	if f.NeedsRoot {
-		tags = append(tags, "root")
+		tag += "+root"
+	}
+	if f.Manual {
+		box, tag = st.dim.Render(" - "), "advice"
 	}
 	if why := m.blocked(f); why != "" {
 		box = st.dim.Render(" - ")
-		tags = append(tags, "not here")
+		tag = "not here"
+		if len(f.Items) > 0 && len(f.ChosenItems()) == 0 {
+			tag = "pick PIDs"
+		}
 	}
-	return cur + box + " " + title + "  " + st.dim.Render(strings.Join(tags, ", "))
+	return cur + box + " " + st.dim.Render(fmt.Sprintf("%-11s", tag)) + " " + title
 }
 
 // refresh rebuilds the pagers' content for the current state and size.
@@ -287,9 +360,9 @@ func (m *fixModel) refresh() {
 	w, h := m.c.width, m.c.bodyHeight()
 	// The list's room holds its rows and, when it pages, its position line.
 	m.list.setSize(w, max(h/3, 3)+1)
-	sig := fmt.Sprint(w, h, m.confirming, m.expanded, m.list.index(), m.chosenIDs(), m.gen, m.planning, len(m.fixes), len(m.shown), m.c.deps.Host != nil && m.c.deps.Host.Simulated)
-	if len(m.fixes) > 0 {
-		sig += fmt.Sprint(m.fixes[0].Plan)
+	sig := fmt.Sprint(w, h, m.confirming, m.list.index(), m.chosenIDs(), m.gen, m.planning, len(m.fixes), len(m.shown), m.c.deps.Host != nil && m.c.deps.Host.Simulated)
+	for _, f := range m.fixes {
+		sig += fmt.Sprint(f.Plan, f.ChosenItems())
 	}
 	if sig == m.built {
 		return
@@ -304,27 +377,44 @@ func (m *fixModel) refresh() {
 	m.detail.set(m.detailText(), w, h-used-1)
 }
 
+// riskWords say what a risk grade means. Specifics (how a change is
+// undone, what is left alone) are in each fix's own summary.
 var riskWords = map[string]string{
-	"none":   "prints advice only",
+	"none":   "advice only: nothing on this machine changes",
 	"low":    "removes only what was proven unused",
-	"medium": "changes system configuration; reversible (backups)",
+	"medium": "changes system configuration",
 	"high":   "ends processes",
 }
 
-// actions counts the shell lines of a preview that do something.
-func actions(preview []string) int {
-	n := 0
-	for _, l := range preview {
-		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
-			n++
-		}
+// wrapLine breaks one shell line to width cells without losing a
+// character (paths and long words are broken too): what is consented to is
+// every character of it.
+func wrapLine(l string, width int) []string {
+	if width < 1 || ansi.StringWidth(l) <= width {
+		return []string{l}
 	}
-	return n
+	return strings.Split(ansi.Wrap(l, width, "/"), "\n")
 }
 
-// planText is the confirm step's plan: per fix its title, risk, and its
-// lines (a count with e to expand when there are many) and what it leaves
-// alone.
+// previewLines draws a fix's shell lines at width: each wrapped in full,
+// continuations marked, so none is cut.
+func (m fixModel) previewLines(b *strings.Builder, lines []string, indent string, width int) {
+	st := m.c.st
+	for _, l := range lines {
+		for i, part := range wrapLine(textsafe.Clean(l), max(width-len(indent)-2, 10)) {
+			lead := indent
+			if i > 0 {
+				lead += "  "
+			}
+			b.WriteString(lead + st.hint.Render(part) + "\n")
+		}
+	}
+}
+
+// planText is the confirm step's plan: per fix its title, risk, what it
+// does, every line it stands for and what it leaves alone — all of it,
+// wrapped, never counted or cut (the confirm step's y needs every line
+// seen).
 func (m fixModel) planText() string {
 	st := m.c.st
 	w := m.c.width
@@ -333,7 +423,7 @@ func (m fixModel) planText() string {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		b.WriteString(truncate(st.m.bullet+" "+st.title.Render(textsafe.Clean(f.Title)), w) + "\n")
+		b.WriteString(st.m.bullet + " " + strings.ReplaceAll(renderLines(st.title, wrapText(textsafe.Clean(f.Title), w-2)), "\n", "\n  ") + "\n")
 		risk := "risk: " + f.Risk
 		if f.NeedsRoot {
 			risk += " (needs root)"
@@ -342,23 +432,21 @@ func (m fixModel) planText() string {
 			risk += " — " + why
 		}
 		b.WriteString(indent(wrapText(risk, w-4), "    ", &st.dim) + "\n")
-		if m.expanded && f.Summary != "" {
+		if f.Summary != "" {
 			b.WriteString(indent(wrapText(textsafe.Clean(f.Summary), w-4), "    ", nil) + "\n")
 		}
-		n := actions(f.Preview)
-		if m.expanded || len(f.Preview) <= collapseOver {
-			for _, l := range f.Preview {
-				b.WriteString("    " + st.hint.Render(truncate(textsafe.Clean(l), w-4)) + "\n")
+		if len(f.Preview) > 0 {
+			head := "It runs:"
+			if f.Manual {
+				head = "Advice (nothing runs here; use these lines where they belong):"
 			}
-		} else {
-			b.WriteString("    " + units.Count(n, "command") + st.dim.Render(" (e lists every line)") + "\n")
+			b.WriteString(indent(wrapText(head, w-4), "    ", &st.dim) + "\n")
+			m.previewLines(&b, f.Preview, "      ", w)
 		}
 		if len(f.Warnings) > 0 {
-			b.WriteString("    " + st.warn.Render(fmt.Sprintf("leaves %s alone", units.Count(len(f.Warnings), "file"))) + "\n")
-			if m.expanded {
-				for _, l := range f.Warnings {
-					b.WriteString(st.dim.Render(truncate("      "+textsafe.Clean(l), w)) + "\n")
-				}
+			b.WriteString("    " + st.warn.Render(fmt.Sprintf("leaves %s alone:", units.Count(len(f.Warnings), "item"))) + "\n")
+			for _, l := range f.Warnings {
+				b.WriteString(indent(wrapText(textsafe.Clean(l), w-6), "      ", &st.dim) + "\n")
 			}
 		}
 	}
@@ -370,13 +458,21 @@ func (m fixModel) planText() string {
 
 // detailText is the selected fix's summary and its exact lines.
 func (m fixModel) detailText() string {
-	f, ok := m.selected()
+	r, ok := m.at()
 	if !ok {
 		return ""
 	}
+	f := m.fixes[r.fix]
 	st := m.c.st
 	w := m.c.width
 	var b strings.Builder
+	if r.item >= 0 {
+		it := f.Items[r.item]
+		b.WriteString(wrapText(textsafe.Clean(it.Label), w-2) + "\n")
+		b.WriteString(st.dim.Render(wrapText("job: "+textsafe.Clean(it.Group), w-2)) + "\n")
+		b.WriteString(st.dim.Render(wrapText("space ticks or unticks it: "+f.ID+" ends only the ticked PIDs.", w-2)) + "\n")
+		return b.String()
+	}
 	b.WriteString(wrapText(textsafe.Clean(f.Summary), w-2) + "\n")
 	if why := m.blocked(f); why != "" {
 		b.WriteString(st.warn.Render(wrapText("Not possible here: "+why, w-2)) + "\n")
@@ -385,13 +481,15 @@ func (m fixModel) detailText() string {
 		}
 	}
 	for _, l := range f.Warnings {
-		b.WriteString(st.dim.Render(truncate("left alone: "+textsafe.Clean(l), w)) + "\n")
+		b.WriteString(st.dim.Render(wrapText("left alone: "+textsafe.Clean(l), w-2)) + "\n")
 	}
 	if len(f.Preview) > 0 {
-		b.WriteString(st.dim.Render("It runs:") + "\n")
-		for _, l := range f.Preview {
-			b.WriteString("  " + st.hint.Render(truncate(textsafe.Clean(l), w-2)) + "\n")
+		head := "It runs:"
+		if f.Manual {
+			head = "Advice (nothing runs here):"
 		}
+		b.WriteString(st.dim.Render(head) + "\n")
+		m.previewLines(&b, f.Preview, "  ", w)
 	}
 	return b.String()
 }
@@ -411,23 +509,32 @@ func (m fixModel) view() string {
 		b.WriteString(st.title.Render(fmt.Sprintf("Apply %s?", units.Count(n, "fix", "fixes"))) +
 			st.dim.Render("  nothing has run yet") + "\n\n")
 		b.WriteString(m.plan.view() + "\n")
+		// What is left to read comes first: it fits a narrow window.
 		pos := m.plan.position()
 		if u := m.plan.unseen(); u > 0 {
-			pos += fmt.Sprintf(" (%s not yet shown)", units.Count(u, "line"))
+			pos = fmt.Sprintf("%s not yet shown · %s", units.Count(u, "line"), m.plan.span())
 		}
 		b.WriteString(st.dim.Render(truncate(pos, m.c.width)) + "\n")
-		what, more := "it", " every line"
+		what := "it"
 		if n > 1 {
 			what = fmt.Sprintf("all %d", n)
 		}
-		if m.expanded {
-			more = " fewer lines"
+		prompt := st.key.Render("y") + " apply " + what + "   " + st.key.Render("n") + " go back"
+		if m.plan.unseen() > 0 {
+			prompt += "   " + st.key.Render("pgdn/end") + " read on"
 		}
-		prompt := st.key.Render("y") + " apply " + what + "   " + st.key.Render("n") + " go back   " + st.key.Render("e") + more
 		b.WriteString(truncate(prompt, m.c.width))
 		return b.String()
 	}
-	b.WriteString(truncate(st.title.Render("Fixes for what was found")+st.dim.Render("  (space to choose; nothing runs until you confirm)"), m.c.width) + "\n\n")
+	head := st.title.Render("Fixes for what was found")
+	// The reassurance goes where it fits whole (the help bar names space).
+	for _, more := range []string{"  (space to choose; nothing runs until you confirm)", "  (nothing runs until you confirm)"} {
+		if lipgloss.Width(head+more) <= m.c.width {
+			head += st.dim.Render(more)
+			break
+		}
+	}
+	b.WriteString(truncate(head, m.c.width) + "\n\n")
 	b.WriteString(m.list.view(m.row, st.dim) + "\n")
 	b.WriteString("\n" + m.detail.view() + "\n")
 	b.WriteString(st.dim.Render(truncate(m.detail.position(), m.c.width)))
@@ -439,14 +546,10 @@ func (m fixModel) keyMap() keyMap {
 		return keyMap{}
 	}
 	if m.confirming {
-		more := "every line"
-		if m.expanded {
-			more = "fewer lines"
-		}
 		return keyMap{Short: []key.Binding{bind("y", "apply", "y"), bind("n", "back", "n", "N", "esc"),
-			bind("pgdn/end", "read the plan", "pgdown", "end"), bind("e", more, "e")}}
+			bind("pgdn/end", "read the plan", "pgdown", "end")}}
 	}
-	k := keyMap{Short: []key.Binding{m.c.list.Move("select"), m.keys.Choose, m.keys.Confirm}}
+	k := keyMap{Short: []key.Binding{m.c.list.Move("select"), m.keys.Choose, m.keys.Confirm, recheckKey}}
 	if m.detail.scrolls() {
 		k.Short = append(k.Short, m.c.list.Scroll)
 	}

@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
 )
@@ -217,7 +218,8 @@ func (m hangModel) view() string {
 	b.WriteString(st.title.Render("My job is hanging") + "\n\n")
 	switch m.phase {
 	case hangFinding, hangInspecting:
-		b.WriteString(m.c.spin + " " + textsafe.Clean(m.doing) + "…\n\n")
+		// The label wraps under itself: what it is doing is read whole.
+		b.WriteString(m.c.spin + " " + textwrap.String(textsafe.Clean(m.doing)+"…", m.c.width-3, "  ") + "\n\n")
 		b.WriteString(st.dim.Render(wrapText("Read-only: ncclwiz looks at the ranks (/proc, NVML), NCCL's RAS port and PyTorch's flight-recorder dumps; it signals and attaches to nothing. Esc stops.", m.c.width-2)))
 	case hangPicking:
 		b.WriteString(wrapText(fmt.Sprintf("%d distributed jobs run on this machine. Which one hangs?", len(m.jobs)), m.c.width-2) + "\n\n")

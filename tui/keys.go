@@ -41,6 +41,10 @@ func bind(name, desc string, keys ...string) key.Binding {
 	return key.NewBinding(key.WithKeys(keys...), key.WithHelp(name, desc))
 }
 
+// recheckKey is the root's r on the screens that show check results: it
+// runs the checks again and comes back with the machine as it is now.
+var recheckKey = bind("r", "re-check", "r")
+
 // globalKeys are the keys the root answers on every screen.
 type globalKeys struct {
 	Back, Quit, Next, Prev, Help key.Binding

@@ -44,6 +44,14 @@ type logModel struct {
 	// guide indexes guideIDs(): the guide g opens (↑/↓ choose it).
 	guide int
 	out   pager
+	// choices are the names Tab found when several continue the path.
+	choices []string
+}
+
+// completedMsg is Tab's completion of the field's value from.
+type completedMsg struct {
+	from, value string
+	choices     []string
 }
 
 func newLogModel(c *common) logModel {
@@ -75,6 +83,13 @@ func (m logModel) update(msg tea.Msg) (logModel, tea.Cmd) {
 		}
 		m.refresh()
 		return m, nil
+	case completedMsg:
+		if m.input.Focused() && m.input.Value() == msg.from {
+			m.input.SetValue(msg.value)
+			m.input.CursorEnd()
+			m.choices = msg.choices
+		}
+		return m, nil
 	case tea.PasteMsg:
 		return m.paste(msg.Content)
 	case tea.KeyPressMsg:
@@ -91,7 +106,19 @@ func (m logModel) update(msg tea.Msg) (logModel, tea.Cmd) {
 
 func (m logModel) key(msg tea.KeyPressMsg) (logModel, tea.Cmd) {
 	if m.input.Focused() {
+		m.choices = nil
 		switch msg.String() {
+		case "tab":
+			// Complete the path, as a shell does (reads directories: a
+			// command).
+			complete, from := m.c.deps.CompletePath, m.input.Value()
+			if complete == nil {
+				return m, nil
+			}
+			return m, func() tea.Msg {
+				v, cs := complete(from)
+				return completedMsg{from: from, value: v, choices: cs}
+			}
 		case "enter":
 			path := strings.TrimSpace(m.input.Value())
 			if path == "" || m.c.deps.ExplainLog == nil {
@@ -201,6 +228,14 @@ func looksLikePath(s string) bool {
 	if s == "" || len(s) > 4096 || strings.ContainsAny(s, "\n\x00") {
 		return false
 	}
+	// A dragged-in file arrives quoted ('/my runs/train.log') or with its
+	// spaces escaped (/my\ runs/train.log).
+	if q := s[0]; (q == '\'' || q == '"') && len(s) > 2 && s[len(s)-1] == q && !strings.ContainsRune(s[1:len(s)-1], rune(q)) {
+		return true
+	}
+	if strings.Contains(s, "\\ ") && !strings.Contains(s, ": ") {
+		return true
+	}
 	if strings.Contains(s, ": ") || strings.HasPrefix(s, "[") {
 		return false
 	}
@@ -262,9 +297,13 @@ func (m logModel) view() string {
 		return b.String() + "The log explainer is not available in this build."
 	}
 	if m.input.Focused() || (m.result == nil && !m.running && m.err == nil) {
-		b.WriteString(m.input.View() + "\n\n")
-		b.WriteString(st.dim.Render(wrapText("Type the path of the failing job's output, or paste the log itself (several lines; up to "+units.Bytes(MaxPaste)+"). "+
-			"Tip: save the output with `torchrun … 2>&1 | tee train.log`; several ranks' files can be explained together with `ncclwiz explain rank*.log`.", m.c.width-2)))
+		b.WriteString(m.input.View() + "\n")
+		if len(m.choices) > 0 {
+			b.WriteString(st.hint.Render(wrapText(strings.Join(m.choices[:min(len(m.choices), 12)], "  ")+map[bool]string{true: "  …", false: ""}[len(m.choices) > 12], m.c.width-2)) + "\n")
+		}
+		b.WriteString("\n")
+		b.WriteString(st.dim.Render(wrapText("Type the path of the failing job's output (Tab completes it; quotes, a glob such as logs/*.log, or a directory such as torchrun's --log-dir work too), or paste the log itself (several lines; up to "+units.Bytes(MaxPaste)+"). "+
+			"Tip: save the output with `torchrun … 2>&1 | tee train.log`.", m.c.width-2)))
 		return b.String()
 	}
 	if m.running {
@@ -294,7 +333,7 @@ func (m logModel) view() string {
 
 func (m logModel) keyMap() keyMap {
 	if m.input.Focused() {
-		return keyMap{Short: []key.Binding{bind("enter", "explain", "enter"), bind("paste", "a path or the log"), bind("esc", "back", "esc")}}
+		return keyMap{Short: []key.Binding{bind("enter", "explain", "enter"), bind("tab", "complete", "tab"), bind("paste", "a path or the log"), bind("esc", "back", "esc")}}
 	}
 	if m.running {
 		return keyMap{}

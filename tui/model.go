@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
@@ -31,6 +32,18 @@ type common struct {
 	list listKeys
 	// spin is the spinner's frame, for every screen that waits.
 	spin string
+	// now is the clock (tests pin it): paste quarantine is timed.
+	now func() time.Time
+}
+
+// command is `ncclwiz SUB` as the user should type it here: with the
+// flags that chose the machine the wizard looks at (--shm-path, --scenario).
+func (c *common) command(sub string) string {
+	out := "ncclwiz " + sub
+	if c.deps.Context != "" {
+		out += " " + c.deps.Context
+	}
+	return out
 }
 
 // bodyHeight is the space between the header and the help bar.
@@ -61,6 +74,15 @@ type Model struct {
 
 	// nav is the way the user came (Esc goes back along it).
 	nav history
+	// pasting is set between a bracketed paste's start and end markers;
+	// quiet is when keys count as typed again: a paste, and keys arriving
+	// in it or right after it (text after a pasted end marker, \e[201~y),
+	// are never keys.
+	pasting bool
+	quiet   time.Time
+	// recheckFrom is the stage r was pressed on: the new check run
+	// returns there.
+	recheckFrom flow.Stage
 
 	start    startModel
 	detect   detectModel
@@ -82,7 +104,7 @@ type Model struct {
 // New builds the wizard. ctx bounds every command the wizard starts.
 func New(ctx context.Context, deps Deps, opt Options) Model {
 	ctx, cancel := context.WithCancel(ctx)
-	c := &common{deps: deps, opt: opt, st: newStyles(opt.ASCII), ctx: ctx, width: 80, height: 24, list: newListKeys()}
+	c := &common{deps: deps, opt: opt, st: newStyles(opt.ASCII), ctx: ctx, width: 80, height: 24, list: newListKeys(), now: time.Now}
 	m := Model{c: c, cancel: cancel, stage: flow.Start, keys: newGlobalKeys(), help: newHelp(c.st)}
 	m.start = newStartModel(c)
 	m.detect = newDetectModel(c)
@@ -115,7 +137,28 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.c.width, m.c.height = msg.Width, msg.Height
 		return m.resize()
+	case tea.PasteStartMsg:
+		m.pasting, m.quiet = true, m.c.now().Add(pasteQuiet)
+		return m, nil
+	case tea.PasteEndMsg:
+		m.pasting, m.quiet = false, m.c.now().Add(pasteQuiet)
+		return m, nil
+	case tea.PasteMsg:
+		m.quiet = m.c.now().Add(pasteQuiet)
 	case tea.KeyPressMsg:
+		// Pasted text is never keys: a key inside a paste, or right after
+		// one (text after an end marker inside the pasted text), is
+		// dropped, and keeps the quiet going while such keys stream in.
+		if msg.String() != "ctrl+c" && (m.pasting || m.c.now().Before(m.quiet)) {
+			m.quiet = m.c.now().Add(pasteQuiet)
+			m.status = "ignored keys that arrived with a paste: pasted text is never a key press"
+			return m, nil
+		}
+		// The status line is transient: the next key replaces it.
+		m.status = ""
+		if msg.String() == "r" && m.recheckable() {
+			return m.recheck()
+		}
 		if key.Matches(msg, m.keys.Help) && !m.typing() && !m.browsing() {
 			m.help.ShowAll = !m.help.ShowAll
 			return m, nil
@@ -133,7 +176,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.enter(msg.stage)
 	case applyMsg:
 		return m.startApply(msg)
-	case fixProgressMsg, fixAppliedMsg, applyDoneMsg:
+	case fixProgressMsg, fixAppliedMsg, applyDoneMsg, askMsg:
 		var cmd tea.Cmd
 		m.apply, cmd = m.apply.progress(msg)
 		if _, done := msg.(applyDoneMsg); done && len(m.apply.results) > 0 {
@@ -243,7 +286,7 @@ func (m Model) typing() bool {
 	case flow.Nodes:
 		return m.nodes.input.Focused()
 	case flow.Summary:
-		return m.summary.exporting
+		return m.summary.exporting || m.summary.replacing != ""
 	case flow.Explain, flow.Learn, flow.Guides:
 		return m.hasGuides && m.guides.Typing()
 	}
@@ -260,12 +303,14 @@ func (m Model) guideStage() bool {
 // than to leave. Otherwise esc is the root's: back along the history.
 func (m Model) ownsEsc() bool {
 	switch m.stage {
+	case flow.Apply:
+		return m.apply.asking != nil
 	case flow.Fix:
 		return m.fix.confirming
 	case flow.Explain, flow.Learn, flow.Guides:
 		return m.hasGuides // the browser sends ExitMsg when it is done
 	case flow.Summary:
-		return m.summary.exporting
+		return m.summary.exporting || m.summary.replacing != ""
 	case flow.Hang:
 		return m.hang.phase == hangFinding || m.hang.phase == hangInspecting || (m.hang.phase == hangDone && len(m.hang.jobs) > 1)
 	case flow.Nodes:
@@ -293,7 +338,8 @@ func (m Model) globalKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
 		m.cancel()
 		return tea.Quit, true
 	case "q":
-		if !m.typing() {
+		// In an open guide q goes back, as in `ncclwiz guides`.
+		if !m.typing() && !(m.browsing() && m.guides.Viewing()) {
 			m.cancel()
 			return tea.Quit, true
 		}
@@ -366,7 +412,14 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 	case flow.Nodes:
 		return m, m.nodes.enter()
 	case flow.Detect:
-		if !m.state.Detected && !m.detect.running {
+		// Every arrival runs the checks afresh: the screen never shows an
+		// earlier run as this machine's state. From anywhere but r (a
+		// re-check keeps the session's before/after) it is a new round.
+		if !m.detect.running {
+			if m.recheckFrom == "" {
+				m.newRound()
+			}
+			m.state.Detected = false
 			return m, m.detect.startRun()
 		}
 	case flow.Findings:
@@ -387,7 +440,7 @@ func (m Model) enter(s flow.Stage) (tea.Model, tea.Cmd) {
 	case flow.Apply:
 		m.apply.refresh()
 	case flow.Validate:
-		m.validate.applied = m.apply.succeeded()
+		m.validate.results = m.apply.results
 		return m, m.validate.prepare()
 	case flow.Summary:
 		ids := m.apply.succeeded()
@@ -433,9 +486,13 @@ func (m Model) detected(cmd tea.Cmd) (tea.Model, tea.Cmd) {
 		m.state.CanValidate = false
 	}
 	if m.stage == flow.Detect {
-		// Detect moves on by itself: esc from Findings goes to where
-		// Detect was started from.
-		nm, c2 := m.enterWith(flow.Findings, cmd)
+		// Detect moves on by itself — to the screen r was pressed on, or
+		// to Findings: esc from there goes to where Detect was started from.
+		to := flow.Findings
+		if m.recheckFrom != "" {
+			to, m.recheckFrom = m.recheckFrom, ""
+		}
+		nm, c2 := m.enterWith(to, cmd)
 		mm := nm.(Model)
 		if s, ok := mm.nav.back(); ok && s == flow.Detect {
 			mm.nav = mm.nav[:len(mm.nav)-1]
@@ -451,6 +508,50 @@ func (m Model) detected(cmd tea.Cmd) (tea.Model, tea.Cmd) {
 func (m Model) enterWith(s flow.Stage, cmd tea.Cmd) (tea.Model, tea.Cmd) {
 	nm, c2 := m.enter(s)
 	return nm, tea.Batch(cmd, c2)
+}
+
+// pasteQuiet is how long after a paste keys are still taken for pasted
+// text: long enough for the rest of a paste read in several chunks, short
+// next to how fast anyone reads the screen and presses a key.
+const pasteQuiet = 300 * time.Millisecond
+
+// recheckable reports whether r re-runs the checks here: wherever check
+// results are shown and nothing is open or running on the screen.
+func (m Model) recheckable() bool {
+	if m.apply.running || m.detect.running || m.typing() {
+		return false
+	}
+	switch m.stage {
+	case flow.Findings, flow.Detect:
+		return true
+	case flow.Fix:
+		return !m.fix.confirming
+	case flow.Apply:
+		return m.apply.asking == nil
+	case flow.Summary:
+		return !m.summary.exporting
+	}
+	return false
+}
+
+// recheck runs every check again and returns to this screen with the
+// machine as it is now (the session's before/after is kept).
+func (m Model) recheck() (tea.Model, tea.Cmd) {
+	m.recheckFrom = m.stage
+	if m.stage == flow.Detect {
+		m.recheckFrom = flow.Findings // Detect moves on by itself
+	}
+	return m.enter(flow.Detect)
+}
+
+// newRound forgets the previous round's fixes, test and plan: a diagnosis
+// started from Start is about the machine now.
+func (m *Model) newRound() {
+	m.state = flow.State{CanValidate: m.state.CanValidate, SkipValidate: m.state.SkipValidate}
+	m.detect.before = nil
+	m.apply = newApplyModel(m.c)
+	m.validate = validateModel{c: m.c}
+	m.fix.chosen = map[string]bool{}
 }
 
 // recheckAll re-runs every check after fixes, so Findings and Summary show
@@ -476,7 +577,7 @@ func (m Model) resize() (tea.Model, tea.Cmd) {
 	m.nodes.refresh()
 	m.logx.refresh()
 	if m.hasGuides {
-		cmds = append(cmds, m.guides.SetSize(m.c.width, m.c.height-2))
+		cmds = append(cmds, m.guides.SetSize(max(m.c.width, 1), max(m.c.height-2, 1)))
 	}
 	return m, tea.Batch(cmds...)
 }
@@ -525,24 +626,24 @@ func (m Model) current() screen {
 	return noGuides{m.c}
 }
 
-// View implements tea.Model; only the root returns a tea.View.
+// View implements tea.Model; only the root returns a tea.View. It sets
+// no window title: bubbletea would reset it to empty on exit, clobbering
+// the user's own.
 func (m Model) View() tea.View {
+	var out string
 	if m.browsing() {
 		// The browser draws its own help bar; it gets the whole body.
-		v := tea.NewView(m.header() + "\n" + fitHeight(m.guides.View(), m.c.height-2))
-		v.AltScreen = true
-		v.WindowTitle = "ncclwiz"
-		return v
+		out = m.header() + "\n" + fitHeight(m.guides.View(), m.c.height-2)
+	} else {
+		body := m.current().view()
+		bar := m.helpBar()
+		// The full help covers the bottom of the body rather than re-laying
+		// the screen out: it is open for a glance.
+		body = fitHeight(body, m.c.bodyHeight()+2-lipgloss.Height(bar))
+		out = m.header() + "\n" + body + "\n" + bar
 	}
-	body := m.current().view()
-	bar := m.helpBar()
-	// The full help covers the bottom of the body rather than re-laying
-	// the screen out: it is open for a glance.
-	body = fitHeight(body, m.c.bodyHeight()+2-lipgloss.Height(bar))
-	out := m.header() + "\n" + body + "\n" + bar
-	v := tea.NewView(out)
+	v := tea.NewView(fitHeight(out, max(m.c.height, 1)))
 	v.AltScreen = true
-	v.WindowTitle = "ncclwiz"
 	return v
 }
 
@@ -590,7 +691,12 @@ func (m Model) helpBar() string {
 	bar := m.helpView()
 	st := m.c.st
 	if m.status != "" {
-		return truncate(st.hint.Render(textsafe.Clean(m.status)), m.c.width) + "\n" + bar
+		// Wrapped, not cut (a path in it is why it failed), up to 3 lines.
+		lines := strings.Split(wrapText(textsafe.Clean(m.status), max(m.c.width, 1)), "\n")
+		if len(lines) > 3 {
+			lines = append(lines[:2], truncate(strings.Join(lines[2:], " "), m.c.width))
+		}
+		return renderLines(st.hint, strings.Join(lines, "\n")) + "\n" + bar
 	}
 	return "\n" + bar
 }
@@ -621,21 +727,55 @@ func (m Model) globalHelp() []key.Binding {
 	return append(out, m.keys.Help)
 }
 
-// helpView draws the help: one line, or the full columns after ?. Lines
-// are cut to the width: help adds an item that does not fit when not even
-// its ellipsis would.
+// helpView draws the help: one line, or the full columns after ?. The
+// one line always ends in "? more keys" when it is not all there: items
+// that do not fit are left out whole — tab first, then the screen's own
+// from the last — never the way to see them.
 func (m Model) helpView() string {
 	h := m.help
 	h.SetWidth(m.c.width)
-	lines := strings.Split(h.View(helpFor(m.screenKeys(), m.globalHelp())), "\n")
+	km := helpFor(m.screenKeys(), m.globalHelp())
+	if !h.ShowAll {
+		h.SetWidth(0) // measured here, not cut by help
+		short := km.(keyMap).Short
+		for len(short) > 1 && lipgloss.Width(h.ShortHelpView(short)) > m.c.width {
+			short = dropOne(short)
+		}
+		return truncate(h.ShortHelpView(short), m.c.width)
+	}
+	lines := strings.Split(h.View(km), "\n")
 	for i, l := range lines {
 		lines[i] = truncate(l, m.c.width)
 	}
 	return strings.Join(lines, "\n")
 }
 
-// fitHeight pads or cuts s to exactly h lines.
+// dropOne leaves out the least needed item of a short help that does not
+// fit: tab/shift+tab, then the arrows (every list has them), else the
+// last before esc, q and ? (which stay).
+func dropOne(short []key.Binding) []key.Binding {
+	keep := map[string]bool{"?": true, "q": true, "esc": true, "ctrl+c": true}
+	for _, first := range []string{"tab/shift+tab", "↑/↓"} {
+		for i, b := range short {
+			if b.Help().Key == first {
+				return slices.Delete(slices.Clone(short), i, i+1)
+			}
+		}
+	}
+	for i := len(short) - 1; i >= 0; i-- {
+		if !keep[short[i].Help().Key] {
+			return slices.Delete(slices.Clone(short), i, i+1)
+		}
+	}
+	return short[:len(short)-1]
+}
+
+// fitHeight pads or cuts s to exactly h lines (none when h < 1: a window
+// of one line has no room below the header).
 func fitHeight(s string, h int) string {
+	if h < 1 {
+		return ""
+	}
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > h {
 		lines = lines[:h]
@@ -651,7 +791,7 @@ func truncate(s string, width int) string {
 	if lipgloss.Width(s) <= width {
 		return s
 	}
-	// An ellipsis says the line goes on (ncclwiz check -v has it all).
+	// An ellipsis says the line goes on (`ncclwiz check -v` has it all).
 	return ansi.Truncate(s, width, "…")
 }
 
@@ -665,7 +805,7 @@ func (m Model) ExitSummary() (string, int) {
 	line := "ncclwiz: no problems left."
 	code := 0
 	if n > 0 {
-		line = fmt.Sprintf("ncclwiz: %s left; run `ncclwiz check -v` for details.", units.Count(n, "problem"))
+		line = fmt.Sprintf("ncclwiz: %s left; run `%s` for details.", units.Count(n, "problem"), m.c.command("check -v"))
 		code = 1
 	}
 	if m.summary.exported != "" {

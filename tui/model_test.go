@@ -112,14 +112,14 @@ func (w *fakeWorld) deps() Deps {
 			}
 			return nil
 		},
-		ApplyFix: func(_ context.Context, f FixView, _ []string, progress func(string)) FixResult {
+		ApplyFix: func(_ context.Context, f FixView, _ []string, progress func(string), _ func(string) bool) FixResult {
 			progress("removing /dev/shm/nccl-AbC123")
 			w.fixed = true
 			w.applied = append(w.applied, f.ID)
 			return FixResult{Summary: "removed 3 segments, freed 27.6 MiB", Changed: []string{"/dev/shm/nccl-AbC123"},
 				Recheck: []checks.Result{{ID: "shm.segments", Findings: []checks.Finding{{Severity: checks.OK}}}}}
 		},
-		ExportScript: func(path string, ids []string, _ []checks.Finding) error {
+		ExportScript: func(path string, ids []string, _ []checks.Finding, _ bool) error {
 			w.export = path + ":" + strings.Join(ids, ",")
 			return nil
 		},
@@ -130,6 +130,10 @@ func (w *fakeWorld) deps() Deps {
 
 func newTestModel(t testing.TB, d Deps) Model {
 	m := New(context.Background(), d, Options{ASCII: true})
+	// A second passes between any two looks at the clock, as between a
+	// person's paste and their next key: paste_quiet_test.go pins it.
+	clock := time.Unix(1_800_000_000, 0)
+	m.c.now = func() time.Time { clock = clock.Add(time.Second); return clock }
 	return drive(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
 }
 

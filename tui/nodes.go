@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
+	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/steps/flow"
 )
 
@@ -151,23 +152,28 @@ func (m nodesModel) view() string {
 	}
 	switch {
 	case m.input.Focused():
-		b.WriteString(wrapText("This job looks multi-node ("+textsafe.Clean(m.c.deps.MultiNode)+"). ncclwiz runs `ncclwiz check --json` on every node (over Slurm, pdsh or ssh — read-only) and names the node that differs.", m.c.width-2) + "\n\n")
+		why := "Give the job's nodes"
+		if m.c.deps.MultiNode != "" {
+			why = "This job looks multi-node (" + textsafe.Clean(m.c.deps.MultiNode) + ")"
+		}
+		b.WriteString(wrapText(why+". ncclwiz runs `ncclwiz check --json` on every node (over Slurm, pdsh or ssh — read-only) and names the node that differs.", m.c.width-2) + "\n\n")
 		b.WriteString(m.input.View() + "\n")
 		if m.err != "" {
 			b.WriteString("\n" + st.err.Render(wrapText(textsafe.Clean(m.err), m.c.width-2)) + "\n")
 		}
 		b.WriteString("\n" + st.dim.Render(wrapText("The same as `ncclwiz cluster check --hosts LIST` (or --slurm inside an allocation); the CLI also has --mesh, --hostfile and --from-json.", m.c.width-2)))
 	case m.running:
-		b.WriteString(m.c.spin + " " + textsafe.Clean(m.doing) + "…\n\n")
+		b.WriteString(m.c.spin + " " + textwrap.String(textsafe.Clean(m.doing)+"…", m.c.width-3, "  ") + "\n\n")
 		b.WriteString(st.dim.Render("Esc stops and goes back to the node list."))
 	case m.err != "":
-		b.WriteString(st.err.Render(wrapText(textsafe.Clean(m.err), m.c.width-2)) + "\n\n" + st.dim.Render("o: edit the node list · esc: back to Findings"))
+		// The help bar names o and esc: said once.
+		b.WriteString(st.err.Render(wrapText(textsafe.Clean(m.err), m.c.width-2)) + "\n")
 	case m.report != nil:
 		sum := st.ok.Render(textsafe.Clean(m.report.Summary))
 		if len(m.report.Suspects) > 0 {
 			sum = st.warn.Render(textsafe.Clean(m.report.Summary))
 		}
-		b.WriteString(truncate(sum, m.c.width) + "\n")
+		b.WriteString(wrapText(sum, m.c.width-1) + "\n")
 		b.WriteString(m.out.view() + "\n")
 		b.WriteString(st.dim.Render(truncate(m.out.position(), m.c.width)))
 	}

@@ -2,7 +2,10 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"charm.land/bubbles/v2/viewport"
 )
@@ -29,6 +32,14 @@ func newPager() pager {
 func (p *pager) set(content string, width, height int) {
 	content = strings.TrimRight(content, "\n")
 	width, height = max(width, 1), max(height, 1)
+	// A line wider than the pane ends in "…" (a table's row, a long path):
+	// never cut mid-word without saying so.
+	if lines := strings.Split(content, "\n"); slices.ContainsFunc(lines, func(l string) bool { return ansi.StringWidth(l) > width }) {
+		for i, l := range lines {
+			lines[i] = truncate(l, width)
+		}
+		content = strings.Join(lines, "\n")
+	}
 	if content == p.content && width == p.vp.Width() && height == p.vp.Height() {
 		return
 	}
@@ -95,6 +106,14 @@ func (p pager) view() string {
 		lines[i] = strings.TrimRight(l, " ")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// span says which lines are visible ("lines 3-17 of 40"), "" when all are.
+func (p pager) span() string {
+	if !p.scrolls() {
+		return ""
+	}
+	return fmt.Sprintf("lines %d-%d of %d", p.vp.YOffset()+1, min(p.vp.YOffset()+p.vp.Height(), p.vp.TotalLineCount()), p.vp.TotalLineCount())
 }
 
 // position says where the visible lines are, for a hint line.

@@ -208,7 +208,7 @@ func TestEveryKeyWhilePlanning(t *testing.T) {
 // views shown, from the plan shown; the new plan appears afterwards.
 func TestLatePlanDoesNotChangeConfirm(t *testing.T) {
 	w := &longWorld{}
-	m := press(t, newTestModel(t, w.deps()), "enter", "tab", "tab", "space", "enter")
+	m := press(t, newTestModel(t, w.deps()), "enter", "tab", "tab", "space", "enter", "end")
 	if !m.fix.confirming {
 		t.Fatalf("not confirming:\n%s", view(m))
 	}
@@ -237,7 +237,7 @@ func TestLatePlanDoesNotChangeConfirm(t *testing.T) {
 // the remount is open; after the remount, nothing else is open.
 func TestApplyTellsWhatIsOpen(t *testing.T) {
 	w := &longWorld{}
-	press(t, newTestModel(t, w.deps()), "enter", "tab", "tab", "space", "enter", "y")
+	press(t, newTestModel(t, w.deps()), "enter", "tab", "tab", "space", "enter", "end", "y")
 	if len(w.opens) != 1 || !slices.Equal(w.opens[0], []string{"shm.remount"}) {
 		t.Fatalf("cleanup alone: open %q, want [shm.remount]", w.opens)
 	}

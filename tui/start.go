@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
@@ -102,5 +103,25 @@ func (m startModel) keyMap() keyMap {
 	return keyMap{Short: []key.Binding{m.c.list.Move("move"), m.choose, m.jump}}
 }
 
-// wrapText wraps plain text at width (word boundaries, terminal cells).
-func wrapText(s string, width int) string { return strings.Join(textwrap.Lines(s, width), "\n") }
+// wrapText wraps plain text at width (word boundaries, terminal cells); a
+// word longer than the line (a path) is broken too, so nothing overflows
+// to be cut.
+func wrapText(s string, width int) string {
+	lines := textwrap.Lines(s, width)
+	for i, l := range lines {
+		if width > 0 && ansi.StringWidth(l) > width {
+			lines[i] = ansi.Wrap(l, width, "/")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// renderLines styles each line of s on its own: lipgloss pads a
+// multi-line string to its widest line.
+func renderLines(st lipgloss.Style, s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = st.Render(l)
+	}
+	return strings.Join(lines, "\n")
+}

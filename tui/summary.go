@@ -1,7 +1,10 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -16,8 +19,9 @@ import (
 )
 
 type exportDoneMsg struct {
-	path string
-	err  error
+	path    string
+	replace bool
+	err     error
 }
 
 type summaryModel struct {
@@ -27,6 +31,9 @@ type summaryModel struct {
 	applied   []FixResult
 	validated *ValidationResult
 	fixIDs    []string
+	// possible are the fixes of the current plan that can run here (nil
+	// while it is being made): only they are recommended for what is left.
+	possible map[string]bool
 	// chosen are the fixes chosen or applied; gen the check run shown, and
 	// snippetGen the one the env snippet was made for.
 	chosen          []string
@@ -34,9 +41,12 @@ type summaryModel struct {
 	input           textinput.Model
 	out             pager
 	exporting       bool
-	exported        string
-	snippet         string
-	showEnv         bool
+	// replacing is the path of an existing file the export would replace:
+	// the user is asked first (y replaces, n goes back to the name).
+	replacing string
+	exported  string
+	snippet   string
+	showEnv   bool
 	// copyWanted is set when c was pressed before the snippet was made:
 	// it is copied as soon as it arrives.
 	copyWanted bool
@@ -92,6 +102,15 @@ func (m *summaryModel) load(s flow.State, gen int, before []checks.Result, appli
 // setPlan takes the current plan: without a choice, the script exports
 // every fix of it that is possible here.
 func (m *summaryModel) setPlan(plan []FixView) {
+	m.possible = nil
+	if plan != nil {
+		m.possible = map[string]bool{}
+		for _, f := range plan {
+			if f.Impossible == "" {
+				m.possible[f.ID] = true
+			}
+		}
+	}
 	m.fixIDs = m.chosen
 	if len(m.fixIDs) == 0 {
 		for _, f := range plan {
@@ -131,16 +150,27 @@ func (m summaryModel) handle(msg tea.Msg) (summaryModel, tea.Cmd) {
 		return m, status("env snippet sent with OSC 52 and saved to a file (path below)")
 	case exportDoneMsg:
 		m.exporting = false
-		if msg.err != nil {
-			return m, func() tea.Msg { return statusMsg("export failed: " + msg.err.Error()) }
+		var alt interface{ Alternative() string }
+		switch {
+		case msg.err != nil && errors.Is(msg.err, fs.ErrExist) && !msg.replace:
+			// Never replaced without asking (issue 25 item 7).
+			m.replacing = msg.path
+			return m, nil
+		case msg.err != nil && errors.As(msg.err, &alt) && alt.Alternative() != "":
+			// Unwritable here: the message names the directory, and the
+			// field offers a place that takes it.
+			m.exporting = true
+			m.input.SetValue(alt.Alternative())
+			m.input.CursorEnd()
+			return m, tea.Batch(m.input.Focus(), status("export failed: "+msg.err.Error()+" (enter writes there)"))
+		case msg.err != nil:
+			return m, status("export failed: " + msg.err.Error())
 		}
 		m.exported = msg.path
 		if m.c.deps.Host != nil && m.c.deps.Host.Simulated {
-			return m, func() tea.Msg {
-				return statusMsg("wrote " + msg.path + ": a practice script (read it; it refuses --apply)")
-			}
+			return m, status("wrote " + msg.path + ": a practice script (read it; it runs none of its steps)")
 		}
-		return m, func() tea.Msg { return statusMsg("wrote " + msg.path + " (dry run by default; run it with --apply)") }
+		return m, status("wrote " + msg.path + " (dry run by default; run it with --apply)")
 	case tea.PasteMsg:
 		if m.exporting {
 			var cmd tea.Cmd
@@ -148,6 +178,18 @@ func (m summaryModel) handle(msg tea.Msg) (summaryModel, tea.Cmd) {
 			return m, cmd
 		}
 	case tea.KeyPressMsg:
+		if m.replacing != "" {
+			switch msg.String() {
+			case "y":
+				path := m.replacing
+				m.replacing = ""
+				return m, m.export(path, true)
+			case "n", "N", "esc":
+				m.replacing, m.exporting = "", true
+				return m, m.input.Focus()
+			}
+			return m, nil
+		}
 		if m.exporting {
 			switch msg.String() {
 			case "enter":
@@ -157,8 +199,7 @@ func (m summaryModel) handle(msg tea.Msg) (summaryModel, tea.Cmd) {
 					m.exporting = false
 					return m, nil
 				}
-				ids, problems, export := m.fixIDs, append(m.before, m.now...), m.c.deps.ExportScript
-				return m, func() tea.Msg { return exportDoneMsg{path: path, err: export(path, ids, problems)} }
+				return m, m.export(path, false)
 			case "esc":
 				m.exporting = false
 				m.input.Blur()
@@ -194,6 +235,14 @@ func (m summaryModel) handle(msg tea.Msg) (summaryModel, tea.Cmd) {
 	return m, nil
 }
 
+// export writes the script in a tea.Cmd.
+func (m summaryModel) export(path string, replace bool) tea.Cmd {
+	ids, problems, export := m.fixIDs, append(slices.Clone(m.before), m.now...), m.c.deps.ExportScript
+	return func() tea.Msg {
+		return exportDoneMsg{path: path, replace: replace, err: export(path, ids, problems, replace)}
+	}
+}
+
 // snippetSavedMsg says where the env snippet was saved (or why not).
 type snippetSavedMsg struct {
 	snippet, path string
@@ -218,7 +267,10 @@ func (m *summaryModel) copySnippet() tea.Cmd {
 func (m summaryModel) view() string {
 	st := m.c.st
 	bottom := st.dim.Render(truncate(m.out.position(), m.c.width))
-	if m.exporting {
+	switch {
+	case m.replacing != "":
+		bottom = truncate(st.warn.Render(textsafe.Sanitize(m.replacing)+" already exists.")+" "+st.key.Render("y")+" replace it  "+st.key.Render("n")+" choose another name", m.c.width)
+	case m.exporting:
 		bottom = truncate(m.input.View(), m.c.width)
 	}
 	return st.title.Render("Summary") + "\n\n" + m.out.view() + "\n" + bottom
@@ -233,11 +285,11 @@ func (m *summaryModel) refresh() {
 func (m summaryModel) text() string {
 	st := m.c.st
 	var b strings.Builder
-	found := fmt.Sprintf("%s found: %s at the start", st.m.bullet, units.Count(len(m.before), "problem"))
+	found := fmt.Sprintf("found: %s at the start", units.Count(len(m.before), "problem"))
 	if len(m.before) > 0 {
 		found += " — " + textsafe.Clean(m.before[0].Title)
 	}
-	b.WriteString(truncate(found, m.c.width) + "\n")
+	b.WriteString(st.m.bullet + " " + textwrap.String(found, m.c.width-2, "  ") + "\n")
 	if len(m.applied) == 0 {
 		b.WriteString(st.m.bullet + " done: no fixes applied\n")
 	}
@@ -246,14 +298,16 @@ func (m summaryModel) text() string {
 		mark := st.mark(sev)
 		b.WriteString(fmt.Sprintf("%s done: %s %s\n    %s\n", st.m.bullet, mark, r.ID, textwrap.String(v, m.c.width-4, "    ")))
 		if n := len(r.Skipped); n > 0 {
-			b.WriteString(truncate(fmt.Sprintf("    left alone: %s — %s", units.Count(n, "item"), textsafe.Clean(r.Skipped[0])), m.c.width) + "\n")
+			b.WriteString("    " + textwrap.String(fmt.Sprintf("left alone: %s — %s", units.Count(n, "item"), textsafe.Clean(r.Skipped[0])), m.c.width-4, "    ") + "\n")
 		}
 	}
 	switch {
 	case m.validated == nil && m.appliedOK() == 0:
 		b.WriteString(st.m.bullet + " " + textwrap.String("verified: nothing — no fix was applied and no collective test ran", m.c.width-2, "  ") + "\n")
+	case m.validated == nil && m.provenOK() == 0:
+		b.WriteString(st.m.bullet + " " + textwrap.String("verified: nothing — no check here could prove the fixes applied, and no collective test ran", m.c.width-2, "  ") + "\n")
 	case m.validated == nil:
-		b.WriteString(st.m.bullet + " " + textwrap.String("verified: "+units.Count(m.appliedOK(), "applied fix", "applied fixes")+" re-checked above (no collective test)", m.c.width-2, "  ") + "\n")
+		b.WriteString(st.m.bullet + " " + textwrap.String("verified: "+units.Count(m.provenOK(), "applied fix", "applied fixes")+" re-checked above (no collective test)", m.c.width-2, "  ") + "\n")
 	case m.validated.Pass:
 		b.WriteString(st.m.bullet + " verified: " + st.ok.Render(textsafe.Clean(m.validated.Verdict)) + "\n")
 	default:
@@ -264,15 +318,20 @@ func (m summaryModel) text() string {
 	} else {
 		fmt.Fprintf(&b, "%s left: %s\n", st.m.bullet, units.Count(len(m.now), "problem"))
 		for _, f := range m.now {
-			b.WriteString(truncate("    "+st.mark(f.Severity)+" "+textsafe.Clean(f.Title), m.c.width) + "\n")
-			if len(f.Fixes) > 0 {
-				b.WriteString(st.dim.Render(truncate("      → fix: "+strings.Join(f.Fixes, ", ")+" (ncclwiz fix shows each)", m.c.width)) + "\n")
+			b.WriteString("    " + st.mark(f.Severity) + " " + textwrap.String(textsafe.Clean(f.Title), m.c.width-6, "      ") + "\n")
+			if fixes := m.fixesHere(f); len(fixes) > 0 {
+				b.WriteString(st.dim.Render("      "+textwrap.String("→ fix: "+strings.Join(fixes, ", ")+" ("+m.c.command("fix")+" shows each)", m.c.width-6, "        ")) + "\n")
 			}
 		}
 	}
 	if m.exported != "" {
 		b.WriteString("\n" + st.ok.Render("exported "+textsafe.Sanitize(m.exported)) + "\n")
-		b.WriteString(st.dim.Render(textwrap.String("review it, then run: bash "+textsafe.Sanitize(m.exported)+" --apply", m.c.width-2, "  ")) + "\n")
+		next := "review it, then run: bash " + textsafe.Sanitize(m.exported) + " (a dry run), then with --apply"
+		if m.c.deps.Host != nil && m.c.deps.Host.Simulated {
+			// A practice script refuses --apply: it runs none of its steps.
+			next = "a practice script: read it to see what the fixes would do on the simulated server; it runs none of them (and refuses --apply)"
+		}
+		b.WriteString(st.dim.Render(textwrap.String(next, m.c.width-2, "  ")) + "\n")
 	}
 	if m.showEnv && m.snippet != "" {
 		// OSC 52 may not reach the user's clipboard (SSH, tmux without
@@ -293,21 +352,51 @@ func (m summaryModel) text() string {
 }
 
 func (m summaryModel) keyMap() keyMap {
+	if m.replacing != "" {
+		return keyMap{Short: []key.Binding{bind("y", "replace", "y"), bind("n", "another name", "n", "esc")}}
+	}
 	if m.exporting {
 		return keyMap{Short: []key.Binding{bind("enter", "write", "enter"), bind("esc", "cancel", "esc")}}
 	}
 	var k keyMap
 	if m.c.deps.ExportScript != nil {
-		k.Short = append(k.Short, bind("e", "export fix script", "e"))
+		k.Short = append(k.Short, bind("e", "export script", "e"))
 	}
+	// c only when there is (or may be) a snippet: not once it came back empty.
 	if m.snippet != "" || (m.c.deps.EnvSnippet != nil && m.snippetGen != m.gen) {
-		k.Short = append(k.Short, bind("c", "copy env snippet", "c"))
+		k.Short = append(k.Short, bind("c", "copy env", "c"))
 	}
+	k.Short = append(k.Short, recheckKey)
 	if m.out.scrolls() {
 		k.Short = append(k.Short, bind("pgup/pgdn", "scroll", "pgup", "pgdown"))
 	}
-	k.Short = append(k.Short, bind("esc", "back", "esc"))
 	return k
+}
+
+// fixesHere are the fixes of a finding that can run here: those the plan
+// holds as possible (all of them until the plan is made).
+func (m summaryModel) fixesHere(f checks.Finding) []string {
+	if m.possible == nil {
+		return f.Fixes
+	}
+	var out []string
+	for _, id := range f.Fixes {
+		if m.possible[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// provenOK counts the fixes their re-check (or own proof) verified.
+func (m summaryModel) provenOK() int {
+	n := 0
+	for _, r := range m.applied {
+		if proven(r) {
+			n++
+		}
+	}
+	return n
 }
 
 // appliedOK counts the fixes applied without error.

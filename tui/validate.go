@@ -3,7 +3,6 @@ package tui
 import (
 	"strings"
 
-	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ncclwiz/ncclwiz/checks"
@@ -21,8 +20,11 @@ type validateModel struct {
 	result   *ValidationResult
 	err      error
 	askedRun bool
-	// applied are the fixes applied without error so far.
-	applied []string
+	// results are what the fixes applied so far did.
+	results []FixResult
+	// out scrolls what is below the title: a reason can be long, and its
+	// last sentence is never cut off.
+	out pager
 }
 
 type canValidateMsg struct {
@@ -81,6 +83,12 @@ func waitValidate(ch <-chan any) tea.Cmd {
 }
 
 func (m validateModel) update(msg tea.Msg) (validateModel, tea.Cmd) {
+	m, cmd := m.handle(msg)
+	m.refresh()
+	return m, cmd
+}
+
+func (m validateModel) handle(msg tea.Msg) (validateModel, tea.Cmd) {
 	switch msg := msg.(type) {
 	case canValidateMsg:
 		m.checked, m.can, m.why = true, msg.ok, msg.why
@@ -91,6 +99,9 @@ func (m validateModel) update(msg tea.Msg) (validateModel, tea.Cmd) {
 		m.running = false
 		m.result, m.err = &msg.res, msg.err
 	case tea.KeyPressMsg:
+		if m.out.scroll(msg.String(), true) {
+			return m, nil
+		}
 		switch msg.String() {
 		case "r":
 			if m.can && !m.running && m.c.deps.Validate != nil {
@@ -106,27 +117,45 @@ func (m validateModel) update(msg tea.Msg) (validateModel, tea.Cmd) {
 	return m, nil
 }
 
+// refresh lays the screen's text into its pager at the current size.
+func (m *validateModel) refresh() {
+	if m.c == nil {
+		return
+	}
+	if m.out.vp.Width() == 0 {
+		m.out = newPager()
+	}
+	// Title and blank above; the position line below.
+	m.out.set(m.text(), m.c.width, m.c.bodyHeight()-3)
+	if m.running {
+		m.out.vp.GotoBottom() // the latest lines of a running test
+	}
+}
+
 func (m validateModel) view() string {
 	st := m.c.st
+	m.refresh()
+	return st.title.Render("Validate with a small collective test") + "\n\n" + m.out.view() + "\n" + st.dim.Render(truncate(m.out.position(), m.c.width))
+}
+
+func (m validateModel) text() string {
+	st := m.c.st
 	var b strings.Builder
-	b.WriteString(st.title.Render("Validate with a small collective test") + "\n\n")
 	switch {
 	case !m.checked:
 		b.WriteString(st.dim.Render("looking for GPUs and a test backend…"))
 		return b.String()
 	case !m.can:
 		b.WriteString(st.title.Render("A collective test cannot run here.") + "\n\n" + wrapText(m.why, m.c.width-2) + "\n\n")
-		b.WriteString(st.dim.Render(wrapText(recheckedSentence(m.applied)+" Run `ncclwiz test` on a machine with GPUs and PyTorch (or nccl-tests) to prove NCCL end to end.", m.c.width-2)) + "\n")
+		b.WriteString(st.dim.Render(wrapText(recheckedSentence(m.results)+" Run `ncclwiz test` on a machine with GPUs and PyTorch (or nccl-tests) to prove NCCL end to end.", m.c.width-2)) + "\n")
 		return b.String()
 	case !m.askedRun:
 		b.WriteString(wrapText("This launches NCCL on the GPUs of this machine: one GPU, all GPUs, shared memory only and network only, each checked for correct results and bandwidth. It takes about a minute and changes nothing.", m.c.width-2) + "\n\n")
 		b.WriteString(st.key.Render("r") + " run it   " + st.key.Render("enter") + " skip to the summary\n")
 		return b.String()
 	}
-	room := max(m.c.bodyHeight()-6, 3)
-	start := max(len(m.lines)-room, 0)
-	for _, l := range m.lines[start:] {
-		b.WriteString(truncate(textsafe.Clean(l), m.c.width) + "\n")
+	for _, l := range m.lines {
+		b.WriteString(wrapText(textsafe.Clean(l), m.c.width-1) + "\n")
 	}
 	if m.running {
 		b.WriteString("\n" + st.dim.Render("running…"))
@@ -135,7 +164,7 @@ func (m validateModel) view() string {
 	b.WriteString("\n")
 	switch {
 	case m.err != nil:
-		b.WriteString(st.mark(checks.Error) + " " + textsafe.Clean(m.err.Error()) + "\n")
+		b.WriteString(st.mark(checks.Error) + " " + wrapText(textsafe.Clean(m.err.Error()), m.c.width-3) + "\n")
 	case m.result != nil && m.result.Pass:
 		b.WriteString(st.mark(checks.OK) + " " + st.ok.Render(textsafe.Clean(m.result.Verdict)) + "\n")
 	case m.result != nil:
@@ -148,20 +177,50 @@ func (m validateModel) keyMap() keyMap {
 	if m.running {
 		return keyMap{}
 	}
+	var k keyMap
 	if m.can {
-		return keyMap{Short: []key.Binding{bind("r", "run test", "r"), bind("enter", "summary", "enter")}}
+		k.Short = append(k.Short, bind("r", "run test", "r"))
 	}
-	return keyMap{Short: []key.Binding{bind("enter", "summary", "enter")}}
+	k.Short = append(k.Short, bind("enter", "summary", "enter"))
+	if m.out.scrolls() {
+		k.Short = append(k.Short, m.c.list.Scroll)
+	}
+	return k
 }
 
 // recheckedSentence says what re-running the checks verified: only fixes
-// that were applied were re-checked.
-func recheckedSentence(applied []string) string {
-	switch len(applied) {
-	case 0:
-		return "No fix was applied, so there was nothing to verify."
-	case 1:
-		return "The fix applied (" + applied[0] + ") was checked by re-running its checks."
+// that were applied and proven by it (advice, or a fix nothing here can
+// judge, is said to be unproven, never checked).
+func recheckedSentence(results []FixResult) string {
+	var ok, bad, unproven []string
+	for _, r := range results {
+		switch sev, _ := verdict(r); {
+		case r.Err != nil:
+			continue
+		case sev == checks.OK:
+			ok = append(ok, r.ID)
+		case sev == checks.Error:
+			bad = append(bad, r.ID)
+		default:
+			unproven = append(unproven, r.ID)
+		}
 	}
-	return "The fixes applied (" + strings.Join(applied, ", ") + ") were checked by re-running their checks."
+	var out []string
+	switch len(ok) {
+	case 0:
+	case 1:
+		out = append(out, "The fix applied ("+ok[0]+") was checked by re-running its checks.")
+	default:
+		out = append(out, "The fixes applied ("+strings.Join(ok, ", ")+") were checked by re-running their checks.")
+	}
+	if len(bad) > 0 {
+		out = append(out, "The re-check still reports what "+strings.Join(bad, ", ")+" should have fixed.")
+	}
+	if len(unproven) > 0 {
+		out = append(out, strings.Join(unproven, ", ")+" was done, but no check here can prove it.")
+	}
+	if len(out) == 0 {
+		return "No fix was applied, so there was nothing to verify."
+	}
+	return strings.Join(out, " ")
 }

@@ -24,7 +24,7 @@ func TestVerdict(t *testing.T) {
 		{"failed", FixResult{ID: "shm.cleanup", Verdict: "failed", Remaining: []checks.Finding{{Title: "/tmp/x is full"}}},
 			checks.Error, "still reports: /tmp/x is full"},
 		{"error", FixResult{Err: errors.New("boom")}, checks.Error, "failed: boom"},
-		{"passed, another problem elsewhere", FixResult{Verdict: "passed", Recheck: []checks.Result{okCheck, smallShm}}, checks.OK, "re-check passed (shm.segments, shm.mount); other findings remain in shm.mount"},
+		{"passed, another problem elsewhere", FixResult{Verdict: "passed", Recheck: []checks.Result{okCheck, smallShm}}, checks.OK, "re-check passed: nothing it answers is reported any more (shm.segments clean); shm.mount still reports other problems"},
 		{"failed names what remains", FixResult{Verdict: "failed", Remaining: []checks.Finding{{Title: "1 orphaned segment"}}, Recheck: []checks.Result{smallShm}}, checks.Error, "still reports: 1 orphaned segment"},
 		{"unproven with proof", FixResult{Verdict: "unproven", Proof: "fstab read back"}, checks.Info, "done; fstab read back"},
 		{"unproven", FixResult{Verdict: "unproven"}, checks.Info, "no check here can prove it"},

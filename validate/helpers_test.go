@@ -59,8 +59,16 @@ func newFakeMachineBin(t *testing.T, bin string, env ...string) *fakeMachine {
 		"FAKE_SHM_DIR=" + f.shm,
 	}
 	f.h = &host.Host{Kind: "local", Name: "test", Root: "/", ShmDir: f.shm, Env: append(base, env...), UID: os.Getuid(), EUID: os.Geteuid()}
+	// The fake python3 is named as --python would: by the job's-Python rule
+	// (gpu.JobPython) a rank of another job running on this real machine
+	// (CI runs real torch jobs side by side) would come before PATH.
+	if py := filepath.Join(bin, "python3"); fileExists(py) {
+		f.h.Python = py
+	}
 	return f
 }
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // records returns the contents of the fake's record files whose names
 // match pattern (e.g. "torchrun.*.env"), oldest first.

@@ -59,10 +59,11 @@ type probeInfo struct {
 type Plan struct {
 	Backend  string
 	Launcher string
-	// Python and Torch describe the interpreter (torchrun backend).
-	Python, Torch, NCCL string
-	GPUs                int
-	Rungs               []Rung
+	// Python and Torch describe the interpreter (torchrun backend);
+	// PythonFrom says which rule chose it (gpu.JobPython).
+	Python, PythonFrom, Torch, NCCL string
+	GPUs                            int
+	Rungs                           []Rung
 	// Skipped rungs, with the reason, in ladder order.
 	Skipped map[string]string
 	// Candidate is the fix environment and where it came from.
@@ -334,11 +335,11 @@ func detail(d string) string {
 // findTorch resolves the interpreter, runs probe.py and picks the launcher.
 // It returns "" when torchrun can run, else why not.
 func (p *Plan) findTorch(ctx context.Context) string {
-	py, why := p.resolvePython()
+	py, from, why := p.resolvePython(ctx)
 	if why != "" {
 		return why
 	}
-	p.python, p.Python = py, py
+	p.python, p.Python, p.PythonFrom = py, py, from
 	if err := p.ensureTmp(); err != nil {
 		return err.Error()
 	}
@@ -388,9 +389,13 @@ func (p *Plan) findTorch(ctx context.Context) string {
 	}
 	switch {
 	case pr.Error != "":
-		return fmt.Sprintf("%s%s cannot import torch: %s", py, ver, pr.Error)
+		how := from + "; choose another with --python"
+		if strings.HasPrefix(from, "--python") {
+			how = "given with --python"
+		}
+		return fmt.Sprintf("%s%s, the job's Python (%s), cannot import torch: %s", py, ver, how, pr.Error)
 	case pr.CUDA == "":
-		return fmt.Sprintf("torch %s in %s is a CPU-only build (torch.version.cuda is None)", pr.Torch, py)
+		return fmt.Sprintf("torch %s in %s (%s) is a CPU-only build (torch.version.cuda is None): an NCCL job cannot run with it", pr.Torch, py, from)
 	case pr.CUDAError != "":
 		return fmt.Sprintf("torch %s cannot initialise CUDA: %s", pr.Torch, pr.CUDAError)
 	case !pr.Distributed || !pr.NCCLAvailable:
@@ -413,35 +418,23 @@ func (p *Plan) findTorch(ctx context.Context) string {
 	return ""
 }
 
-// resolvePython finds the interpreter of the user's training.
-func (p *Plan) resolvePython() (string, string) {
-	if py := p.opts.Python; py != "" {
-		if strings.Contains(py, "/") {
-			if !isExec(py) {
-				return "", fmt.Sprintf("--python %s is not an executable file", py)
-			}
-			return py, ""
-		}
-		if f := lookPath(py, p.pathEnv); f != "" {
-			return f, ""
-		}
-		return "", fmt.Sprintf("--python %s is not on PATH", py)
+// resolvePython finds the interpreter of the user's training by the one
+// rule nccl.stack uses too (gpu.JobPython): --python, the job's ranks'
+// venv or interpreter, the active venv or conda env, then PATH. It
+// returns the interpreter and where it came from, or why there is none.
+func (p *Plan) resolvePython(ctx context.Context) (py, from, why string) {
+	explicit := p.opts.Python
+	if explicit == "" {
+		explicit = p.h.Python
 	}
-	for _, k := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
-		if d := envGet(p.baseEnv, k); d != "" {
-			for _, n := range []string{"python", "python3"} {
-				if f := filepath.Join(d, "bin", n); isExec(f) {
-					return f, ""
-				}
-			}
-		}
+	r := gpu.JobPython(ctx, p.h, explicit)
+	switch {
+	case r.Path == "":
+		return "", "", r.Why
+	case strings.Contains(explicit, "/") && !isExec(r.Path):
+		return "", "", fmt.Sprintf("--python %s is not an executable file", explicit)
 	}
-	for _, n := range []string{"python3", "python"} {
-		if f := lookPath(n, p.pathEnv); f != "" {
-			return f, ""
-		}
-	}
-	return "", "no python3 or python on PATH and no active venv or conda environment"
+	return r.Path, r.From, ""
 }
 
 // findNCCLTests locates all_reduce_perf and asks it whether it can write

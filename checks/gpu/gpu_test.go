@@ -342,8 +342,19 @@ func TestNCCLStack(t *testing.T) {
 		sp + "/nvidia/nccl/lib/libnccl.so.2":               "",
 		"/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3":      "",
 		"/opt/custom-nccl/lib/libnccl.so.2.23.4":           "",
+		"/home/alice/venv/bin/python":                      "",
 	}
 	env := map[string]string{"VIRTUAL_ENV": "/home/alice/venv"}
+	// Issue 25 item 8: the torch read is the job's Python's, named; a CPU
+	// build of torch is an error for an NCCL job.
+	t.Run("CPU-only torch", func(t *testing.T) {
+		cpu := map[string]any{"/home/alice/venv/bin/python": "", sp + "/torch/version.py": "__version__ = '1.13.0a0'\ndebug = False\ncuda = None\n"}
+		h := hostWith(t, nil, cpu, env)
+		fs, _ := runStack(context.Background(), h)
+		if s, ok := sev(fs, "torch 1.13.0a0 in /home/alice/venv/bin/python ($VIRTUAL_ENV) is a CPU-only build: an NCCL job cannot run with it"); !ok || s != checks.Error {
+			t.Errorf("got\n%s", titles(fs))
+		}
+	})
 	t.Run("healthy wheel", func(t *testing.T) {
 		h := hostWith(t, box{nvlinks: 18, p2p: nvml.P2P_STATUS_OK}.wire(dgxh100.New()), torch, env)
 		fs, err := runStack(context.Background(), h)

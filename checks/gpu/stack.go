@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -24,6 +23,9 @@ type NCCLBuild struct {
 
 // Stack is what a job started from this environment would load.
 type Stack struct {
+	// Python is the job's interpreter (JobPython's rule): the torch below
+	// is the one it imports.
+	Python           Python
 	Torch, TorchCUDA string // "2.4.0+cu121", "12.1"
 	TorchNeedsNCCL   string // from torch's METADATA Requires-Dist
 	SitePackages     string
@@ -44,9 +46,10 @@ var (
 var systemLibDirs = []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
 	"/usr/local/lib", "/usr/local/cuda/lib64", "/usr/local/nccl/lib", "/opt/nccl/lib"}
 
-// ReadStack finds torch and the NCCL builds without running Python.
-func ReadStack(h *host.Host) Stack {
-	var st Stack
+// ReadStack finds torch and the NCCL builds the job's Python (JobPython)
+// would load, without importing torch.
+func ReadStack(ctx context.Context, h *host.Host) Stack {
+	st := Stack{Python: JobPython(ctx, h, h.Python)}
 	seen := map[string]bool{}
 	add := func(b NCCLBuild) {
 		if !seen[b.Path] {
@@ -85,7 +88,7 @@ func ReadStack(h *host.Host) Stack {
 			add(NCCLBuild{Version: m[1], Path: p, Source: "system"})
 		}
 	}
-	st.SitePackages = findSitePackages(h)
+	st.SitePackages = findSitePackages(ctx, h, st.Python)
 	if st.SitePackages != "" {
 		readSitePackages(h, &st)
 	}
@@ -118,43 +121,21 @@ func ldCachePaths(h *host.Host) []string {
 	return out
 }
 
-// findSitePackages picks the site-packages of the interpreter a job would
-// use: the active venv, then the active conda env, then the system's.
-func findSitePackages(h *host.Host) string {
-	var roots []string
-	for _, k := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
-		if v := h.Getenv(k); v != "" {
-			roots = append(roots, v+"/lib")
-		}
+// findSitePackages picks the site-packages of the job's interpreter that
+// holds torch (or NCCL wheels): the interpreter's own import path, never
+// another Python's.
+func findSitePackages(ctx context.Context, h *host.Host, py Python) string {
+	if py.Path == "" {
+		return ""
 	}
-	roots = append(roots, "/usr/local/lib", "/usr/lib")
-	if h.Home != "" {
-		roots = append(roots, h.Home+"/.local/lib")
-	}
-	for _, r := range roots {
-		ents, err := h.ReadDir(r)
-		if err != nil {
-			continue
+	for _, dir := range sitePackages(ctx, h, py.Path) {
+		if _, err := h.Lstat(dir + "/torch"); err == nil {
+			return dir
 		}
-		var pys []string
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), "python3") {
-				pys = append(pys, e.Name())
-			}
-		}
-		sort.Sort(sort.Reverse(sort.StringSlice(pys)))
-		for _, py := range pys {
-			for _, sub := range []string{"site-packages", "dist-packages"} {
-				dir := path.Join(r, py, sub)
-				if _, err := h.Lstat(dir + "/torch"); err == nil {
+		if ents, err := h.ReadDir(dir); err == nil {
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), "nvidia_nccl_cu") {
 					return dir
-				}
-				if ents, err := h.ReadDir(dir); err == nil {
-					for _, e := range ents {
-						if strings.HasPrefix(e.Name(), "nvidia_nccl_cu") {
-							return dir
-						}
-					}
 				}
 			}
 		}
@@ -213,12 +194,17 @@ func versionLess(a, b string) bool {
 func inRange(v, lo, hi string) bool { return !versionLess(v, lo) && versionLess(v, hi) }
 
 func runStack(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
-	st := ReadStack(h)
+	st := ReadStack(ctx, h)
 	var builds []map[string]any
 	for _, b := range st.Builds {
 		builds = append(builds, map[string]any{"version": b.Version, "path": b.Path, "source": b.Source})
 	}
-	ev := map[string]any{"torch": st.Torch, "torch_cuda": st.TorchCUDA, "site_packages": st.SitePackages, "nccl_builds": builds}
+	ev := map[string]any{"torch": st.Torch, "torch_cuda": st.TorchCUDA, "site_packages": st.SitePackages, "nccl_builds": builds,
+		"python": st.Python.Path, "python_from": st.Python.From}
+	in := " in " + st.Python.String()
+	if st.Python.Path == "" {
+		in = " (no Python interpreter: " + st.Python.Why + ")"
+	}
 	// The NCCL a torch job loads: an LD_PRELOAD or LD_LIBRARY_PATH copy
 	// wins over the wheel torch links against; without torch, the system's.
 	var active *NCCLBuild
@@ -231,20 +217,34 @@ func runStack(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	}
 	var fs []checks.Finding
 	head := checks.Finding{Severity: checks.OK, Evidence: ev}
+	const rule = "ncclwiz takes the job's Python from --python, else the job's ranks running here (their venv or interpreter), else the active virtualenv or conda env, else python3 on PATH; `ncclwiz test` uses the same one."
 	switch {
 	case st.Torch == "" && len(st.Builds) == 0:
 		head.Severity = checks.Info
-		head.Title = "No torch and no NCCL library found in the standard places"
-		head.Detail = "Activate the training job's virtualenv or conda env (or set LD_LIBRARY_PATH as the job does) and check again: ncclwiz reads the environment it is started from."
+		head.Title = "No torch and no NCCL library found" + in
+		head.Detail = "Activate the training job's virtualenv or conda env (or set LD_LIBRARY_PATH as the job does), or name its interpreter with --python, and check again. " + rule
 		return []checks.Finding{head}, nil
+	case st.Torch != "" && st.TorchCUDA == "":
+		// A CPU build of torch has no NCCL: an NCCL job fails at
+		// init_process_group("nccl") ("Distributed package doesn't have
+		// NCCL built in").
+		head.Severity = checks.Error
+		head.Title = fmt.Sprintf("torch %s%s is a CPU-only build: an NCCL job cannot run with it", st.Torch, in)
+		head.Detail = "Its torch/version.py says cuda = None, so torch.distributed has no NCCL backend and init_process_group(\"nccl\") fails " +
+			"(\"Distributed package doesn't have NCCL built in\"). Install a CUDA build of torch in the job's environment (pytorch.org's install selector gives the command for your CUDA version), " +
+			"or, if this is not the job's Python, name the right one with --python. " + rule
+		head.Guide = "cuda-driver"
+		if active != nil {
+			ev["active_nccl"] = active.Version
+		}
 	case active != nil:
-		head.Title = fmt.Sprintf("torch %s (CUDA %s) loads NCCL %s from %s", orDash(st.Torch), orDash(st.TorchCUDA), orDash(active.Version), active.Source)
+		head.Title = fmt.Sprintf("torch %s (CUDA %s) loads NCCL %s from %s", orDash(st.Torch), orDash(st.TorchCUDA), orDash(active.Version), active.Source) + in
 		if st.Torch == "" {
-			head.Title = fmt.Sprintf("NCCL %s (%s); no torch in this environment", orDash(active.Version), active.Source)
+			head.Title = fmt.Sprintf("NCCL %s (%s); no torch", orDash(active.Version), active.Source) + in
 		}
 		ev["active_nccl"] = active.Version
 	default:
-		head.Title = fmt.Sprintf("torch %s (CUDA %s); no separate NCCL library found (it may be built into torch)", st.Torch, orDash(st.TorchCUDA))
+		head.Title = fmt.Sprintf("torch %s (CUDA %s); no separate NCCL library found (it may be built into torch)", st.Torch, orDash(st.TorchCUDA)) + in
 	}
 	fs = append(fs, head)
 

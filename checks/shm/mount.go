@@ -351,15 +351,13 @@ func runMount(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	add := func(sev checks.Severity, title, detail, guide string, fixes ...string) {
 		out = append(out, checks.Finding{Severity: sev, Title: title, Detail: detail, Guide: guide, Fixes: fixes})
 	}
-	// Both remedies are named: whether this is a container is host.container's
-	// call (and whether it may remount, sysinfo.ResizeInside's). The size is
-	// the one every fix, script and guide uses (RecommendedSize).
+	// The size is the one every fix, script and guide uses (RecommendedSize).
 	ev["recommended_size_bytes"] = rec.Bytes
 	ev["recommended_size_reason"] = rec.Reason
-	grow := fmt.Sprintf("ncclwiz recommends %s (%s). On a host, remount it to that size (fix shm.remount; shm.persist keeps it in /etc/fstab). "+
-		"A container's /dev/shm is set when it starts: start a new one with --shm-size=%dg or --ipc=host "+
-		"(Kubernetes: an emptyDir with medium: Memory and sizeLimit: %dGi mounted at /dev/shm); from inside, only a process with CAP_SYS_ADMIN "+
-		"can grow it, and only until the container restarts.", Human(rec.Bytes), rec.Reason, rec.GiB(), rec.GiB())
+	// Only what can run here is recommended (issue 25 item 4): on a host,
+	// the remount (and persisting it); in a container, a new container
+	// with a bigger /dev/shm — and the remount only with CAP_SYS_ADMIN.
+	grow, growFixes := growAdvice(ctx, h, rec)
 
 	if !m.IsTmpfs {
 		add(checks.Warn, fmt.Sprintf("%s is %s, not tmpfs", dir, orUnknown(m.FSType)),
@@ -371,7 +369,7 @@ func runMount(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 		add(checks.Error, dir+" is mounted read-only",
 			"NCCL cannot create its segments (mkstemp fails), so 'Error while creating shared memory segment' follows. "+
 				"Remount it read-write on a host, or start the container without a read-only /dev/shm.",
-			"shm-no-space", "shm.remount", "container.shm")
+			"shm-no-space", growFixes...)
 	}
 	gid, groups := selfGroups(h)
 	if !m.ReadOnly && m.Mode != 0 && !writableBy(m.Mode, m.DirUID, h.EUID, gid, groups, m.DirGID) {
@@ -408,11 +406,11 @@ func runMount(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			"With default buffer sizes each NCCL shared-memory receive segment is about 9.2 MiB. NCCL 2.19+ then fails with "+
 				"'failed to extend /dev/shm/nccl-… bytes' (No space left on device); NCCL 2.12-2.18 crash with a Bus error (SIGBUS, exit code -7). "+
 				cleanupFirst+grow,
-			"shm-no-space", "shm.cleanup", "shm.remount", "container.shm")
+			"shm-no-space", append([]string{"shm.cleanup"}, growFixes...)...)
 	case pct >= 90 && m.Free < nodeSegments*SegmentBytes:
 		add(checks.Error, fmt.Sprintf("%s is %.0f%% full: %s free, room for %s", dir, pct, Human(m.Free), units.Count(m.Free/SegmentBytes, "NCCL segment")),
 			"Each NCCL shared-memory receive segment is about 9.2 MiB; an 8-GPU job without P2P needs on the order of 150 MiB. "+cleanupFirst+grow,
-			"shm-no-space", "shm.cleanup", "shm.remount", "container.shm")
+			"shm-no-space", append([]string{"shm.cleanup"}, growFixes...)...)
 	case pct >= 90:
 		add(checks.Warn, fmt.Sprintf("%s is %.0f%% full (%s free)", dir, pct, Human(m.Free)),
 			"There is still room for NCCL's segments, but whatever fills it (datasets, orphaned segments, DataLoader tensors) shares RAM with the job. "+
@@ -421,7 +419,7 @@ func runMount(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	case m.Free < pairSegments*SegmentBytes && m.Total > DockerDefault:
 		add(checks.Warn, fmt.Sprintf("%s has only %s free, room for %s", dir, Human(m.Free), units.Count(m.Free/SegmentBytes, "NCCL segment")),
 			"Two ranks talking over shared memory already need about four ~9.2 MiB segments (one per peer and channel). "+cleanupFirst+grow,
-			"shm-no-space", "shm.cleanup", "shm.remount", "container.shm")
+			"shm-no-space", append([]string{"shm.cleanup"}, growFixes...)...)
 	}
 	if m.Total <= DockerDefault {
 		sev := checks.Warn
@@ -436,9 +434,30 @@ func runMount(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			fmt.Sprintf("It holds at most %s of ~9.2 MiB (one per receiving rank, peer and channel with default buffer sizes), "+
 				"so a few local ranks exhaust it: NCCL fails with 'failed to extend /dev/shm/nccl-…' or, on NCCL 2.12-2.18, a Bus error. ",
 				units.Count(m.Total/SegmentBytes, "NCCL shared-memory segment"))+grow,
-			"container-shm", "container.shm", "shm.remount")
+			"container-shm", growFixes...)
 	}
 	return out, nil
+}
+
+// growAdvice says how /dev/shm is made bigger where ncclwiz runs, and the
+// fixes that do it here, in the order to try them.
+func growAdvice(ctx context.Context, h *host.Host, rec SizeAdvice) (string, []string) {
+	c := sysinfo.DetectContainer(ctx, h)
+	start := fmt.Sprintf("start it with --shm-size=%dg or --ipc=host (Kubernetes: an emptyDir with medium: Memory and sizeLimit: %dGi mounted at /dev/shm)", rec.GiB(), rec.GiB())
+	head := fmt.Sprintf("ncclwiz recommends %s (%s). ", Human(rec.Bytes), rec.Reason)
+	if !c.InContainer() {
+		return head + "Remount it to that size (fix shm.remount; shm.persist keeps it in /etc/fstab). " +
+				"If the training runs in a container, that container's /dev/shm is set when it starts: " + start + " (fix container.shm).",
+			[]string{"shm.remount", "container.shm"}
+	}
+	in := "This " + c.Runtime + " container's /dev/shm is set when it starts: start a new one with --shm-size=" + fmt.Sprint(rec.GiB()) + "g or --ipc=host " +
+		fmt.Sprintf("(Kubernetes: an emptyDir with medium: Memory and sizeLimit: %dGi mounted at /dev/shm) — fix container.shm shows the setting. ", rec.GiB())
+	r := sysinfo.CanRemount(h)
+	if !r.OK {
+		return head + in + "It cannot be grown from inside: " + r.Why + ".", []string{"container.shm"}
+	}
+	return head + in + "It has CAP_SYS_ADMIN, so shm.remount can also grow it now, until the container restarts.",
+		[]string{"container.shm", "shm.remount"}
 }
 
 // unixMode turns Go's mode bits into the octal a user types with chmod.

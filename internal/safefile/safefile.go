@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
@@ -56,6 +58,13 @@ type Options struct {
 	// system file keeps its owner.
 	Chown    bool
 	UID, GID int
+	// NoReplace never replaces what is at path: when something is there
+	// the write fails with an error that wraps fs.ErrExist (the file is
+	// put in place with renameat2(RENAME_NOREPLACE), or link(2) where the
+	// file system lacks it, so a file created meanwhile is not replaced
+	// either). Output files the user names are written this way unless
+	// they said to replace.
+	NoReplace bool
 }
 
 // WriteWith replaces path with data, atomically and durably: the file is
@@ -67,6 +76,11 @@ type Options struct {
 func WriteWith(path string, data []byte, o Options) (err error) {
 	if err := Check(path); err != nil {
 		return err
+	}
+	if o.NoReplace {
+		if _, err := os.Lstat(path); err == nil {
+			return fmt.Errorf("write %s: %w", path, fs.ErrExist)
+		}
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".ncclwiz-*")
 	if err != nil {
@@ -102,7 +116,11 @@ func WriteWith(path string, data []byte, o Options) (err error) {
 	}
 	// A symlink planted after Check is replaced by the rename (rename
 	// does not follow links), never written through.
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if o.NoReplace {
+		if err := placeNew(tmp.Name(), path); err != nil {
+			return err
+		}
+	} else if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
 	// The rename is durable once the directory is; a directory that
@@ -113,6 +131,26 @@ func WriteWith(path string, data []byte, o Options) (err error) {
 		_ = d.Close()
 	}
 	return nil
+}
+
+// placeNew moves tmp to path only if nothing is at path (a symlink or a
+// file made since the check included): renameat2(RENAME_NOREPLACE), or a
+// hard link and an unlink where the file system has no such rename.
+func placeNew(tmp, path string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_NOREPLACE)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, unix.EEXIST) {
+		return fs.ErrExist
+	}
+	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EOPNOTSUPP) {
+		return err
+	}
+	if err := os.Link(tmp, path); err != nil {
+		return err
+	}
+	return os.Remove(tmp)
 }
 
 // fail names the path the user gave, not the temporary file.

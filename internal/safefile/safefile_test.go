@@ -2,8 +2,10 @@ package safefile
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -97,5 +99,46 @@ func TestWriteWithExactPermAndOwner(t *testing.T) {
 	st := fi.Sys().(*syscall.Stat_t)
 	if st.Uid != 4242 || st.Gid != 4343 || fi.Mode().Perm() != 0o640 {
 		t.Errorf("owner %d:%d mode %v, want 4242:4343 0640", st.Uid, st.Gid, fi.Mode().Perm())
+	}
+}
+
+// Issue 25 item 7: an output file the user did not say to replace is never
+// replaced — a file already there, a symlink there, or one that appears
+// between the check and the rename — and no temporary file is left.
+func TestWriteNoReplace(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "fix.sh")
+	if err := os.WriteFile(p, []byte("# my own important script\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteWith(p, []byte("new"), Options{Perm: 0o755, NoReplace: true})
+	if !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("err = %v, want fs.ErrExist", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "# my own important script\n" {
+		t.Fatalf("replaced: %q", b)
+	}
+	if err := os.Symlink(filepath.Join(dir, "victim"), filepath.Join(dir, "link.sh")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteWith(filepath.Join(dir, "link.sh"), []byte("new"), Options{Perm: 0o755, NoReplace: true}); !errors.Is(err, ErrSymlink) {
+		t.Fatalf("symlink: %v", err)
+	}
+	// A file that appears after the check: placeNew refuses it too.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.WriteFile(tmp, []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := placeNew(tmp, p); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("placeNew over a file: %v", err)
+	}
+	if err := WriteWith(filepath.Join(dir, "new.sh"), []byte("new"), Options{Perm: 0o755, NoReplace: true}); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".ncclwiz-") {
+			t.Errorf("temporary file left: %s", e.Name())
+		}
 	}
 }

@@ -147,4 +147,12 @@ func (s *Session) Paste(text string) {
 		s.t.Fatalf("tmux load-buffer: %v\n%s", err, out)
 	}
 	s.tmux("paste-buffer", "-p", "-d", "-b", buf, "-t", s.name)
+	// Keys sent at once after a paste are part of it to the wizard (it
+	// takes keys arriving in or right after a paste for pasted text):
+	// leave the pause a person leaves.
+	time.Sleep(PasteQuiet)
 }
+
+// PasteQuiet is longer than the wizard's quiet after a paste (tui's
+// pasteQuiet, 300 ms).
+const PasteQuiet = 450 * time.Millisecond
