@@ -125,7 +125,9 @@ func TestWizardConsentInTmux(t *testing.T) {
 			want = "Apply 2 fixes?"
 		}
 		s.Keys("Enter")
-		scr = s.WaitFor(5*time.Second, want, "rm -- ", "not yet shown", "y apply")
+		// The cleanup's description fills most of the first page: its
+		// command lines follow "It runs:" and are read by scrolling.
+		scr = s.WaitFor(5*time.Second, want, "It runs:", "not yet shown", "y apply")
 		if strings.Contains(scr, "commands") {
 			t.Errorf("the plan is counted, not listed:\n%s", scr)
 		}
@@ -140,7 +142,7 @@ func TestWizardConsentInTmux(t *testing.T) {
 		untouched(t, dir, segs, "y before the plan was shown")
 		s.Keys("End")
 		waitWithout(t, s, 5*time.Second, "scroll to the end of the plan first")
-		s.WaitFor(5*time.Second, "end; pgup/home to go back")
+		s.WaitFor(5*time.Second, "end; pgup/home to go back", "rm -- ")
 		// The plan is read: a paste holding an end marker and y is no y.
 		s.Paste("\x1b[201~y")
 		s.WaitFor(5*time.Second, "ignored keys that arrived with a paste")

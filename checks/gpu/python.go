@@ -82,11 +82,15 @@ func rankPython(ctx context.Context, h *host.Host) (Python, bool) {
 	if err != nil {
 		return Python{}, false
 	}
+	// A rank's interpreter path names a file only in the rank's own mount
+	// namespace: a container's (or another test node's) /usr/bin/python3 is
+	// not ours, so only ranks that see the same files are asked.
+	ownMnt, _ := h.Readlink("/proc/self/ns/mnt")
 	var ranks []proctab.Process
 	for _, p := range t.All() {
 		// Only the user's own processes: root never runs another user's
 		// interpreter to learn about it.
-		if procs.IsRank(p) && p.UID() == h.EUID && !p.Exited() && len(p.Cmdline) > 0 {
+		if procs.IsRank(p) && p.UID() == h.EUID && !p.Exited() && len(p.Cmdline) > 0 && sameMountNS(h, ownMnt, p.PID) {
 			ranks = append(ranks, p)
 		}
 	}
@@ -111,6 +115,14 @@ func rankPython(ctx context.Context, h *host.Host) (Python, bool) {
 		}
 	}
 	return Python{}, false
+}
+
+// sameMountNS says whether process pid shares the mount namespace whose
+// link is own. Unknown (an unreadable link) counts as different: a guess
+// must not pick a file from another file system view.
+func sameMountNS(h *host.Host, own string, pid int) bool {
+	l, err := h.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid))
+	return err == nil && own != "" && l == own
 }
 
 func slicesClone(s []string) []string { return append([]string(nil), s...) }
