@@ -46,7 +46,7 @@ suspect rank(s) with the evidence from each source.
 
 Nothing is signalled, attached to or changed.
 
-JSON (--json): see docs/hang.schema.json (schema 1).
+JSON (--json): see docs/hang.schema.json (schema 2).
 Exit codes: 0 no hang found, 1 suspect rank found or the job looks stuck,
 2 usage error or nothing to inspect.`,
 		Args: cobra.NoArgs,
@@ -84,31 +84,24 @@ func runHang(cmd *cobra.Command, a *App, f hangFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	tab, err := hang.ReadTable(ctx, h)
-	if err != nil {
-		return err
-	}
-	jobs := hang.FindJobs(tab)
 	o := hang.Options{Interval: f.interval, RASAddr: f.rasAddr, NoRAS: f.noRAS, RASText: f.rasText, DumpPrefix: f.dumps}
-	if h.Simulated {
-		o.NoRAS = true // a practice server has no RAS port; the real one must not be asked
-	}
 	var r *hang.Report
-	job, err := hang.Pick(jobs, f.pid)
-	switch {
-	case f.dumps != "" && f.pid == 0:
+	if f.dumps != "" && f.pid == 0 {
 		r = hang.InspectDumps(h, f.dumps) // a job that is gone or runs elsewhere: its dumps alone
 		if r.ExitCode == 2 {
 			return usageError{errors.New(r.Summary)}
 		}
-	case err != nil:
+	} else {
+		r, _, err = hang.Run(ctx, h, f.pid, o)
 		var several hang.ErrSeveralJobs
-		if errors.As(err, &several) {
+		var none hang.PickError
+		switch {
+		case errors.As(err, &several):
 			listJobs(a, several.Jobs)
-		}
-		return usageError{err}
-	default:
-		if r, err = hang.Inspect(ctx, h, job, o); err != nil {
+			return usageError{err}
+		case errors.As(err, &none):
+			return usageError{err}
+		case err != nil:
 			return err
 		}
 	}

@@ -24,13 +24,13 @@ import (
 
 // startFakeTorchrun starts hang's fake job (hang/internal/fakejob) as
 // torchrun with world ranks — rank 1 blocks reading a pipe nobody writes,
-// the others spin and print — and env (the RAS address and dump prefix of
+// the others wait (as ranks waiting in a collective) — and env (the RAS address and dump prefix of
 // the test), and returns the launcher's PID and the ranks' by rank.
 func startFakeTorchrun(t *testing.T, world int, env ...string) (launcher int, ranks []int) {
 	t.Helper()
 	plan := make([]string, world)
 	for r := range plan {
-		plan[r] = "spin"
+		plan[r] = "wait"
 	}
 	plan[1] = "pipe"
 	c := exec.Command(gobin.Build(t, "./hang/internal/fakejob", true))

@@ -47,7 +47,7 @@ func TestWizardHangInTmux(t *testing.T) {
 		t.Fatalf("build fakejob: %v\n%s", err, out)
 	}
 	job := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
-		"mount -t tmpfs ncclwiz-wiz-tmp /tmp && exec "+fake+" launcher spin,pipe,spin")
+		"mount -t tmpfs ncclwiz-wiz-tmp /tmp && exec "+fake+" launcher wait,pipe,wait")
 	job.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := job.Start(); err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestWizardHangInTmux(t *testing.T) {
 	s.WaitFor(10*time.Second, "My job is hanging")
 	s.Keys("3")
 	scr := waitUntil(t, s, 60*time.Second, func(scr string) bool {
-		return strings.Contains(scr, "Suspect:") || strings.Contains(scr, "Which one hangs?") || strings.Contains(scr, "No hang found")
+		return strings.Contains(scr, "Suspect:") || strings.Contains(scr, "Which one hangs?") || strings.Contains(scr, "No hang")
 	})
 	if strings.Contains(scr, "Which one hangs?") { // other jobs run here: pick ours
 		picked := false
