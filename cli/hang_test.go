@@ -322,3 +322,18 @@ func TestHangPySpyConsent(t *testing.T) {
 		t.Fatalf("py-spy attached to %q, want only rank 1 (pid %d)", b, ranks[1])
 	}
 }
+
+// Issue 22 item 16: `hang` on a practice scenario says SIMULATED first and
+// why RAS was not asked (never "--no-ras", which the user did not pass).
+func TestHangScenarioIsSimulated(t *testing.T) {
+	out, errOut, code := runCLI(t, nil, "hang", "--scenario", "watchdog-timeout", "--interval", "200ms")
+	if code == 2 || !strings.HasPrefix(out, "SIMULATED — practice scenario watchdog-timeout") || strings.Contains(out, "--no-ras") ||
+		!strings.Contains(out, "a practice scenario has no RAS port") {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+	out, _, _ = runCLI(t, nil, "hang", "--scenario", "watchdog-timeout", "--interval", "200ms", "--json")
+	doc := validateHang(t, hangSchema(t), out)
+	if doc["simulated"] != "watchdog-timeout" || !strings.HasPrefix(doc["summary"].(string), "SIMULATED") {
+		t.Fatalf("simulated %v, summary %v", doc["simulated"], doc["summary"])
+	}
+}

@@ -538,7 +538,7 @@ func Pick(jobs []Job, pid int) (Job, error) {
 func Unreadable(t *proctab.Table) []proctab.Process {
 	var out []proctab.Process
 	for _, p := range t.All() {
-		if !p.EnvReadable && !kernelThread(p) && !p.Exited() && (t.Self == 0 || p.PID != t.Self) && !t.IsMachineInit(p) {
+		if !p.EnvReadable && !kernelThread(p) && !p.Exited() && (t.Self == 0 || p.PID != t.Self) && !t.IsMachineInit(p) && !procs.IsReaper(t, p) {
 			out = append(out, p)
 		}
 	}

@@ -222,7 +222,7 @@ func Judge(ss []RankSample, f Facts) Judgement {
 	}
 	f.Local = len(ss)
 	if f.WorldSize > len(ss) && len(ss) > 0 {
-		job("WORLD_SIZE is %d and %s run here: the others run on other machines, or never started", f.WorldSize, units.Count(len(ss), "rank"))
+		job("WORLD_SIZE is %d and %s here: the others run on other machines, or never started", f.WorldSize, plural(len(ss), "rank runs", "ranks run"))
 	}
 	suspect := map[int]bool{}
 	switch {

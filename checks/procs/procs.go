@@ -216,12 +216,15 @@ func Judge(t *proctab.Table, o Options, sample Sampler) ([]Assessment, error) {
 // (10 ms) that an idle rank's timer wake-ups never decide: the main thread
 // computing (MainCPUShare of the interval), or another thread doing so
 // (OtherCPUShare) unless it spins on a socket whose other end is gone.
-// A thread seen runnable in MinRunnableReads reads of the sample wants the
-// CPU even if a loaded machine gives it little.
+// A process with a thread seen runnable in RunnableShare of the reads of
+// the sample wants the CPU even if a loaded machine gives it little; a
+// thread that wakes on a timer for a moment (gloo's and Open MPI's pollers
+// do, a tick every few seconds) is caught runnable now and then, not in a
+// quarter of the reads.
 const (
-	MainCPUShare     = 0.05
-	OtherCPUShare    = 0.05
-	MinRunnableReads = 2
+	MainCPUShare  = 0.05
+	OtherCPUShare = 0.05
+	RunnableShare = 0.25
 )
 
 // JudgeWith is Judge with every probe: positive evidence that a process is
@@ -310,7 +313,8 @@ func working(p proctab.Process, pg proctab.Progress, pr Probe) (bool, string) {
 		return true, fmt.Sprintf("its main thread used %s of CPU over %s", time.Duration(pg.MainCPUTicks)*time.Second/proctab.UserHZ, pg.Interval)
 	}
 	other := pg.CPUTicks - min(pg.MainCPUTicks, pg.CPUTicks)
-	if share(other) < OtherCPUShare && pg.RunnableReads < MinRunnableReads {
+	wants := pg.Reads > 0 && float64(pg.RunnableReads) >= RunnableShare*float64(pg.Reads)
+	if share(other) < OtherCPUShare && !wants {
 		if pg.CPUTicks == 0 {
 			return false, pg.String()
 		}

@@ -83,14 +83,15 @@ func launcher(args []string) {
 func rank(busy bool) {
 	for {
 		if busy {
-			// About 20% of a CPU: progress any sample of a second sees.
-			end := time.Now().Add(40 * time.Millisecond)
+			// About 60% of a CPU, as a rank that computes: progress any
+			// sample of a second sees, however loaded the machine.
+			end := time.Now().Add(60 * time.Millisecond)
 			x := 0
 			for time.Now().Before(end) {
 				x++
 			}
 			_ = x
-			time.Sleep(160 * time.Millisecond)
+			time.Sleep(40 * time.Millisecond)
 		} else {
 			time.Sleep(time.Hour)
 		}
