@@ -196,6 +196,8 @@ type Sampler func(pids []int) (map[int]proctab.Progress, error)
 // (and, without Maps, is a rank only if it runs Python).
 type Probe struct {
 	Sample Sampler
+	// SampleFor samples again for a given interval (nil: no second look).
+	SampleFor func(pids []int, interval time.Duration) (map[int]proctab.Progress, error)
 	// Maps returns the files pid maps (libraries, /dev/shm segments).
 	Maps func(pid int) ([]string, error)
 	// Held returns the TCP sockets pid holds; Listening the listening
@@ -216,15 +218,16 @@ func Judge(t *proctab.Table, o Options, sample Sampler) ([]Assessment, error) {
 // (10 ms) that an idle rank's timer wake-ups never decide: the main thread
 // computing (MainCPUShare of the interval), or another thread doing so
 // (OtherCPUShare) unless it spins on a socket whose other end is gone.
-// A process with a thread seen runnable in RunnableShare of the reads of
-// the sample wants the CPU even if a loaded machine gives it little; a
-// thread that wakes on a timer for a moment (gloo's and Open MPI's pollers
-// do, a tick every few seconds) is caught runnable now and then, not in a
-// quarter of the reads.
+// On a loaded machine a thread that wants the CPU may get little of it in a
+// second, and a thread that wakes on a timer for a moment (gloo's and Open
+// MPI's pollers do) may be caught runnable while it waits for a core: a
+// sample that saw some CPU or a runnable thread but not enough to decide
+// is taken again, ExtendFactor times longer, and the longer one decides —
+// a working thread accumulates CPU over seconds, a poller does not.
 const (
 	MainCPUShare  = 0.05
 	OtherCPUShare = 0.05
-	RunnableShare = 0.25
+	ExtendFactor  = 3
 )
 
 // JudgeWith is Judge with every probe: positive evidence that a process is
@@ -263,6 +266,22 @@ func JudgeWith(t *proctab.Table, o Options, pr Probe) ([]Assessment, error) {
 		prog, err := pr.Sample(suspects)
 		if err != nil {
 			return nil, err
+		}
+		// Undecided samples are taken again, longer (see ExtendFactor).
+		var again []int
+		for _, a := range out {
+			if pg, ok := prog[a.PID]; ok && a.Verdict == Stale && !pg.Gone && undecided(a.Process, pg, pr) {
+				again = append(again, a.PID)
+			}
+		}
+		if len(again) > 0 && pr.SampleFor != nil {
+			longer, err := pr.SampleFor(again, ExtendFactor*o.Interval)
+			if err != nil {
+				return nil, err
+			}
+			for pid, pg := range longer {
+				prog[pid] = pg
+			}
 		}
 		kept := out[:0]
 		for _, a := range out {
@@ -313,8 +332,7 @@ func working(p proctab.Process, pg proctab.Progress, pr Probe) (bool, string) {
 		return true, fmt.Sprintf("its main thread used %s of CPU over %s", time.Duration(pg.MainCPUTicks)*time.Second/proctab.UserHZ, pg.Interval)
 	}
 	other := pg.CPUTicks - min(pg.MainCPUTicks, pg.CPUTicks)
-	wants := pg.Reads > 0 && float64(pg.RunnableReads) >= RunnableShare*float64(pg.Reads)
-	if share(other) < OtherCPUShare && !wants {
+	if share(other) < OtherCPUShare {
 		if pg.CPUTicks == 0 {
 			return false, pg.String()
 		}
@@ -323,10 +341,14 @@ func working(p proctab.Process, pg proctab.Progress, pr Probe) (bool, string) {
 	if dead := deadStore(p, pr); dead != "" {
 		return false, fmt.Sprintf("a background thread spins (%s of CPU over %s, runnable in %d of %d reads) but writes nothing: %s — that is not progress", pg.CPU(), pg.Interval, pg.RunnableReads, pg.Reads, dead)
 	}
-	if share(other) < OtherCPUShare {
-		return true, fmt.Sprintf("a thread was runnable in %d of %d reads (it wants the CPU; %s used over %s)", pg.RunnableReads, pg.Reads, pg.CPU(), pg.Interval)
-	}
 	return true, pg.String()
+}
+
+// undecided: the sample saw some CPU or a runnable thread, but neither
+// enough to call the rank working nor nothing at all.
+func undecided(p proctab.Process, pg proctab.Progress, pr Probe) bool {
+	busy, _ := working(p, pg, pr)
+	return !busy && (pg.CPUTicks > 0 || pg.RunnableReads > 0)
 }
 
 // deadStore names a connection of p to its store port that the other end
@@ -638,6 +660,9 @@ func Assess(ctx context.Context, h *host.Host, o Options) ([]Assessment, error) 
 	return JudgeWith(t, o, Probe{
 		Sample: func(pids []int) (map[int]proctab.Progress, error) {
 			return proctab.Sample(ctx, h, pids, o.Interval)
+		},
+		SampleFor: func(pids []int, d time.Duration) (map[int]proctab.Progress, error) {
+			return proctab.Sample(ctx, h, pids, d)
 		},
 		Maps: func(pid int) ([]string, error) { return proctab.MappedFiles(h, pid) },
 		Held: func(pid int) ([]procnet.Socket, error) { return procnet.Held(h, pid) },
