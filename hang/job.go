@@ -292,8 +292,7 @@ func FindJobs(t *proctab.Table) []Job {
 	}
 	// Union-find over the ranks by their identities.
 	up := map[int]int{}
-	var find func(int) int
-	find = func(x int) int {
+	find := func(x int) int {
 		for up[x] != x {
 			up[x] = up[up[x]]
 			x = up[x]

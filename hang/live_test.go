@@ -14,20 +14,6 @@ import (
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
 
-// startJob runs the fake launcher (under prefix, e.g. unshare) and returns
-// its PID as this /proc shows it.
-func startJob(t *testing.T, plan string, prefix ...string) int {
-	t.Helper()
-	args := append(append([]string{}, prefix...), fakeJob(t))
-	c := exec.Command(args[0], args[1:]...)
-	if len(prefix) == 0 {
-		c.Args = []string{"torchrun", "--nproc-per-node=3", "train.py"}
-	}
-	c.Env = append(os.Environ(), "FAKEJOB_PLAN="+plan, "FAKEJOB_LOGDIR="+t.TempDir())
-	grouptest.StartReady(t, c)
-	return c.Process.Pid
-}
-
 // fakeJob is hang/internal/fakejob, the fake launcher and ranks (static:
 // the same build serves the Docker test's image).
 func fakeJob(t *testing.T) string {

@@ -182,22 +182,6 @@ type snap struct {
 	vcs     int64 // the main thread's voluntary context switches, -1 unknown
 }
 
-// voluntary reads the main thread's voluntary context switches.
-func voluntary(h *host.Host, pid int) int64 {
-	b, err := h.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, pid))
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
-			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
-				return n
-			}
-		}
-	}
-	return -1
-}
-
 func takeSnap(h *host.Host, pid int, start uint64) snap {
 	p, err := proctab.ReadStat(h, pid)
 	if err != nil || p.StartTicks != start || p.Exited() {
@@ -218,7 +202,7 @@ func takeSnap(h *host.Host, pid int, start uint64) snap {
 	for k, fd := range []int{1, 2} {
 		s.fds[k] = readFD(h, pid, fd)
 	}
-	s.vcs = voluntary(h, pid)
+	s.vcs = proctab.Wakeups(h, pid, pid)
 	return s
 }
 

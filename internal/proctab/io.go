@@ -75,3 +75,21 @@ func MappedFiles(h *host.Host, pid int) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Wakeups returns how many times thread tid of pid went to sleep of its
+// own accord (status "voluntary_ctxt_switches"), or -1 when unreadable: a
+// thread that polls wakes many times a second, one blocked for good never.
+func Wakeups(h *host.Host, pid, tid int) int64 {
+	b, err := h.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
