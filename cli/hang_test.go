@@ -337,3 +337,21 @@ func TestHangScenarioIsSimulated(t *testing.T) {
 		t.Fatalf("simulated %v, summary %v", doc["simulated"], doc["summary"])
 	}
 }
+
+// `ncclwiz fix` keeps what it showed of proc.stale as the user's preview
+// (per user and PID namespace), which a later `--apply proc.stale --yes`
+// acts on (steps.TestStaleOnRealLeftovers proves the acting part).
+func TestFixKeepsThePreview(t *testing.T) {
+	state := t.TempDir()
+	if _, errOut, code := runCLI(t, []string{"XDG_STATE_HOME=" + state}, "fix"); code == 2 {
+		t.Fatalf("fix: exit %d: %s", code, errOut)
+	}
+	m, err := filepath.Glob(filepath.Join(state, "ncclwiz", "stale-preview-*.json"))
+	if err != nil || len(m) != 1 {
+		t.Fatalf("no preview kept under %s: %v %v", state, m, err)
+	}
+	b, err := os.ReadFile(m[0])
+	if err != nil || !strings.Contains(string(b), `"boot_id"`) || !strings.Contains(string(b), `"stale"`) {
+		t.Fatalf("preview %s: %v\n%s", m[0], err, b)
+	}
+}
