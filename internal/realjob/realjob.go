@@ -998,17 +998,32 @@ func (j *Job) Close() {
 }
 
 // killToken SIGKILLs every process carrying needle (stopped ones too)
-// until none is left.
+// until none is left, then waits until each has finished dying (a torch
+// process unmapping its memory stays visible, running, for a moment after
+// its environment is gone).
 func killToken(needle string) {
+	seen := map[int]uint64{}
 	for i := 0; i < 100; i++ {
 		ps := scanToken(needle)
 		if len(ps) == 0 {
-			return
+			break
 		}
 		for _, p := range ps {
+			if _, ok := seen[p.pid]; !ok {
+				seen[p.pid] = startTicks(p.pid)
+			}
 			_ = syscall.Kill(p.pid, syscall.SIGKILL)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for pid, start := range seen {
+		for time.Now().Before(deadline) {
+			if st := procState(pid); st == "" || st == "Z" || st == "X" || startTicks(pid) != start {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
 
