@@ -255,12 +255,17 @@ type Job struct {
 
 // Require skips t, with the reason, unless s can run here: torch (and
 // mpirun, docker, unshare) installed, root for another user, a PID
-// namespace or Docker.
+// namespace or Docker. Under the race detector real jobs are skipped: CI
+// runs the packages that use them twice (plain and -race), the jobs are
+// the same Python both times, and two rounds would double the time.
 func Require(t testing.TB, s Spec) {
 	t.Helper()
 	s = s.withDefaults()
 	if testing.Short() {
 		t.Skip("starts a real torch job (-short)")
+	}
+	if race {
+		t.Skip("real jobs run in the plain test run, not again under the race detector")
 	}
 	if err := torchOK(); err != nil {
 		t.Skipf("no Debian torch at %s: %v (apt-get install python3-torch)", Python, err)
