@@ -166,8 +166,8 @@ func TestRealJobs(t *testing.T) {
 	t.Run("healthy job, watched again and again: never stuck", func(t *testing.T) {
 		t.Parallel()
 		j := start(t, realjob.Spec{Launcher: realjob.TorchrunStatic})
-		for i := 0; i < 8; i++ {
-			r := inspect(t, j.Launchers()[0], Options{Interval: time.Second})
+		for i := 0; i < 6; i++ {
+			r := inspect(t, j.Launchers()[0], Options{Interval: 2 * time.Second})
 			expect(t, r, VerdictNoHang, "[]")
 			if r.ExitCode != 0 || !strings.Contains(r.Summary, "progressed") {
 				t.Fatalf("run %d: exit %d, %q", i, r.ExitCode, r.Summary)
