@@ -110,8 +110,10 @@ func (b Behaviour) blocks() bool {
 	return false
 }
 
-// ends: the rank ends (or makes its job end) soon after its behaviour point.
-func (b Behaviour) ends() bool {
+// Ends reports whether the rank ends (or makes its gloo job end) soon
+// after its behaviour point: a test then waits for the job (Job.Wait)
+// rather than for readiness.
+func (b Behaviour) Ends() bool {
 	switch b {
 	case Exit, Raise, SigKill, SigSegv, LoaderKilled:
 		return true
