@@ -119,9 +119,15 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // ours reports whether a job-list line names the launcher pid or one of
 // its children.
 func ours(line string, launcher int) bool {
+	// The job is listed by its launcher, or by its first rank: unshare's
+	// child (the fake launcher) and that one's children (the ranks).
 	pids := []string{strconv.Itoa(launcher)}
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", launcher, launcher))
-	pids = append(pids, strings.Fields(string(b))...)
+	for _, c := range strings.Fields(string(b)) {
+		pids = append(pids, c)
+		g, _ := os.ReadFile(fmt.Sprintf("/proc/%s/task/%s/children", c, c))
+		pids = append(pids, strings.Fields(string(g))...)
+	}
 	for _, p := range pids {
 		if strings.Contains(line, " "+p+" ") {
 			return true

@@ -385,9 +385,11 @@ func FindJobs(t *proctab.Table) []Job {
 		finish(t, j)
 		jobs = append(jobs, *j)
 	}
-	// Launchers with no rank (yet): waiting in the rendezvous, or starting.
+	// Launchers that have started no rank for a minute: waiting in the
+	// rendezvous (a younger one is still starting: importing torch takes
+	// seconds on a loaded machine).
 	for _, p := range t.All() {
-		if inJob[p.PID] || cand[p.PID] || p.Exited() || !procs.IsLauncher(p) || (t.Self > 0 && p.PID == t.Self) {
+		if inJob[p.PID] || cand[p.PID] || p.Exited() || !procs.IsLauncher(p) || (t.Self > 0 && p.PID == t.Self) || t.Age(p) < launcherGrace {
 			continue
 		}
 		if l, ok := launcherOf(t, p); ok && (inJob[l.PID] || procs.IsLauncher(l)) {
@@ -482,6 +484,10 @@ func finish(t *proctab.Table, j *Job) {
 type PickError struct{ Msg string }
 
 func (e PickError) Error() string { return e.Msg }
+
+// launcherGrace is how long a launcher may run without ranks before it is
+// reported as a job that waits in its rendezvous.
+const launcherGrace = time.Minute
 
 // ErrSeveralJobs is returned by Pick when the user must choose.
 type ErrSeveralJobs struct{ Jobs []Job }
