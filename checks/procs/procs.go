@@ -432,7 +432,9 @@ func liveLauncher(t *proctab.Table, a *Assessment, pr Probe) {
 	if p.PGID > 0 && p.PGID != p.PID {
 		// The leader must share the rank's PID namespace: unshare or a
 		// container runtime outside it leads the group of what it started.
-		if l, ok := t.Lookup(p.PGID); ok && !l.Exited() && !IsRank(l) && !IsReaper(t, l) && l.PIDNS != "" && l.PIDNS == p.PIDNS {
+		// A zombie leader is dying, whatever its thread count says: the
+		// rank was re-parented while its last threads exit.
+		if l, ok := t.Lookup(p.PGID); ok && !l.Zombie() && !IsRank(l) && !IsReaper(t, l) && l.PIDNS != "" && l.PIDNS == p.PIDNS {
 			a.Verdict = Live
 			a.why("but its process group leader %s still runs: the launcher that started it need not be its parent (`sh -c 'rank &'` re-parents a rank while its launcher lives)", describe(t, l))
 			return
@@ -506,7 +508,7 @@ func storeHolder(t *proctab.Table, p proctab.Process, pr Probe) (proctab.Process
 		return proctab.Process{}, false
 	}
 	for _, q := range t.All() {
-		if q.PIDNS != p.PIDNS || IsRank(q) || q.Exited() || !(IsLauncher(q) || isPythonName(q)) {
+		if q.PIDNS != p.PIDNS || IsRank(q) || q.Zombie() || !(IsLauncher(q) || isPythonName(q)) {
 			continue
 		}
 		inodes, err := pr.Inodes(q.PID)

@@ -946,6 +946,10 @@ func (j *Job) KillLauncher() {
 		j.t.Fatalf("realjob: KillLauncher only on the host (the launcher is PID 1 of the %s)", j.spec.Where)
 	}
 	ls := j.Launchers()
+	starts := map[int]uint64{}
+	for _, pid := range ls {
+		starts[pid] = startTicks(pid)
+	}
 	for _, pid := range ls {
 		if err := j.Signal(pid, syscall.SIGKILL); err != nil {
 			j.t.Fatalf("realjob: kill launcher %d: %v", pid, err)
@@ -957,6 +961,13 @@ func (j *Job) KillLauncher() {
 		for _, p := range j.procs() {
 			for _, l := range ls {
 				orphaned = orphaned && p.pid != l && p.ppid != l
+			}
+		}
+		// And the launchers have finished dying: their last threads exit
+		// after the ranks are re-parented.
+		for _, l := range ls {
+			if st := procState(l); st != "" && st != "Z" && st != "X" && startTicks(l) == starts[l] {
+				orphaned = false
 			}
 		}
 		if orphaned {
