@@ -109,10 +109,11 @@ func choosableStale(h *host.Host, targets []rank, skipped []string) *Fix {
 // leftover rank of the user listed as an item.
 func selectStale(h *host.Host, jobs []*staleJob, skipped, chosen []string) Fix {
 	var items []Item
-	var picked []rank
+	var picked, listed []rank
 	var pids []int
 	for _, j := range jobs {
 		for _, t := range j.ranks {
+			listed = append(listed, t)
 			id := strconv.Itoa(t.PID)
 			on := slices.Contains(chosen, id)
 			items = append(items, Item{ID: id, Group: j.label, Chosen: on,
@@ -138,6 +139,10 @@ func selectStale(h *host.Host, jobs []*staleJob, skipped, chosen []string) Fix {
 		f.Summary += " " + notChosenHint(items)
 	}
 	f.Items, f.stalePIDs = items, pids
+	// The preview the user saw lists every item, chosen or not: a later
+	// `--apply proc.stale --pid P --yes` may pick any of them, never one
+	// that was not listed.
+	f.stale = listed
 	f.choose = func(ids []string) Fix { return selectStale(h, jobs, skipped, ids) }
 	return f
 }
