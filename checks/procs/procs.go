@@ -433,8 +433,10 @@ func liveLauncher(t *proctab.Table, a *Assessment, pr Probe) {
 		// The leader must share the rank's PID namespace: unshare or a
 		// container runtime outside it leads the group of what it started.
 		// A zombie leader is dying, whatever its thread count says: the
-		// rank was re-parented while its last threads exit.
-		if l, ok := t.Lookup(p.PGID); ok && !l.Zombie() && !IsRank(l) && !IsReaper(t, l) && l.PIDNS != "" && l.PIDNS == p.PIDNS {
+		// rank was re-parented while its last threads exit. ncclwiz itself
+		// is never the job's launcher, even when it leads the group (a
+		// shell that started the job and then exec'd ncclwiz).
+		if l, ok := t.Lookup(p.PGID); ok && l.PID != t.Self && !l.Zombie() && !IsRank(l) && !IsReaper(t, l) && l.PIDNS != "" && l.PIDNS == p.PIDNS {
 			a.Verdict = Live
 			a.why("but its process group leader %s still runs: the launcher that started it need not be its parent (`sh -c 'rank &'` re-parents a rank while its launcher lives)", describe(t, l))
 			return
