@@ -62,17 +62,8 @@ func cleanupCandidates(inv *shm.Inventory, h *host.Host, allUsers bool) (cands [
 	return cands, skipped
 }
 
-func age(now, t time.Time) string {
-	d := now.Sub(t)
-	switch {
-	case d >= 48*time.Hour:
-		return fmt.Sprintf("%d days old", int(d.Hours()/24))
-	case d >= 2*time.Hour:
-		return fmt.Sprintf("%d h old", int(d.Hours()))
-	default:
-		return fmt.Sprintf("%d min old", int(d.Minutes()))
-	}
-}
+// age is how old a file of mtime t is at now, for people.
+func age(now, t time.Time) string { return units.Duration(now.Sub(t)) + " old" }
 
 func planCleanup(ctx context.Context, h *host.Host, r *request) *Fix {
 	inv, err := shm.Scan(ctx, h)
