@@ -228,6 +228,15 @@ func (a *App) Context() string {
 	return ""
 }
 
+// Command is `ncclwiz SUB` as the user should type it next: with the
+// global flags that chose the machine looked at (Context).
+func (a *App) Command(sub string) string {
+	if c := a.Context(); c != "" {
+		return "ncclwiz " + sub + " " + c
+	}
+	return "ncclwiz " + sub
+}
+
 // usageError marks errors that come from what the user typed.
 type usageError struct{ error }
 

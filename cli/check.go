@@ -95,7 +95,7 @@ func runCheck(cmd *cobra.Command, a *App, f checkFlags) error {
 		if err := report.WriteJSON(a.Stdout, h, results, a.VersionString()); err != nil {
 			return err
 		}
-	} else if err := report.WritePlain(a.Out(), h, results, report.PlainOptions{Verbose: f.verbose}); err != nil {
+	} else if err := report.WritePlain(a.Out(), h, results, report.PlainOptions{Verbose: f.verbose, Context: a.Context()}); err != nil {
 		return err
 	}
 	if code := checks.ExitCode(results); code != 0 {

@@ -279,3 +279,48 @@ func TestDebugPrintsNodeCommands(t *testing.T) {
 		t.Errorf("commands printed without --debug:\n%s", errOut)
 	}
 }
+
+// TestManDirNeverWritesThroughLinks: `ncclwiz man DIR` (root, in a
+// directory someone else could plant names in) never writes through a
+// symlink and never writes into an existing file: cobra's GenManTree
+// opened each page with os.Create, so a planted ncclwiz-check.1 → victim
+// had the victim truncated and overwritten.
+func TestManDirNeverWritesThroughLinks(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(dir, "ncclwiz-check.1")); err != nil {
+		t.Fatal(err)
+	}
+	// A hard link to another file stands for one whose content must not
+	// change in place (its other names, its owner's permissions).
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.WriteFile(other, []byte("other\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(other, filepath.Join(dir, "ncclwiz-fix.1")); err != nil {
+		t.Skipf("no hard link across temp dirs here: %v", err)
+	}
+	_, errOut, code := runCLI(t, nil, "man", dir)
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Errorf("written through the symlink: the victim now holds %d bytes", len(b))
+	}
+	if code == 0 || !strings.Contains(errOut, "ncclwiz-check.1") || !strings.Contains(errOut, "symbolic link") {
+		t.Errorf("exit %d; the planted link is not named: %s", code, errOut)
+	}
+	// Without the link, every page is written: an existing one replaced.
+	if err := os.Remove(filepath.Join(dir, "ncclwiz-check.1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, nil, "man", dir); code != 0 {
+		t.Fatalf("man: exit %d %s", code, errOut)
+	}
+	if b, _ := os.ReadFile(other); string(b) != "other\n" {
+		t.Errorf("an existing page was written in place: its other name now holds %d bytes", len(b))
+	}
+	if page, err := os.ReadFile(filepath.Join(dir, "ncclwiz-fix.1")); err != nil || !strings.Contains(string(page), ".TH") {
+		t.Errorf("ncclwiz-fix.1 was not replaced by its page: %v", err)
+	}
+}

@@ -158,7 +158,7 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 		return exportFixes(a, h, plan, findings, f.export, f.yes)
 	case len(ids) == 0 && !f.dryRun:
 		rememberPreview(a, h, plan)
-		return listFixes(out, plan)
+		return listFixes(out, plan, a.Command)
 	}
 	if len(plan) == 0 {
 		return nil
@@ -204,7 +204,7 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 			continue
 		}
 		progressed := 0
-		opts := steps.ApplyOptions{Yes: true, DryRun: f.dryRun, Kill: f.kill, Open: openFixes(full, fx.ID, applied),
+		opts := steps.ApplyOptions{Yes: true, DryRun: f.dryRun, Kill: f.kill, Open: openFixes(full, fx.ID, applied), Context: a.Context(),
 			Progress: func(s string) { progressed++; fmt.Fprintln(out, "  "+textsafe.Clean(s)) }}
 		if fx.ID == "proc.stale" {
 			// --yes agrees in advance to what the user saw: the last
@@ -241,7 +241,7 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 			if progressed > 0 {
 				res.Changed = nil // already shown as they happened
 			}
-			if !printOutcome(out, res, f.dryRun) {
+			if !printOutcome(out, res, f.dryRun, a.Command) {
 				failed = true
 			}
 		}
@@ -417,16 +417,18 @@ func notPlanned(plan []steps.Fix, notes map[string]string, ids []string) map[str
 // noFixHere is why a named fix is not planned when the planner gave no reason.
 const noFixHere = "nothing to do on this machine now"
 
-func listFixes(out io.Writer, plan []steps.Fix) error {
+// listFixes prints the plan; command is a.Command (the commands it
+// suggests keep --shm-path and --scenario).
+func listFixes(out io.Writer, plan []steps.Fix, command func(string) string) error {
 	if len(plan) == 0 {
-		_, err := fmt.Fprintln(out, "No fix applies to this machine now (`ncclwiz check` shows what was looked at).")
+		_, err := fmt.Fprintf(out, "No fix applies to this machine now (`%s` shows what was looked at).\n", command("check"))
 		return err
 	}
 	fmt.Fprintf(out, "%d fix%s for this machine:\n", len(plan), map[bool]string{true: "", false: "es"}[len(plan) == 1])
 	for _, fx := range plan {
 		printFix(out, fx, false)
 	}
-	_, err := fmt.Fprintln(out, "\nApply: ncclwiz fix --apply ID[,ID]   Preview: add --dry-run   Script: ncclwiz fix --export fix.sh")
+	_, err := fmt.Fprintf(out, "\nApply: %s   Preview: add --dry-run   Script: %s\n", command("fix --apply ID[,ID]"), command("fix --export fix.sh"))
 	return err
 }
 
@@ -481,7 +483,7 @@ func printFix(out io.Writer, fx steps.Fix, applying bool) {
 }
 
 // printOutcome prints what a fix did and its proof; false when it failed.
-func printOutcome(out io.Writer, res steps.Outcome, dryRun bool) bool {
+func printOutcome(out io.Writer, res steps.Outcome, dryRun bool, command func(string) string) bool {
 	for _, c := range res.Changed {
 		fmt.Fprintf(out, "  %s\n", textsafe.Clean(c))
 	}
@@ -511,7 +513,7 @@ func printOutcome(out io.Writer, res steps.Outcome, dryRun bool) bool {
 		}
 		return false
 	default:
-		fmt.Fprintln(out, "  proof: not possible yet (see above); run `ncclwiz check` once it takes effect.")
+		fmt.Fprintf(out, "  proof: not possible yet (see above); run `%s` once it takes effect.\n", command("check"))
 	}
 	return true
 }

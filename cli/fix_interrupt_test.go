@@ -175,5 +175,9 @@ func TestFixBrokenPipe(t *testing.T) {
 	if removed+left != n {
 		t.Errorf("stderr says %d removed, %d of %d are left", removed, left, n)
 	}
+	// What to run next looks at the same directory, not /dev/shm.
+	if want := "`ncclwiz check --shm-path " + dir + "` shows what is left"; !strings.Contains(string(stderr), want) {
+		t.Errorf("no %q in stderr:\n%s", want, tail(string(stderr)))
+	}
 	t.Logf("exit %s; stderr ends:\n%s", code, tail(string(stderr)))
 }

@@ -226,3 +226,33 @@ func TestWizardVerdictNamesMatchSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestSuggestedCommandsKeepContext: the commands check and fix suggest
+// next repeat the flags that chose the machine. Without them, `ncclwiz
+// --scenario shm-orphans check` told a practising user to run `ncclwiz fix
+// --apply shm.cleanup`, which acts on the real /dev/shm, and `--shm-path
+// DIR` sent them to /dev/shm (issue 25 item 6 fixed only in the wizard and
+// the script).
+func TestSuggestedCommandsKeepContext(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"check's fix hint", []string{"--scenario", "shm-orphans", "check", "--only", "shm.segments"},
+			[]string{"→ ncclwiz fix --apply shm.cleanup --scenario shm-orphans"}},
+		{"fix list", []string{"--scenario", "shm-orphans", "fix"},
+			[]string{"Apply: ncclwiz fix --apply ID[,ID] --scenario shm-orphans", "Script: ncclwiz fix --export fix.sh --scenario shm-orphans"}},
+		{"nothing to fix", []string{"--scenario", "healthy-h100", "fix"},
+			[]string{"`ncclwiz check --scenario healthy-h100` shows what was looked at"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, _ := runIn(t, "", tt.args...)
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("%v: no %q in:\n%s%s", tt.args, w, out, errOut)
+				}
+			}
+		})
+	}
+}

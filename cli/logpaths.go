@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Paths to logs as users give them (issue 25 item 12): a directory (such
@@ -181,6 +182,16 @@ func completePath(field, home string) (string, []string) {
 	for _, n := range names[1:] {
 		for !strings.HasPrefix(n, common) {
 			common = common[:len(common)-1]
+		}
+	}
+	// Never end inside a character: names that differ in a multi-byte
+	// rune's last bytes share its first ones.
+	for i := 1; i < utf8.UTFMax && i <= len(common); i++ {
+		if tail := common[len(common)-i:]; utf8.RuneStart(tail[0]) {
+			if !utf8.FullRuneInString(tail) {
+				common = common[:len(common)-i]
+			}
+			break
 		}
 	}
 	typedDir := word[:len(word)-len(base)]

@@ -54,4 +54,12 @@ func TestFieldPathsAndCompletion(t *testing.T) {
 	if got, _ := completePath(filepath.Join(dir, "tl"), dir); got != filepath.Join(dir, "tlogs")+"/" {
 		t.Errorf("complete a directory: %q", got)
 	}
+	// Names that differ inside a multi-byte character (本 and 木 share
+	// their first two bytes): the completion stops before that character,
+	// never in the middle of it (the field got U+FFFD twice).
+	mk("zh/日志本.log")
+	mk("zh/日志木.log")
+	if got, cs := completePath(filepath.Join(dir, "zh/日"), dir); got != filepath.Join(dir, "zh/日志") || len(cs) != 2 {
+		t.Errorf("complete zh/日: %q %q", got, cs)
+	}
 }

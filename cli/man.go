@@ -1,13 +1,18 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 	"github.com/spf13/pflag"
+
+	"github.com/ncclwiz/ncclwiz/internal/safefile"
+	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
 func newManCmd() *cobra.Command {
@@ -33,12 +38,51 @@ without, prints the top-level page, e.g.: ncclwiz man | man -l -`,
 			if err := os.MkdirAll(args[0], 0o755); err != nil {
 				return usageError{fmt.Errorf("man page directory: %w", err)}
 			}
-			if err := doc.GenManTree(root, header, args[0]); err != nil {
-				return fmt.Errorf("write man pages to %s: %w", args[0], err)
-			}
-			return nil
+			return writeManTree(root, header, args[0])
 		},
 	}
+}
+
+// writeManTree writes the pages cobra's GenManTree would (ncclwiz.1,
+// ncclwiz-check.1, …; hidden commands left out) through safefile: a name
+// already in DIR is replaced, never written through (a planted symlink)
+// or into (a hard link). A symlink or non-regular file at any page's name
+// refuses the whole tree before anything is written.
+func writeManTree(root *cobra.Command, header *doc.GenManHeader, dir string) error {
+	var cmds []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		cmds = append(cmds, c)
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() && !sub.IsAdditionalHelpTopicCommand() {
+				walk(sub)
+			}
+		}
+	}
+	walk(root)
+	page := func(c *cobra.Command) string {
+		return filepath.Join(dir, strings.ReplaceAll(c.CommandPath(), " ", "-")+"."+header.Section)
+	}
+	var refused []string
+	for _, c := range cmds {
+		if err := safefile.Check(page(c)); err != nil {
+			refused = append(refused, err.Error())
+		}
+	}
+	if len(refused) > 0 {
+		return usageError{fmt.Errorf("no man page written to %s: %s", textsafe.Sanitize(dir), textsafe.Sanitize(strings.Join(refused, "; ")))}
+	}
+	for _, c := range cmds {
+		var b bytes.Buffer
+		h := *header
+		if err := doc.GenMan(c, &h, &b); err != nil {
+			return fmt.Errorf("man page of %s: %w", c.CommandPath(), err)
+		}
+		if err := safefile.Write(page(c), b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("write man pages to %s: %w", textsafe.Sanitize(dir), err)
+		}
+	}
+	return nil
 }
 
 // escapeHelpForMarkdown escapes what markdown would read as emphasis or an

@@ -163,7 +163,7 @@ func wizardDeps(a *App, cs []checks.Check) tui.Deps {
 		// The wizard asked for consent to the plan before starting; an
 		// escalation beyond it (SIGKILL of a rank that ignored SIGTERM) is
 		// asked on the Apply screen, in full, as the CLI asks it.
-		res, err := fx.Apply(ctx, h, steps.ApplyOptions{Yes: true, Progress: progress, Open: open, Confirm: ask})
+		res, err := fx.Apply(ctx, h, steps.ApplyOptions{Yes: true, Progress: progress, Open: open, Confirm: ask, Context: a.Context()})
 		out := tui.FixResult{ID: v.ID, Summary: res.Summary, Changed: res.Changed, Skipped: res.Skipped, Recheck: res.Recheck,
 			Verdict: res.Verdict, Remaining: res.Remaining, Proof: res.Proof, Err: err}
 		if len(res.Answered) > 0 {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/internal/units"
@@ -215,22 +216,9 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
-// duration is a number of seconds for people: "15 s", "4 min", "2 h 5 min",
-// "3 days".
+// duration is a number of seconds for people (units.Duration).
 func duration(s float64) string {
-	n := int64(math.Round(s))
-	switch {
-	case n < 120:
-		return fmt.Sprintf("%d s", n)
-	case n < 2*3600:
-		return fmt.Sprintf("%d min", n/60)
-	case n < 48*3600:
-		if m := (n % 3600) / 60; m > 0 {
-			return fmt.Sprintf("%d h %d min", n/3600, m)
-		}
-		return fmt.Sprintf("%d h", n/3600)
-	}
-	return fmt.Sprintf("%d days", n/86400)
+	return units.Duration(time.Duration(math.Round(s)) * time.Second)
 }
 
 func millis(ms float64) string {

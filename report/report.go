@@ -202,6 +202,10 @@ func sanitizeValue(v any) any {
 type PlainOptions struct {
 	Verbose bool
 	Title   string // e.g. "ncclwiz check"
+	// Context is the global flags that chose the machine looked at
+	// (--shm-path DIR, --scenario NAME): the fix commands the report
+	// suggests repeat them, or they would act on another machine.
+	Context string
 }
 
 type marks struct{ ok, info, warn, err, skip, arrow string }
@@ -289,7 +293,7 @@ func WritePlain(out termio.Output, h *host.Host, rs []checks.Result, opts PlainO
 				}
 			}
 			if f.Severity.IsProblem() || opts.Verbose {
-				for _, l := range hints(f, m, out.Width-len(ind)) {
+				for _, l := range hints(f, m, out.Width-len(ind), opts.Context) {
 					b.WriteString(ind + st.hint.Render(l) + "\n")
 				}
 			}
@@ -304,11 +308,16 @@ func WritePlain(out termio.Output, h *host.Host, rs []checks.Result, opts PlainO
 }
 
 // hints are the fix and guide commands, one "·"-separated line, broken
-// between commands (never inside one) when it would not fit width.
-func hints(f checks.Finding, m marks, width int) []string {
+// between commands (never inside one) when it would not fit width. The fix
+// command carries context (the flags that chose the machine).
+func hints(f checks.Finding, m marks, width int, context string) []string {
 	var parts []string
 	if len(f.Fixes) > 0 {
-		parts = append(parts, "ncclwiz fix --apply "+strings.Join(f.Fixes, ","))
+		fix := "ncclwiz fix --apply " + strings.Join(f.Fixes, ",")
+		if context != "" {
+			fix += " " + context
+		}
+		parts = append(parts, fix)
 	}
 	if f.Guide != "" {
 		parts = append(parts, "ncclwiz guides "+f.Guide)

@@ -62,17 +62,8 @@ func cleanupCandidates(inv *shm.Inventory, h *host.Host, allUsers bool) (cands [
 	return cands, skipped
 }
 
-func age(now, t time.Time) string {
-	d := now.Sub(t)
-	switch {
-	case d >= 48*time.Hour:
-		return fmt.Sprintf("%d days old", int(d.Hours()/24))
-	case d >= 2*time.Hour:
-		return fmt.Sprintf("%d h old", int(d.Hours()))
-	default:
-		return fmt.Sprintf("%d min old", int(d.Minutes()))
-	}
-}
+// age is how old a file of mtime t is at now, for people.
+func age(now, t time.Time) string { return units.Duration(now.Sub(t)) + " old" }
 
 func planCleanup(ctx context.Context, h *host.Host, r *request) *Fix {
 	inv, err := shm.Scan(ctx, h)
@@ -110,17 +101,33 @@ func planCleanup(ctx context.Context, h *host.Host, r *request) *Fix {
 		steps = append(steps, Step{Comment: "OTHER USERS' files (--all-users); each re-proven unused right before removal" + proofWord(h), Lines: others, Root: true})
 	}
 	title := fmt.Sprintf("Remove %s (%s) from %s", units.Count(len(cands), "orphaned segment"), shm.Human(uint64(total)), inv.Dir)
+	summary := cleanupSummary(h, len(cands), total)
 	if len(pending) > 0 {
+		// proc.stale runs first only when it is chosen too: what only its
+		// ranks hold is said as depending on it, never as unused.
 		st, n := pendingStep(pending, r.ending, now)
 		steps = append(steps, st)
-		title = fmt.Sprintf("Remove %s from %s: %d orphaned, %s once proc.stale ends its holders", units.Count(len(cands)+len(pending), "segment"), inv.Dir, len(cands), units.Count(len(pending), "held only by a leftover rank", "held only by leftover ranks"))
-		total += n
+		held := units.Count(len(pending), "segment held only by a leftover rank", "segments held only by leftover ranks")
+		if len(cands) == 0 {
+			title = fmt.Sprintf("Remove %s from %s, if proc.stale ends %s first", held, inv.Dir, map[bool]string{true: "it", false: "them"}[len(pending) == 1])
+			summary = ""
+		} else {
+			title = fmt.Sprintf("%s, and %s if proc.stale ends %s first", title, units.Count(len(pending), "held only by a leftover rank", "held only by leftover ranks"), map[bool]string{true: "it", false: "them"}[len(pending) == 1])
+			summary += " "
+		}
+		if len(pending) == 1 {
+			summary += fmt.Sprintf("The segment held only by a leftover rank (%s) is removed only if proc.stale ends that rank first "+
+				"(chosen too, it runs before the cleanup) and the segment is then proven unused like the others; otherwise it stays.", shm.Human(uint64(n)))
+		} else {
+			summary += fmt.Sprintf("The %s (%s) are removed only if proc.stale ends those ranks first "+
+				"(chosen too, it runs before the cleanup) and each is then proven unused like the others; otherwise they stay.", held, shm.Human(uint64(n)))
+		}
 		cands = append(cands, pending...)
 	}
 	f := &Fix{
 		ID:      "shm.cleanup",
 		Title:   title,
-		Summary: cleanupSummary(h, len(cands), total),
+		Summary: summary,
 		Guide:   "shm-stale-segments", Risk: RiskLow,
 		NeedsRoot: len(others) > 0,
 		Steps:     steps,

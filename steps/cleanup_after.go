@@ -62,6 +62,6 @@ func pendingStep(pending []shm.Segment, ending []int, now time.Time) (Step, int6
 			ps = append(ps, strconv.Itoa(p))
 		}
 	}
-	return Step{Comment: "after proc.stale ends pid " + strings.Join(ps, ", ") + " (it runs first): each removed only if then proven unused, as above",
+	return Step{Comment: "only if proc.stale ends pid " + strings.Join(ps, ", ") + " first (chosen too, it runs first): each removed only if then proven unused, as above",
 		Lines: lines}, total
 }

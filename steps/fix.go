@@ -106,6 +106,18 @@ type ApplyOptions struct {
 	// reports that one of them also answers is not held against this fix
 	// (see Judge).
 	Open []string
+	// Context is the global flags that chose the machine (--shm-path DIR,
+	// --scenario NAME): a command the outcome suggests repeats them, or it
+	// would look at, or act on, another machine.
+	Context string
+}
+
+// command is `ncclwiz SUB` with the options' context.
+func (o ApplyOptions) command(sub string) string {
+	if o.Context != "" {
+		return "ncclwiz " + sub + " " + o.Context
+	}
+	return "ncclwiz " + sub
 }
 
 func (o ApplyOptions) progress(format string, args ...any) {
@@ -293,7 +305,7 @@ func (f Fix) Apply(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, 
 		return Outcome{}, fmt.Errorf("%s: a simulated host must have its own root; refusing to act on /", f.ID)
 	}
 	if f.NeedsRoot && !h.IsRoot() && !h.Simulated && !o.DryRun {
-		return Outcome{}, fmt.Errorf("%s needs root: run sudo ncclwiz fix --apply %s, or export a script (ncclwiz fix --export fix.sh) for an administrator", f.ID, f.ID)
+		return Outcome{}, fmt.Errorf("%s needs root: run sudo %s, or export a script (%s) for an administrator", f.ID, o.command("fix --apply "+f.ID), o.command("fix --export fix.sh"))
 	}
 	out, err := f.apply(ctx, h, o)
 	if err != nil {
@@ -307,7 +319,7 @@ func (f Fix) Apply(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, 
 		// Interrupted: the outcome says how far it got; a re-check now
 		// would only be cancelled too.
 		out.Verdict = VerdictUnproven
-		out.Proof = "none yet, it was interrupted; `ncclwiz check` shows what is left"
+		out.Proof = "none yet, it was interrupted; `" + o.command("check") + "` shows what is left"
 		return out, nil
 	}
 	if len(f.Recheck) > 0 {

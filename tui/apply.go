@@ -164,6 +164,9 @@ func (m applyModel) update(msg tea.Msg) (applyModel, tea.Cmd) {
 	if m.asking != nil {
 		switch k.String() {
 		case "y":
+			if !m.questionWhole() {
+				return m, status(fmt.Sprintf("the window is too small to show the whole question (it is %dx%d): make it larger to answer y; n leaves it running", m.c.width, m.c.height))
+			}
 			return m.answer(true)
 		case "n", "N", "esc":
 			return m.answer(false)
@@ -318,6 +321,22 @@ func (m applyModel) question() string {
 		st.key.Render("y") + " yes   " + st.key.Render("n") + " no (leave it running)"
 }
 
+// questionWhole reports whether the open question and its answers are on
+// screen whole: below the title, in the rows surely shown, no line cut
+// by the width. y is taken only then.
+func (m applyModel) questionWhole() bool {
+	q := m.question()
+	if q == "" || 2+lipgloss.Height(q) > m.c.shownRows() {
+		return false
+	}
+	for _, l := range strings.Split(q, "\n") {
+		if lipgloss.Width(l) > m.c.width {
+			return false
+		}
+	}
+	return true
+}
+
 func (m applyModel) questionHeight() int {
 	if m.asking == nil {
 		return 0
@@ -336,10 +355,12 @@ func (m applyModel) view() string {
 	default:
 		b.WriteString(st.title.Render("Applied: what happened") + "\n\n")
 	}
-	b.WriteString(m.out.view() + "\n\n")
+	// The open question comes first, under the title: it is what a short
+	// window must show.
 	if q := m.question(); q != "" {
 		b.WriteString(q + "\n\n")
 	}
+	b.WriteString(m.out.view() + "\n\n")
 	if m.running && len(m.log) > 0 {
 		b.WriteString(st.dim.Render(truncate(textsafe.Clean(m.log[len(m.log)-1]), m.c.width)))
 	} else {

@@ -247,6 +247,9 @@ func (m fixModel) confirmKey(k string) (fixModel, tea.Cmd) {
 	}
 	switch k {
 	case "y":
+		if !m.plan.whole() {
+			return m, status(fmt.Sprintf("the window is too small to show every line of the plan whole (it is %dx%d): make it larger, then read the plan; n goes back", m.c.width, m.c.height))
+		}
 		if n := m.plan.unseen(); n > 0 {
 			return m, status(fmt.Sprintf("scroll to the end of the plan first (%s not yet shown): pgdn or end", units.Count(n, "line")))
 		}
@@ -360,7 +363,7 @@ func (m *fixModel) refresh() {
 	w, h := m.c.width, m.c.bodyHeight()
 	// The list's room holds its rows and, when it pages, its position line.
 	m.list.setSize(w, max(h/3, 3)+1)
-	sig := fmt.Sprint(w, h, m.confirming, m.list.index(), m.chosenIDs(), m.gen, m.planning, len(m.fixes), len(m.shown), m.c.deps.Host != nil && m.c.deps.Host.Simulated)
+	sig := fmt.Sprint(w, h, m.c.height, m.confirming, m.list.index(), m.chosenIDs(), m.gen, m.planning, len(m.fixes), len(m.shown), m.c.deps.Host != nil && m.c.deps.Host.Simulated)
 	for _, f := range m.fixes {
 		sig += fmt.Sprint(f.Plan, f.ChosenItems())
 	}
@@ -369,8 +372,10 @@ func (m *fixModel) refresh() {
 	}
 	m.built = sig
 	if m.confirming {
-		// Title and blank above; the position line and the prompt below.
-		m.plan.set(m.planText(), w, h-4)
+		// Title and blank above; the position line and the prompt below,
+		// all in the rows surely on screen: a line of a plan counts as read
+		// only when it was (pager.whole).
+		m.plan.set(m.planText(), w, m.c.shownRows()-4)
 		return
 	}
 	used := 2 + m.list.height() + 1

@@ -49,6 +49,12 @@ func (c *common) command(sub string) string {
 // bodyHeight is the space between the header and the help bar.
 func (c *common) bodyHeight() int { return max(c.height-4, 5) }
 
+// shownRows is how many rows of the body are surely on screen. bodyHeight
+// keeps a floor of 5 so that screens lay out, and the root cuts what a
+// shorter window cannot show: what consent rests on is laid out in
+// shownRows, and a window too short for it is said so.
+func (c *common) shownRows() int { return min(c.bodyHeight(), c.height-2) }
+
 // gotoMsg asks the root to switch stage.
 type gotoMsg struct{ stage flow.Stage }
 
@@ -159,7 +165,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.String() == "r" && m.recheckable() {
 			return m.recheck()
 		}
-		if key.Matches(msg, m.keys.Help) && !m.typing() && !m.browsing() {
+		if key.Matches(msg, m.keys.Help) && !m.typing() && !m.browsing() && !m.consenting() {
 			m.help.ShowAll = !m.help.ShowAll
 			return m, nil
 		}
@@ -534,6 +540,13 @@ func (m Model) recheckable() bool {
 	return false
 }
 
+// consenting reports whether a screen asks for a yes to what it shows
+// (the confirm step's plan, a question of a running fix): the full help
+// never lies over it.
+func (m Model) consenting() bool {
+	return (m.stage == flow.Fix && m.fix.confirming) || (m.stage == flow.Apply && m.apply.asking != nil)
+}
+
 // recheck runs every check again and returns to this screen with the
 // machine as it is now (the session's before/after is kept).
 func (m Model) recheck() (tea.Model, tea.Cmd) {
@@ -724,6 +737,9 @@ func (m Model) globalHelp() []key.Binding {
 	if onPath(m.stage) && m.stage != flow.Start && !m.apply.running {
 		out = append(out, bind("tab/shift+tab", "next/back", "tab", "shift+tab"))
 	}
+	if m.consenting() {
+		return out // every key is in the bar; no full help over a plan or question
+	}
 	return append(out, m.keys.Help)
 }
 
@@ -735,7 +751,7 @@ func (m Model) helpView() string {
 	h := m.help
 	h.SetWidth(m.c.width)
 	km := helpFor(m.screenKeys(), m.globalHelp())
-	if !h.ShowAll {
+	if !h.ShowAll || m.consenting() {
 		h.SetWidth(0) // measured here, not cut by help
 		short := km.(keyMap).Short
 		for len(short) > 1 && lipgloss.Width(h.ShortHelpView(short)) > m.c.width {

@@ -20,6 +20,11 @@ type pager struct {
 	content string
 	// seen is how many lines from the top have been displayed.
 	seen int
+	// hidden: the pager was given no row on screen (a window too short
+	// for it), so nothing counts as displayed; cut: a line was wider than
+	// the pager and shows ending in "…". Either way the content is not on
+	// screen whole (whole), which consent needs.
+	hidden, cut bool
 }
 
 func newPager() pager {
@@ -31,18 +36,22 @@ func newPager() pager {
 // user would now be consenting to.
 func (p *pager) set(content string, width, height int) {
 	content = strings.TrimRight(content, "\n")
+	hidden := width < 1 || height < 1
 	width, height = max(width, 1), max(height, 1)
 	// A line wider than the pane ends in "…" (a table's row, a long path):
 	// never cut mid-word without saying so.
+	cut := false
 	if lines := strings.Split(content, "\n"); slices.ContainsFunc(lines, func(l string) bool { return ansi.StringWidth(l) > width }) {
 		for i, l := range lines {
 			lines[i] = truncate(l, width)
 		}
 		content = strings.Join(lines, "\n")
+		cut = true
 	}
-	if content == p.content && width == p.vp.Width() && height == p.vp.Height() {
+	if content == p.content && width == p.vp.Width() && height == p.vp.Height() && hidden == p.hidden {
 		return
 	}
+	p.hidden, p.cut = hidden, cut
 	changed := content != p.content
 	p.content = content
 	p.vp.SetWidth(width)
@@ -60,8 +69,15 @@ func (p *pager) set(content string, width, height int) {
 
 // mark records the lines now on screen as seen.
 func (p *pager) mark() {
+	if p.hidden {
+		return
+	}
 	p.seen = max(p.seen, min(p.vp.YOffset()+p.vp.Height(), p.vp.TotalLineCount()))
 }
+
+// whole reports whether the pager is on screen with every line whole (no
+// line cut by the width, at least one row of the window).
+func (p pager) whole() bool { return !p.hidden && !p.cut }
 
 // scroll handles the scrolling keys and reports whether k was one.
 // lines says whether up/down (and j/k) scroll here; screens with a cursor

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/dotted"
 	ft "github.com/ncclwiz/ncclwiz/internal/fixturetest"
 	"github.com/ncclwiz/ncclwiz/internal/nvml/gonvml"
 )
@@ -406,7 +407,7 @@ func TestVersionHelpers(t *testing.T) {
 	if cudaVersion(12040) != "12.4" || cudaVersion(11080) != "11.8" || cudaVersion(0) != "" {
 		t.Error("cudaVersion")
 	}
-	if !versionLess("11.8", "12.1") || versionLess("12.10", "12.9") || !inRange("2.18.3", "2.12", "2.19") || inRange("2.19.1", "2.12", "2.19") {
+	if !dotted.Less("11.8", "12.1") || dotted.Less("12.10", "12.9") || !inRange("2.18.3", "2.12", "2.19") || inRange("2.19.1", "2.12", "2.19") {
 		t.Error("version comparisons")
 	}
 	_ = os.Getpid

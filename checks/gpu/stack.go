@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"path"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/dotted"
 )
 
 // NCCLBuild is one NCCL library a job could load.
@@ -172,26 +172,8 @@ func readSitePackages(h *host.Host, st *Stack) {
 	}
 }
 
-// versionLess compares dotted versions numerically.
-func versionLess(a, b string) bool {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < max(len(pa), len(pb)); i++ {
-		var x, y int
-		if i < len(pa) {
-			x, _ = strconv.Atoi(pa[i])
-		}
-		if i < len(pb) {
-			y, _ = strconv.Atoi(pb[i])
-		}
-		if x != y {
-			return x < y
-		}
-	}
-	return false
-}
-
 // inRange reports lo <= v < hi.
-func inRange(v, lo, hi string) bool { return !versionLess(v, lo) && versionLess(v, hi) }
+func inRange(v, lo, hi string) bool { return !dotted.Less(v, lo) && dotted.Less(v, hi) }
 
 func runStack(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	st := ReadStack(ctx, h)
@@ -276,7 +258,7 @@ func runStack(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 	}
 	if st.TorchCUDA != "" {
 		s := Probe(ctx, h)
-		if s.OK() && s.CUDA != "" && versionLess(s.CUDA, st.TorchCUDA) {
+		if s.OK() && s.CUDA != "" && dotted.Less(s.CUDA, st.TorchCUDA) {
 			fs = append(fs, checks.Finding{Severity: checks.Error,
 				Title:  fmt.Sprintf("The driver supports CUDA %s but torch was built for CUDA %s", s.CUDA, st.TorchCUDA),
 				Detail: fmt.Sprintf("CUDA fails to start with 'CUDA driver version is insufficient for CUDA runtime version'. Install a driver for CUDA %s or newer (driver %s is installed), or a torch wheel built for CUDA %s or older.", st.TorchCUDA, s.Driver, s.CUDA),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/dotted"
 )
 
 // Matrix renders the topology like nvidia-smi topo -m.
@@ -92,7 +93,7 @@ func runTopology(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			// accelerate (utils/environment.py check_cuda_p2p_ib_support)
 			// refuses more than one "RTX 40" GPU on drivers before 550.40.07
 			// unless both variables are set.
-			if n > 1 && strings.Contains(s.Devices[0].Name, "RTX 40") && s.Driver != "" && versionLess(s.Driver, "550.40.07") {
+			if n > 1 && strings.Contains(s.Devices[0].Name, "RTX 40") && s.Driver != "" && dotted.Less(s.Driver, "550.40.07") {
 				f.Detail += " With driver " + s.Driver + " (older than 550.40.07), accelerate refuses to start on RTX 40-series GPUs unless " +
 					"NCCL_P2P_DISABLE=1 and NCCL_IB_DISABLE=1 are both set (or the job starts with `accelerate launch`, which sets them); a newer driver lifts that check."
 				f.Evidence["recommended_env"] = map[string]string{"NCCL_P2P_DISABLE": "1", "NCCL_IB_DISABLE": "1"}

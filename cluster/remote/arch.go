@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ncclwiz/ncclwiz/internal/dotted"
 	"github.com/ncclwiz/ncclwiz/internal/glibc"
 )
 
@@ -122,7 +123,7 @@ func choose(bins map[string]binInfo, p probe) (binInfo, string, string) {
 	case strings.Contains(libc, "musl"):
 		return binInfo{}, "libc", "the node's C library is musl (" + p.libc + "); ncclwiz needs glibc (2.17 or later) to load NVML. " +
 			"A build without GPU checks runs there: CGO_ENABLED=0 GOARCH=" + arch + " go build -tags nonvml, passed with --binary " + arch + "=PATH"
-	case b.glibc != "" && p.glibcVersion() != "" && glibc.CompareVersions(b.glibc, p.glibcVersion()) > 0:
+	case b.glibc != "" && p.glibcVersion() != "" && dotted.Compare(b.glibc, p.glibcVersion()) > 0:
 		return binInfo{}, "libc", fmt.Sprintf("%s needs glibc %s (a build with cgo) and the node has %s: use a release build, which needs none "+
 			"(ncclwiz_linux_%s.tar.gz, or CGO_ENABLED=0 go build), with --binary %s=PATH", b.path, b.glibc, p.glibcVersion(), arch, arch)
 	}

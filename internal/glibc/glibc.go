@@ -9,8 +9,9 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/ncclwiz/ncclwiz/internal/dotted"
 )
 
 // Need is one dynamic symbol a binary imports.
@@ -44,34 +45,13 @@ func Needs(path string) ([]Need, []string, error) {
 
 var glibcVer = regexp.MustCompile(`^GLIBC_(\d+)\.(\d+)(?:\.(\d+))?$`)
 
-// CompareVersions compares dotted versions ("2.17" < "2.34").
-func CompareVersions(a, b string) int {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < max(len(pa), len(pb)); i++ {
-		var x, y int
-		if i < len(pa) {
-			x, _ = strconv.Atoi(pa[i])
-		}
-		if i < len(pb) {
-			y, _ = strconv.Atoi(pb[i])
-		}
-		if x != y {
-			if x < y {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
-}
-
 // HighestGlibc is the highest GLIBC_x.y version among needs ("" if none).
 func HighestGlibc(needs []Need) string {
 	best := ""
 	for _, n := range needs {
 		if m := glibcVer.FindStringSubmatch(n.Version); m != nil {
 			v := strings.TrimPrefix(n.Version, "GLIBC_")
-			if best == "" || CompareVersions(v, best) > 0 {
+			if best == "" || dotted.Compare(v, best) > 0 {
 				best = v
 			}
 		}
@@ -98,7 +78,7 @@ func OldestDefinition(lib string) (map[string]string, error) {
 			continue
 		}
 		v := strings.TrimPrefix(s.Version, "GLIBC_")
-		if old, ok := out[s.Name]; !ok || CompareVersions(v, old) < 0 {
+		if old, ok := out[s.Name]; !ok || dotted.Compare(v, old) < 0 {
 			out[s.Name] = v
 		}
 	}

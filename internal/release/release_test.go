@@ -18,6 +18,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ncclwiz/ncclwiz/internal/dotted"
 	"github.com/ncclwiz/ncclwiz/internal/glibc"
 	"github.com/ncclwiz/ncclwiz/internal/gobin"
 	"github.com/ncclwiz/ncclwiz/internal/nvml/nvmltest"
@@ -166,7 +167,7 @@ func TestGlibcNeeds(t *testing.T) {
 			}
 			hi := glibc.HighestGlibc(needs)
 			t.Logf("linux/%s needs %d symbols from %v; highest GLIBC version asked for: %q", arch, len(needs), libs, hi)
-			if hi != "" && glibc.CompareVersions(hi, GlibcTarget) > 0 {
+			if hi != "" && dotted.Compare(hi, GlibcTarget) > 0 {
 				t.Errorf("the binary asks for GLIBC_%s, above the %s target", hi, GlibcTarget)
 			}
 			allowed := map[string]bool{"libc.so.6": true, "libdl.so.2": true, "libpthread.so.0": true}
@@ -182,7 +183,7 @@ func TestGlibcNeeds(t *testing.T) {
 					t.Skipf("cannot read this machine's %s glibc: %v", arch, err)
 				}
 				for k, v := range m {
-					if old, ok := defs[k]; !ok || glibc.CompareVersions(v, old) < 0 {
+					if old, ok := defs[k]; !ok || dotted.Compare(v, old) < 0 {
 						defs[k] = v
 					}
 				}
@@ -192,7 +193,7 @@ func TestGlibcNeeds(t *testing.T) {
 				switch {
 				case !ok:
 					t.Errorf("%s is not a glibc symbol", n.Symbol)
-				case glibc.CompareVersions(v, GlibcTarget) > 0:
+				case dotted.Compare(v, GlibcTarget) > 0:
 					t.Errorf("%s first appears in GLIBC_%s, after %s", n.Symbol, v, GlibcTarget)
 				}
 			}
@@ -207,7 +208,7 @@ func TestGlibcCheckCanFail(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	if hi := glibc.HighestGlibc(needs); hi == "" || glibc.CompareVersions(hi, GlibcTarget) <= 0 {
+	if hi := glibc.HighestGlibc(needs); hi == "" || dotted.Compare(hi, GlibcTarget) <= 0 {
 		t.Fatalf("/bin/ls: highest GLIBC %q, expected one above %s on a glibc 2.34+ build machine", hi, GlibcTarget)
 	}
 }

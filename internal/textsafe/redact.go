@@ -64,7 +64,7 @@ var (
 	// user:password@host without a scheme (proxy settings, store
 	// addresses, scp-like strings): the user is kept, the password goes. A
 	// name right after "/" or ":" belongs to a URL or path (handled above).
-	reUserInfo = regexp.MustCompile(`(?:^|[^A-Za-z0-9._%+\-/:@])([A-Za-z][A-Za-z0-9._%+\-]*:)([^\s/@:'"]+)@[A-Za-z0-9\[]`)
+	reUserInfo = regexp.MustCompile(`(?:^|[^A-Za-z0-9._%+\-/:@])([A-Za-z][A-Za-z0-9._%+\-]*:)([^\s/@'"]+)@[A-Za-z0-9\[]`)
 	// A bare 40-character AWS secret access key; looksAWSSecret decides.
 	reAWSSecret = regexp.MustCompile(`(?:^|[^A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])`)
 	// Authorization: <scheme> <credentials> (HTTP headers, curl -H).

@@ -53,6 +53,9 @@ func TestRedactSecretShapes(t *testing.T) {
 		{"user:password@host without a scheme", "PROXY=alice:Passw0rd@proxy.example.com:3128", "Passw0rd", "alice:" + Redacted + "@proxy.example.com:3128"},
 		{"user:password@ip in a command line", "train.py --store admin:Hunter22@10.0.0.5:1234 --lr 1", "Hunter22", "admin:" + Redacted + "@10.0.0.5:1234 --lr 1"},
 		{"user:password@host at the start", "bob:s3cr3t@db:5432", "s3cr3t", "bob:" + Redacted + "@db:5432"},
+		// A colon is allowed in a password (RFC 3986 userinfo; the URL
+		// form above redacts it whole): it must not leave the rest bare.
+		{"user:password@host, a colon in the password", "HTTPS_PROXY=bob:Pa:ss99@proxy:3128", "ss99", "bob:" + Redacted + "@proxy:3128"},
 		{"bare AWS secret key", "loaded wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY from env", "wJalrXUtnFEMI", "loaded " + Redacted + " from env"},
 		{"bare AWS secret key with +", "ey9Zt+Qw3ErTy8UiOpAsDfGhJkLzXcVbNm123456 end", "Qw3ErTy8", Redacted + " end"},
 		{"bare key with a random value", "api key: 3fa9c1d2e8b7a6f5 loaded", "3fa9c1d2e8b7a6f5", "key: " + Redacted},

@@ -1,10 +1,32 @@
-// Package units formats sizes and counts for people.
+// Package units formats sizes, counts and durations for people.
 package units
 
 import (
 	"fmt"
 	"strings"
+	"time"
 )
+
+// Duration is an age or a span for people, to the unit that matters:
+// "15 s", "4 min", "2 h 5 min", "3 days" (a negative one, from a clock
+// that went back, is "0 s").
+func Duration(d time.Duration) string {
+	n := int64(d.Round(time.Second) / time.Second)
+	switch {
+	case n < 0:
+		return "0 s"
+	case n < 120:
+		return fmt.Sprintf("%d s", n)
+	case n < 2*3600:
+		return fmt.Sprintf("%d min", n/60)
+	case n < 48*3600:
+		if m := (n % 3600) / 60; m > 0 {
+			return fmt.Sprintf("%d h %d min", n/3600, m)
+		}
+		return fmt.Sprintf("%d h", n/3600)
+	}
+	return fmt.Sprintf("%d days", n/86400)
+}
 
 // Bytes formats b with binary units: "512 B", "9.2 MiB", "64 MiB".
 func Bytes(b uint64) string {

@@ -1,6 +1,9 @@
 package units
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestBytes(t *testing.T) {
 	for in, want := range map[uint64]string{0: "0 B", 512: "512 B", 9637892: "9.2 MiB", 64 << 20: "64 MiB", 1536 << 20: "1.5 GiB", 3 << 40: "3 TiB"} {
@@ -42,6 +45,15 @@ func TestCountGroupsAndWord(t *testing.T) {
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{15 * time.Second: "15 s", 300 * time.Second: "5 min", 60 * time.Minute: "60 min",
+		7260 * time.Second: "2 h 1 min", 3 * time.Hour: "3 h", 3 * 24 * time.Hour: "3 days", -5 * time.Second: "0 s"} {
+		if got := Duration(d); got != want {
+			t.Errorf("Duration(%v) = %q, want %q", d, got, want)
 		}
 	}
 }
