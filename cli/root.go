@@ -66,8 +66,7 @@ Exit codes: 0 healthy, 1 problems found, 2 usage or internal error.`,
 	pf.StringVar(&a.Python, "python", "", "the Python interpreter of your training (default: the job's ranks' venv or interpreter, else the active venv/conda env, else python3 on PATH)")
 	pf.StringVar(&a.FixtureDir, "fixture", "", "read the machine from a fixture tree (testing)")
 	_ = pf.MarkHidden("fixture")
-	pf.DurationVar(&a.ClockAhead, "clock-ahead", 0, "judge ages as if the clock were this far ahead (testing)")
-	_ = pf.MarkHidden("clock-ahead")
+	addTestHooks(pf, a)
 
 	// Each command lives in its own file; add new ones here.
 	root.AddCommand(

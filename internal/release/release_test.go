@@ -239,6 +239,15 @@ func TestStartsWithBindNow(t *testing.T) {
 	}
 }
 
+// TestReleaseHasNoTestHooks: the hidden --clock-ahead of test builds
+// moves the two-minute safety windows; the shipped binary must refuse it.
+func TestReleaseHasNoTestHooks(t *testing.T) {
+	out, code := run(t, "amd64", binary(t, "amd64"), nil, "--clock-ahead", "10m", "version")
+	if code == 0 || !strings.Contains(out, "unknown flag: --clock-ahead") {
+		t.Fatalf("the release binary took --clock-ahead: exit %d\n%s", code, out)
+	}
+}
+
 // TestGPUChecksThroughFakeDriver runs the release binary against the
 // stand-in libnvidia-ml (built for the same architecture, arm64 under qemu
 // as on Grace Hopper): gpu.inventory must list both simulated GPUs.
