@@ -76,6 +76,16 @@ func TestExplainExitCodes(t *testing.T) {
 	empty := filepath.Join(dir, "empty.log")
 	os.WriteFile(empty, nil, 0o644)
 	healthy := filepath.Join(corpusDir, "healthy-info.log")
+	// All-NUL inputs of every shape (issue 22 item 19): NULs between
+	// newlines, and a sparse file whose one "line" is cut at --max-line
+	// (the NULs kept are then a sliver of the bytes read).
+	nulLines := filepath.Join(dir, "nul-lines.log")
+	os.WriteFile(nulLines, bytes.Repeat([]byte("\x00\x00\x00\n"), 1000), 0o644)
+	sparse := filepath.Join(dir, "sparse.log")
+	if f, err := os.Create(sparse); err == nil {
+		f.Truncate(8 << 20)
+		f.Close()
+	}
 	self, err := os.Executable() // this test binary holds every signature's text
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +111,9 @@ func TestExplainExitCodes(t *testing.T) {
 		// Strings in a binary name every failure there is: not a diagnosis.
 		{"binary file", "", []string{filepath.Join(corpusDir, "binary-junk.bin")}, 2, "not a text log", "nothing was diagnosed"},
 		{"executable", "", []string{self}, 2, "not a text log", "nothing was diagnosed"},
+		{"NULs between newlines", "", []string{nulLines}, 2, "not a text log", "nothing was diagnosed"},
+		{"sparse file of zeros", "", []string{sparse}, 2, "not a text log", "nothing was diagnosed"},
+		{"NULs on stdin", strings.Repeat("\x00\x00\n", 500), []string{"-"}, 2, "not a text log", "nothing was diagnosed"},
 		{"several ranks", "", []string{filepath.Join(corpusDir, "watchdog-rank-crashed", "rank0.log"), filepath.Join(corpusDir, "watchdog-rank-crashed", "rank1.log")}, 0, "", "KeyError"},
 	}
 	for _, tt := range tests {

@@ -79,6 +79,9 @@ type prepped struct {
 	truncated int64
 	nul       int64
 	badUTF8   int64
+	// content: some byte of data is neither NUL nor white space (an
+	// input of NULs and newlines only is no text log).
+	content bool
 	ranks     []int
 	metas     []packedMeta
 	scratch   []event
@@ -208,6 +211,7 @@ func (p *producer) prep(b *prepped) {
 	b.events, b.tags, b.ranks, b.metas = b.events[:0], b.tags[:0], b.ranks[:0], b.metas[:0]
 	b.truncated, b.nul, b.badUTF8 = 0, 0, 0
 	data := b.data
+	b.content = hasContent(data)
 	words := p.e.words
 	if b.giant {
 		// One line cut at the cap: always the careful path.
@@ -621,6 +625,9 @@ func (s *scan) analyze(ctx context.Context, inputs []Input) error {
 			stats.Lines += b.lines
 			stats.TruncatedLines += b.truncated
 			stats.NULBytes += b.nul
+			if b.content {
+				stats.ContentChunks++
+			}
 			stats.BadUTF8Lines += b.badUTF8
 			stats.Bytes += int64(len(b.data))
 			p.free <- b
@@ -649,10 +656,27 @@ func viaOffset(text, sub []byte) (int, bool) {
 	return off, true
 }
 
-// looksBinary: many lines that are not UTF-8, or nothing but NULs, is not a
-// text log. (NUL-filled holes inside a text log are common after a crash.)
+// looksBinary: many lines that are not UTF-8, or nothing but NULs (and
+// the newlines between them, however long the lines that were cut) is not
+// a text log. (NUL-filled holes inside a text log are common after a
+// crash.)
 func looksBinary(st ReadStats) bool {
-	return st.Bytes > 0 && (st.BadUTF8Lines*10 > st.Lines || float64(st.NULBytes) > 0.9*float64(st.Bytes))
+	return st.Bytes > 0 && (st.BadUTF8Lines*10 > st.Lines || float64(st.NULBytes) > 0.9*float64(st.Bytes) ||
+		st.NULBytes > 0 && st.ContentChunks == 0)
+}
+
+// hasContent tells whether data holds a byte that is neither NUL nor
+// white space. A text chunk answers at its first byte; only chunks of
+// NULs and blanks are read to their end.
+func hasContent(data []byte) bool {
+	for _, c := range data {
+		switch c {
+		case 0, '\n', '\r', '\t', ' ':
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // endInput records what was read of one input.
