@@ -113,6 +113,9 @@ func namedRank(d *Diagnosis) int {
 	if d == nil {
 		return -1
 	}
+	if d.Culprit != nil {
+		return *d.Culprit
+	}
 	if w := d.Watchdog; w != nil && len(w.Stragglers) == 1 {
 		return w.Stragglers[0]
 	}

@@ -85,7 +85,7 @@ var causesCorpus = map[string]corpusCase{
 	// not NCCL's shared memory.
 	"dataloader-bus-error-shm.log": {conf: High, rank: -2, has: []string{"shm-sigbus", "watchdog-timeout"},
 		check: all(notNCCL("signal", "Bus error"), titleHas("/dev/shm"), followsRoot)},
-	"mp-spawn-sigkill.log": {conf: Medium, rank: -2, first: "python-exception", check: notNCCL()},
+	"mp-spawn-sigkill.log": {conf: Medium, rank: 1, first: "killed", check: notNCCL()},
 	// torch.distributed.launch (torch 1.x) reports a killed worker only
 	// through its CalledProcessError.
 	"legacy-launch-sigkill.log": {conf: Medium, rank: -2, first: "python-exception", check: all(notNCCL(), titleHas("SIGKILL"))},
@@ -122,7 +122,7 @@ var causesCorpus = map[string]corpusCase{
 	"shm-nospace-reraise-traceback.log": {conf: High, rank: -2, also: []string{"shm-create-failed"}, has: []string{"nccl-unhandled-system-error"},
 		check: nccLRoot},
 	// torchrun SIGKILLed rank 2 while tearing down after rank 1's abort.
-	"torchrun-abort-failures-sigkill.log": {conf: High, rank: 1, also: []string{"watchdog-seq-status"}, has: []string{"nccl-async-teardown", "torchrun-child-failed"}, first: "killed",
+	"torchrun-abort-failures-sigkill.log": {conf: High, rank: 1, also: []string{"watchdog-seq-status"}, has: []string{"nccl-async-teardown", "torchrun-child-failed"}, first: "signal",
 		not: []string{idHostOOMKill}, check: nccLRoot},
 	"watchdog-hang-teardown-exception.log": {conf: High, rank: 0, first: "python-exception", has: []string{"nccl-async-teardown"},
 		check: nccLRoot},

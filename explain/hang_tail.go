@@ -96,6 +96,9 @@ type inputEnd struct {
 	// frame is the collective a Ctrl-C traceback was inside
 	// ("dist.all_reduce(t)"), when it shows one.
 	frame string
+	// framework: lastNCCL is a framework's "starting the process group"
+	// line, not NCCL's own.
+	framework bool
 }
 
 var (
@@ -118,7 +121,7 @@ var (
 // classifyEnd reads an input's last lines backwards: noise and blank lines
 // are skipped, an interrupt (and its traceback) is noted and skipped, and
 // the first remaining line decides.
-func classifyEnd(file string, lines [][]byte, firstLine int64) inputEnd {
+func classifyEnd(file string, lines [][]byte, firstLine int64, isInit func([]byte) bool) inputEnd {
 	e := inputEnd{file: file, kind: endNone}
 	for i := len(lines) - 1; i >= 0; i-- {
 		if bytes.Contains(lines[i], []byte(": opCount ")) && reOpCount.Match(lines[i]) || bytes.Contains(lines[i], []byte("NCCL INFO Launch mode ")) {
@@ -148,6 +151,9 @@ func classifyEnd(file string, lines [][]byte, firstLine int64) inputEnd {
 			return e
 		case reNCCLINFOAt.Match(text) || (m.Level == "INFO" || m.Level == "TRACE") && bytes.Contains(text, []byte("NCCL")):
 			e.kind, e.lastNCCL = endNCCL, ev()
+			return e
+		case isInit != nil && isInit(stripLogLevel(msg)):
+			e.kind, e.lastNCCL, e.framework = endNCCL, ev(), true
 			return e
 		case reInterrupt.Match(msg) || reInterrupt.Match(text):
 			if !e.interrupted {

@@ -683,6 +683,7 @@ func hasContent(data []byte) bool {
 func (s *scan) endInput(fs *fileState, info InputInfo, st ReadStats, readErr error) {
 	s.flushJoin(fs)
 	s.digest.hang.endInput(fs.name, &fs.tail, st.Lines)
+	s.tailRanks(&fs.tail)
 	info.Bytes, info.Lines, info.TruncatedLines = st.Bytes, st.Lines, st.TruncatedLines
 	info.NULBytes, info.BadUTF8Lines = st.NULBytes, st.BadUTF8Lines
 	info.Empty = st.Bytes == 0
@@ -694,8 +695,6 @@ func (s *scan) endInput(fs *fileState, info InputInfo, st ReadStats, readErr err
 		info.Error = readErr.Error()
 		s.warnings = append(s.warnings, fmt.Sprintf("%s: reading stopped after line %d: %v", fs.name, st.Lines, readErr))
 	}
-	if fs.root != nil && s.root == nil {
-		s.root = fs.root
-	}
+	s.endTables(fs)
 	s.inputs = append(s.inputs, info)
 }

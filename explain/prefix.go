@@ -78,7 +78,8 @@ var (
 	// Ray / vLLM workers: "(Worker_TP0 pid=1234)", "(RayWorkerWrapper pid=2345, ip=10.0.0.2)".
 	reRay = mustFastRe(`^\(([\w.\-]+) pid=(\d+)(?:, ip=([\w.:\-]+))?\) ?`)
 	// mpirun --tag-output: "[1,0]<stdout>:"; torchrun: "[rank3]:", --tee role prefix "[default0]:".
-	reBracket = mustFastRe(`^\[(?:rank(\d+)|(\d+),(\d+)|([A-Za-z_][\w\-]*?)(\d+))\](?:<(?:stdout|stderr|stddiag)>)?: ?`)
+	// A launcher's "[host|N]:" (TorchX and others: host name and rank).
+	reBracket = mustFastRe(`^\[(?:rank(\d+)|(\d+),(\d+)|([A-Za-z_][\w\-]*?)(\d+)|([A-Za-z0-9][\w.\-]*)\|(\d+))\](?:<(?:stdout|stderr|stddiag)>)?: ?`)
 	// NCCL 2.0-2.2 (closed source) printed the level without "NCCL":
 	// "host:pid:tid [0] INFO NET : Using interface ib0:10.0.0.1<0>"
 	// (https://github.com/horovod/horovod/issues/134) and
@@ -257,6 +258,9 @@ func parseMetaRaw(line []byte) rawMeta {
 				m.Rank = atoi(rest[sm[6]:sm[7]])
 			case sm[8] >= 0:
 				m.LocalRank = atoi(rest[sm[10]:sm[11]])
+			case sm[12] >= 0:
+				host = rest[sm[12]:sm[13]]
+				m.Rank = atoi(rest[sm[14]:sm[15]])
 			}
 			if launchStart < 0 {
 				launchStart = consumed

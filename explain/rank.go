@@ -18,6 +18,7 @@ func (s *scan) report() *Report {
 	r.Digest = s.digest.build()
 	r.NCCLVersion = pickVersion(r.Digest)
 	r.TorchrunRootCause = s.root
+	r.LauncherFailures = s.failures
 	r.EarliestFailure = s.earliest
 	r.FirstSignature = s.firstSig
 	for _, in := range s.inputs {
@@ -42,7 +43,7 @@ func (s *scan) report() *Report {
 	// nothing to diagnose, and the CLI says so (exit 2).
 	if !s.anyText() {
 		r.Diagnoses, r.Notes, r.FirstError = []Diagnosis{}, nil, nil
-		r.EarliestFailure, r.FirstSignature, r.TorchrunRootCause = nil, nil, nil
+		r.EarliestFailure, r.FirstSignature, r.TorchrunRootCause, r.LauncherFailures = nil, nil, nil, nil
 		r.Digest, r.NCCLVersion = nil, ""
 		r.Summary = "The input is not a text log (binary data): nothing was diagnosed. Pass the job's console output."
 		cleanReport(r)
@@ -316,7 +317,9 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 		}
 		out = append([]Diagnosis{d}, out...)
 	}
-	return s.crossChecks(out, r, wd)
+	out = s.crossChecks(out, r, wd)
+	s.culprits(out, wd)
+	return s.neverAllClear(out)
 }
 
 // merged is a guide's signatures folded into one diagnosis.
@@ -394,6 +397,12 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 		d.Fixes = append(d.Fixes, g.Fixes...)
 	} else {
 		d.Guide = ""
+	}
+	if cs := a.def.cause; cs != nil {
+		// One of the catalogue's causes: its own words.
+		d.Title, d.Explanation = cs.Title, cs.Summary
+		d.Advice = append(d.Advice, cs.Advice...)
+		d.NotNCCL = cs.NotNCCL
 	}
 	if d.Title == "" {
 		d.Title = d.ID

@@ -13,6 +13,9 @@ import (
 func TestGuideSamples(t *testing.T) {
 	e := testExplainer(t)
 	for _, s := range e.sigs {
+		if s.Re == nil {
+			continue // a catalogue cause: the catalogue finds its lines
+		}
 		pos, neg := signatureSamples(t, s.ID)
 		if len(pos) == 0 {
 			t.Errorf("%s: no sample lines in guides/testdata/signatures", s.ID)

@@ -460,6 +460,9 @@ func TestWordingsCoverSignatures(t *testing.T) {
 	}
 	e := testExplainer(t)
 	for _, s := range e.sigs {
+		if s.Re == nil {
+			continue // a catalogue cause: the catalogue finds its lines
+		}
 		if !have[s.ID] && !notNCCL[s.ID] {
 			t.Errorf("%s: no release wordings in wordings_test.go", s.ID)
 		}

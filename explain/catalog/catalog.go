@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -40,7 +41,11 @@ const (
 	RoleBenign      = "benign"      // printed by healthy jobs too
 	RoleSignal      = "signal"      // a process death (fields: rank, signal or exit code)
 	RoleInit        = "init"        // a framework starting its process group: a log that stops after it hangs in init
+	RoleRetry       = "retry"       // a retry warning: its cause only when it repeats (RetryCount times)
 )
+
+// RetryCount is how often a retry warning must repeat to name its cause.
+const RetryCount = 3
 
 // CauseBenign is the diagnosis of messages healthy jobs print.
 const CauseBenign = "benign"
@@ -86,6 +91,10 @@ type Rule struct {
 	File   string `yaml:"file"`   // prefix of one of its source files
 	Value  string `yaml:"value"`  // text the printed message contains (refines by value)
 	Cause  string `yaml:"cause"`
+	// Overrides is a guide signature that matches the same line by its
+	// wording but not by its value (an attach that failed with EACCES,
+	// not ENOENT): the rule's cause replaces it.
+	Overrides string `yaml:"overrides"`
 }
 
 // Message is one message of the catalogue.
@@ -394,6 +403,8 @@ type Hit struct {
 	Exact bool
 	// Payload is the text of a "payload" field: another message.
 	Payload string
+	// Overrides is the guide signature the hit's value rule replaces.
+	Overrides string
 }
 
 // Match finds the catalogue message a line prints.
@@ -430,6 +441,7 @@ func (c *Catalog) Match(q Query) (Hit, bool) {
 		if strings.Contains(text, r.Value) && (r.fitsFiles(m) || q.File != "" && strings.HasPrefix(trimSrc(q.File), r.File)) {
 			h.Cause = r.Cause
 			h.Role = c.roleOf(r.Cause)
+			h.Overrides = r.Overrides
 			break
 		}
 	}
@@ -478,7 +490,11 @@ func (c *Catalog) Anchors() []string {
 
 // format is one compiled printf format.
 type format struct {
-	text   string
+	text string
+	// src is the regexp of the whole format, compiled on first use: most
+	// of the thousand formats never meet a line that holds their anchor.
+	src    string
+	once   sync.Once
 	re     *regexp.Regexp
 	lits   []string // literal runs, in order
 	anchor string   // the longest literal run (the index key)
@@ -551,11 +567,7 @@ func compileFormat(f string) (*format, error) {
 		i = j
 	}
 	flush()
-	r, err := regexp.Compile(re.String())
-	if err != nil {
-		return nil, err
-	}
-	fm := &format{re: r, lits: lits}
+	fm := &format{src: re.String(), lits: lits}
 	for _, l := range lits {
 		fm.total += len(strings.TrimSpace(l))
 		if t := strings.TrimSpace(l); len(t) > len(fm.anchor) {
@@ -591,7 +603,7 @@ func (a score) better(b score) bool {
 // unambiguous on its own).
 func (f *format) score(text string) (score, bool) {
 	sc := score{total: f.total}
-	if f.re.MatchString(text) {
+	if re := f.regexp(); re != nil && re.MatchString(text) {
 		sc.exact, sc.covered = true, f.total
 		return sc, true
 	}
@@ -603,15 +615,28 @@ func (f *format) score(text string) (score, bool) {
 			sc.covered += len(t)
 		}
 	}
-	if sc.covered*10 >= f.total*6 || len(f.anchor) >= 16 {
+	// A short anchor alone is too common a word ("connect", "failed"):
+	// it needs most of the format's text around it.
+	if len(f.anchor) >= 16 || len(f.anchor) >= 8 && sc.covered*10 >= f.total*6 {
 		return sc, true
 	}
 	return sc, false
 }
 
+// regexp compiles the format's regexp once; nil if it cannot (the format
+// then matches by its literal text only).
+func (f *format) regexp() *regexp.Regexp {
+	f.once.Do(func() { f.re, _ = regexp.Compile(f.src) })
+	return f.re
+}
+
 // fields names the conversions of an exact match.
 func (f *format) fields(text string, names []string) map[string]string {
-	sm := f.re.FindStringSubmatch(text)
+	re := f.regexp()
+	if re == nil {
+		return nil
+	}
+	sm := re.FindStringSubmatch(text)
 	if sm == nil {
 		return nil
 	}

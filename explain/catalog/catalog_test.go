@@ -155,7 +155,10 @@ func diagnosisOf(cause string, s *Subsystem) string {
 func TestEveryMessageMatchesItsOwnText(t *testing.T) {
 	c := load(t)
 	for _, m := range c.Messages {
-		for _, f := range m.Formats() {
+		for i, f := range m.Formats() {
+			if m.formats[i].regexp() == nil {
+				t.Errorf("%s %q: its regexp %q does not compile", m.Source, f, m.formats[i].src)
+			}
 			text := sample(m.matchText(f))
 			q := Query{Text: text, NCCL: m.IsNCCL()}
 			if m.IsNCCL() {
