@@ -198,7 +198,7 @@ var corpus = map[string]corpusCase{
 	// Issue 15, class 4: a WARN not in the catalogue is placed in the NCCL
 	// subsystem its source file names, with that subsystem's guide.
 	// The catalogue names CUDA error 217's cause: the GPUs cannot peer.
-	"warn-p2p-peer-4090.log": {conf: High, rank: -2, has: []string{"nccl-internal-error"}},
+	"warn-p2p-peer-4090.log":  {conf: High, rank: -2, has: []string{"nccl-internal-error"}},
 	"warn-ib-async-event.log": {conf: Low, rank: -2, has: []string{"nccl-remote-error"}, check: placed("ib-roce", "transport/net_ib.cc", "")},
 	"warn-graph-xml-topo.log": {conf: Low, rank: -2, check: placed("p2p-acs-iommu", "graph/xml.cc", "")},
 	// Issue 15, class 5: no WARN, only NCCL's return-code trail; its first

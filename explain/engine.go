@@ -74,7 +74,7 @@ type Explainer struct {
 	transportSig *sigDef
 	// overridable are the signatures a catalogue value rule may replace.
 	overridable map[string]bool
-	always       []*sigDef
+	always      []*sigDef
 }
 
 // sigDef is one compiled signature, or one of the catalogue's causes
@@ -299,9 +299,9 @@ type fileState struct {
 	// spawnRank is the process mp.spawn named ("-- Process N terminated
 	// with the following error:") for the next spawnLeft lines.
 	spawnRank, spawnLeft int
-	join        *heldLine // a line that may continue on the next (join.go)
-	joinBuf     []byte
-	tail        tailKeeper // the last lines, for how the input ends (hang_tail.go)
+	join                 *heldLine // a line that may continue on the next (join.go)
+	joinBuf              []byte
+	tail                 tailKeeper // the last lines, for how the input ends (hang_tail.go)
 }
 
 var reFileRank = regexp.MustCompile(`(?i)(?:^|[^a-z])rank[_\-.]?(\d{1,5})(?:[^0-9]|$)`)

@@ -82,10 +82,10 @@ type prepped struct {
 	// content: some byte of data is neither NUL nor white space (an
 	// input of NULs and newlines only is no text log).
 	content bool
-	ranks     []int
-	metas     []packedMeta
-	scratch   []event
-	ready     chan struct{}
+	ranks   []int
+	metas   []packedMeta
+	scratch []event
+	ready   chan struct{}
 }
 
 // itemKind says what a pipeline item carries.

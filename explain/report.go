@@ -71,8 +71,8 @@ type Diagnosis struct {
 	// the rank that raised or died, the straggler the others waited for,
 	// the rank that never published the NCCL unique id. Ranks lists every
 	// rank that printed the diagnosis's lines.
-	Culprit *int `json:"culprit_rank,omitempty"`
-	Hosts []string `json:"hosts,omitempty"`
+	Culprit *int     `json:"culprit_rank,omitempty"`
+	Hosts   []string `json:"hosts,omitempty"`
 	// AlsoMatched lists other signatures of the same guide folded into
 	// this diagnosis.
 	AlsoMatched []string  `json:"also_matched,omitempty"`

@@ -111,7 +111,7 @@ type Message struct {
 	Releases string `yaml:"releases"`
 	// Tags and Minors count the NCCL release tags and minors that print
 	// it (NCCL rows).
-	Tags, Minors int `yaml:"-"`
+	Tags, Minors int      `yaml:"-"`
 	Fields       []string `yaml:"fields"`
 	Role         string   `yaml:"role"`
 	// Cause is the diagnosis ("" when Subsystem places it instead).
