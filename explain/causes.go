@@ -265,7 +265,7 @@ func (s *scan) timedOutItself(e *errorHit) bool {
 func (s *scan) firstTimeoutTS() stamp {
 	var first stamp
 	for id, a := range s.aggs {
-		if waiters[id] && a.earliestTS.OK && (!first.OK || a.earliestTS.Before(first)) {
+		if a.def.waiter && a.earliestTS.OK && (!first.OK || a.earliestTS.Before(first)) {
 			first = a.earliestTS
 		}
 	}

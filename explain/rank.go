@@ -179,7 +179,7 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 	// waiting rank's timeout; failing that a timeout; then a wrapper.
 	var direct, wait []*merged
 	for _, m := range causes {
-		if waiters[m.primary.def.ID] || m.primary.def.Role == RoleContext {
+		if s.e.isWaiter(m.primary.def.ID) || m.primary.def.Role == RoleContext {
 			wait = append(wait, m)
 		} else {
 			direct = append(direct, m)
@@ -257,10 +257,10 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 			if d.Role == RoleWrapper && d.Confidence == Low {
 				d.Advice = append(d.Advice, "This is a generic NCCL return code; the cause is NCCL's own warning. Rerun with NCCL_DEBUG=WARN (or INFO) so the WARN line and PyTorch's \"Last error:\" are printed.")
 			}
-		} else if root != nil && (d.Role != RoleCause || waiters[d.ID]) {
-			d.ConsequenceOf = root.primary.def.ID
+		} else if root != nil && (d.Role != RoleCause || s.e.isWaiter(d.ID)) {
+			d.ConsequenceOf = s.aggID(root.primary)
 		}
-		if trail != nil && (d.Role != RoleCause || waiters[d.ID]) {
+		if trail != nil && (d.Role != RoleCause || s.e.isWaiter(d.ID)) {
 			d.ConsequenceOf = trail.ID
 		}
 		if m == wdMerged && wd != nil {
@@ -452,6 +452,13 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 		if sub, ok := s.placeIn(&d); ok {
 			d.Title = "NCCL warning from " + sub.Name
 			d.Explanation = "NCCL printed a warning from " + sub.Name + " (" + d.Fields["source"] + ") that is not in ncclwiz's catalogue. It is the best lead: the guide covers that part of NCCL; search for the warning's text in the NCCL issues, and rerun with NCCL_DEBUG=INFO for context."
+			if a.catalogued == a.count {
+				// Every one of them is a message NCCL's sources print that
+				// the catalogue places in this subsystem, deliberately
+				// without a cause of its own.
+				d.ID = idCatalogWarning
+				d.Explanation = "NCCL printed a warning from " + sub.Name + " (" + d.Fields["source"] + "). ncclwiz's catalogue knows the message but it names no single cause: the guide covers that part of NCCL. Rerun with NCCL_DEBUG=INFO for the lines around it."
+			}
 		}
 	case a.def.Role == RoleCause:
 		d.Confidence = High
@@ -485,7 +492,7 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 // inferences adds diagnoses no single line states.
 func (s *scan) inferences(root *merged, wd *Watchdog, r *Report) []Diagnosis {
 	var out []Diagnosis
-	rootIsWaiter := root != nil && (waiters[root.primary.def.ID] || root.primary.def.Role == RoleContext)
+	rootIsWaiter := root != nil && (s.e.isWaiter(root.primary.def.ID) || root.primary.def.Role == RoleContext)
 	// A hang with every rank present and P2P transports in use: the
 	// classic PCIe ACS/IOMMU hang (reference §2 p2p-hang-acs-iommu).
 	if wd != nil && wd.Verdict == "hang" && rootIsWaiter && len(wd.Stragglers) == 0 {
@@ -754,4 +761,15 @@ func cleanReport(r *Report) {
 			d.Env = env
 		}
 	}
+}
+
+// aggID is the diagnosis id an aggregate is reported under (the unknown
+// warnings are the catalogue's placed warnings when it knows them all).
+func (s *scan) aggID(a *sigAgg) string {
+	if a == s.unknown && a.catalogued > 0 && a.catalogued == a.count {
+		if _, ok := s.e.cat.SubsystemOf(a.fields["source"]); ok {
+			return idCatalogWarning
+		}
+	}
+	return a.def.ID
 }
