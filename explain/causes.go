@@ -264,7 +264,7 @@ func (s *scan) timedOutItself(e *errorHit) bool {
 // firstTimeoutTS is the earliest timestamp of a waiting rank's timeout.
 func (s *scan) firstTimeoutTS() stamp {
 	var first stamp
-	for id, a := range s.aggs {
+	for _, a := range s.aggs {
 		if a.def.waiter && a.earliestTS.OK && (!first.OK || a.earliestTS.Before(first)) {
 			first = a.earliestTS
 		}
