@@ -113,7 +113,9 @@ func (s *scan) catalogLine(fs *fileState, m lineMeta, ev func() Evidence, sigHit
 	}
 	h, ok := s.lookup(msg, false, "")
 	if !ok {
-		return false
+		// An exception whose message is a CUDA error that names a cause
+		// of its own (peer access unsupported, no device, Fabric Manager).
+		return !sigHit && s.cudaCause(fs, msg, ev, m)
 	}
 	switch h.Role {
 	case catalog.RoleRetry:

@@ -1,6 +1,10 @@
 package explain
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ncclwiz/ncclwiz/explain/catalog"
+)
 
 func TestLookupCudaError(t *testing.T) {
 	tests := []struct {
@@ -22,16 +26,20 @@ func TestLookupCudaError(t *testing.T) {
 		{"RuntimeError: cuda runtime error (4) : unspecified launch failure at /pytorch/aten/src/THC/generic/THCStorage.cpp:36", 719, true},
 		{"no cuda here", 0, false},
 	}
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range tests {
-		c, ok := lookupCudaError(tt.text)
+		c, ok := lookupCudaError(cat, tt.text)
 		if ok != tt.ok || c.Code != tt.code {
 			t.Errorf("%q: %d %v, want %d %v", tt.text, c.Code, ok, tt.code, tt.ok)
 		}
 	}
 	// Every table row is found by its code, its string and its name.
-	for _, c := range cudaErrors {
+	for _, c := range cat.Cuda {
 		for _, text := range []string{"Cuda failure " + itoa(c.Code) + " 'x'", "Cuda failure '" + c.Text + "'", "error " + c.Name} {
-			if got, ok := lookupCudaError(text); !ok || got.Code != c.Code {
+			if got, ok := lookupCudaError(cat, text); !ok || got.Code != c.Code {
 				t.Errorf("%q: %d %v, want %d", text, got.Code, ok, c.Code)
 			}
 		}

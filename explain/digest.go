@@ -18,7 +18,7 @@ const (
 )
 
 var (
-	reVersionLine = mustFastRe(`NCCL version (\d+\.\d+\.\d+)([^+\s]*)(?:\+cuda(\d+\.\d+))?`)
+	reVersionLine = mustFastRe(`NCCL version (\d+\.\d+\.\d+)((?:a|b|rc|dev|post)\d+|-\d+)?(?:\+cuda(\d+\.\d+))?`)
 	reCommSummary = mustFastRe(`comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank (\d+)`)
 	reBootstrap   = mustFastRe(`Bootstrap ?: Using(?: \[\d+\])? ?([^:\s]+):(\S+?)<\d+>`)
 	reSockIfs     = mustFastRe(`NET/Socket : Using((?: \[\d+\][^:\s]+:\S+<\d+>)+)`)

@@ -482,7 +482,7 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 	for _, ev := range d.Evidence {
 		texts = append(texts, ev.Text)
 	}
-	addCudaError(&d, texts...)
+	addCudaError(s.e.cat, &d, texts...)
 	if d.ID == "store-rendezvous-timeout" {
 		storeDetails(&d)
 	}

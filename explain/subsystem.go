@@ -170,7 +170,7 @@ func (s *scan) trailDiagnosis(r *Report) *Diagnosis {
 		for _, ev := range s.unknown.evidence {
 			texts = append(texts, ev.Text)
 		}
-		addCudaError(d, texts...)
+		addCudaError(s.e.cat, d, texts...)
 	}
 	if dg := r.Digest; dg != nil {
 		d.Advice = append(d.Advice, trailFacts(sub, dg)...)
