@@ -308,7 +308,7 @@ func placed(guide, source, cudaCode string) func(t *testing.T, r *Report) {
 
 // corpusMaps are every map of detailed expectations (one per area of the
 // corpus, each in its own file): the schema and signature-coverage tests run over all.
-var corpusMaps = []map[string]corpusCase{corpus, causesCorpus, hostsCorpus, corpusWordings}
+var corpusMaps = []map[string]corpusCase{corpus, causesCorpus, hostsCorpus, corpusWordings, catalogCorpus}
 
 // TestCorpus runs the detailed expectations of the corpus map; every
 // entry there must match its label's root exactly. (More maps, one per
