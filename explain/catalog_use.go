@@ -233,8 +233,9 @@ func (s *scan) recordCatalog(fs *fileState, h catalog.Hit, ev Evidence, m lineMe
 			a.fields[k] = string(truncText([]byte(v)))
 		}
 	}
-	if _, ok := a.fields["message"]; !ok {
-		a.fields["message"] = h.Message.Source + ": " + h.Message.Formats()[0]
+	if _, ok := a.fields["catalogue"]; !ok {
+		// Where the message comes from: the program and its source file.
+		a.fields["catalogue"] = h.Message.Source + " " + firstFile(h.Message.File)
 	}
 	s.failureSeen(def, func() Evidence { return ev }, m)
 	if k := [2]int{fs.idx, m.Rank}; def.Role != RoleContext && len(s.failAt) < maxRanksTracked {
@@ -468,4 +469,11 @@ func inlineLabelRank(msg []byte) int {
 		return -1
 	}
 	return best
+}
+
+func firstFile(files string) string {
+	if i := strings.IndexAny(files, ", "); i >= 0 {
+		return files[:i]
+	}
+	return files
 }

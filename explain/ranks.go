@@ -244,8 +244,11 @@ func (s *scan) culprits(out []Diagnosis, wd *Watchdog) {
 				reported[r] = true
 			}
 			c = s.straggler(reported)
-			if c >= 0 {
+			switch {
+			case c >= 0:
 				d.Advice = append(d.Advice, "Rank "+strconv.Itoa(c)+" is the one that did not report this failure while the others waited for it: read its output first.")
+			case d.ID == "gloo-timeout" && len(s.failedRanks())+len(reported) > 1:
+				d.Advice = append(d.Advice, "Every rank the log shows timed out and none stayed silent: the ranks wait in different collectives (a desync) or all in the same one that never completes. Rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL, which stops at the first mismatched collective and names the ranks on each side.")
 			}
 		case len(d.Ranks) == 0 && s.cat.namedFailed >= 0:
 			c = s.cat.namedFailed
