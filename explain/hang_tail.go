@@ -131,10 +131,16 @@ func classifyEnd(file string, lines [][]byte, firstLine int64, isInit func([]byt
 		}
 	}
 	inTrace := false
+	var clean []byte
 	for i := len(lines) - 1; i >= 0; i-- {
 		raw := lines[i]
 		n := firstLine + int64(i)
 		text := bytes.TrimRight(raw, "\r")
+		if needsCleaning(text) {
+			clean = stripANSI(clean[:0], text)
+			text = bytes.TrimRight(clean, "\r")
+		}
+		text = trimQuote(text)
 		m := parseMeta(text)
 		msg := bytes.TrimSpace(m.Msg)
 		ev := func() *Evidence {

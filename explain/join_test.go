@@ -49,10 +49,10 @@ func TestMayBeCutAndJoin(t *testing.T) {
 	}
 	// A cut at a terminal width loses nothing; a word wrap ate a space.
 	at80 := strings.Repeat("a", 79) + "b"
-	if got := string(joinLines(nil, []byte(at80), []byte("cd"))); got != at80+"cd" {
+	if got := string(joinLines(nil, []byte(at80), []byte("cd"), !termWidths[len(at80)])); got != at80+"cd" {
 		t.Errorf("terminal cut joined as %q", got)
 	}
-	if got := string(joinLines(nil, []byte(long), []byte("9637888)"))); got != long+" 9637888)" {
+	if got := string(joinLines(nil, []byte(long), []byte("9637888)"), !termWidths[len(long)])); got != long+" 9637888)" {
 		t.Errorf("word wrap joined as %q", got)
 	}
 }

@@ -507,7 +507,7 @@ func (s *scan) visit(fs *fileState, text []byte, n int64, trunc bool, cand []uin
 	if h := fs.join; h != nil {
 		fs.join = nil
 		if cont := continuation(h.text, text); cont != nil && len(h.text)+len(cont) < s.maxLine() {
-			fs.joinBuf = joinLines(fs.joinBuf, h.text, cont)
+			fs.joinBuf = s.joinBest(fs.joinBuf, h.text, cont)
 			h.text, h.joins = append(h.text[:0], fs.joinBuf...), h.joins+1
 			h.trunc = h.trunc || trunc
 			if h.joins < maxJoins && mayBeCut(h.text) {

@@ -239,6 +239,11 @@ func parseMetaRaw(line []byte) rawMeta {
 	rest := line
 	launchStart, launchEnd := -1, 0
 	for guard := 0; guard < 6 && len(rest) > 0; guard++ {
+		// A quoted or indented paste ("> ", "    "): the markers are no
+		// part of any prefix or message.
+		if rest[0] == ' ' || rest[0] == '\t' || rest[0] == '>' {
+			rest = trimQuote(rest)
+		}
 		consumed := len(line) - len(rest)
 		// torchrun's "[rank3]:", the commonest prefix, read by hand.
 		if n, r, ok := rankPrefix(rest); ok {
@@ -561,4 +566,20 @@ func Message(line string) string {
 		return msg
 	}
 	return line
+}
+
+// trimQuote removes leading blanks and e-mail/markdown quote markers
+// ("> > ").
+func trimQuote(b []byte) []byte {
+	for len(b) > 0 {
+		switch {
+		case b[0] == ' ' || b[0] == '\t':
+			b = b[1:]
+		case b[0] == '>' && (len(b) == 1 || b[1] == ' ' || b[1] == '>'):
+			b = b[1:]
+		default:
+			return b
+		}
+	}
+	return b
 }

@@ -46,6 +46,8 @@ type scan struct {
 	cand2 []uint64
 	synth []byte
 	clean []byte
+	// seam, seam2: scratch for joinBest.
+	seam, seam2 []byte
 	strs  strCache // hosts and launchers of parsed lines
 	// preMeta is the worker's parse of preText, the line being visited.
 	preMeta  *packedMeta
