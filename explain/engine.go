@@ -300,8 +300,11 @@ type fileState struct {
 	// with the following error:") for the next spawnLeft lines.
 	spawnRank, spawnLeft int
 	join                 *heldLine // a line that may continue on the next (join.go)
-	joinBuf              []byte
-	tail                 tailKeeper // the last lines, for how the input ends (hang_tail.go)
+	// wrapWidth is the width the current chunk's lines were cut at (0:
+	// none).
+	wrapWidth int
+	joinBuf   []byte
+	tail      tailKeeper // the last lines, for how the input ends (hang_tail.go)
 }
 
 var reFileRank = regexp.MustCompile(`(?i)(?:^|[^a-z])rank[_\-.]?(\d{1,5})(?:[^0-9]|$)`)

@@ -23,6 +23,7 @@ type heldLine struct {
 	n     int64
 	trunc bool
 	joins int
+	last  int // length of the last line joined (the width of a hard cut)
 }
 
 // termWidths are the widths at which terminals cut a line wherever it is
@@ -34,7 +35,7 @@ var termWidths = map[int]bool{80: true, 100: true, 120: true, 132: true, 160: tr
 // dotted logger or module name, a traceback, a bracketed or timestamped
 // prefix, a level word, a shell trace, an absolute path or a Python
 // file's location (a warning's).
-var reNewRecord = regexp.MustCompile(`^(?:[\w.]*(?:Error|Exception|Warning|Interrupt)\b|\w+(?:\.\w+)+[:(\s]|Traceback|File "|\[|[A-Z]{2,8}[\s:]|\d{4}-\d\d-\d\d|[EWIFD]\d{4} |#|\+ |\*|=|-{2,}|\.\.|/[^\s/]+/|[\w./\-]+\.py:\d+)`)
+var reNewRecord = regexp.MustCompile(`^(?:[\w.]*(?:Error|Exception|Warning|Interrupt)\b|\w+(?:\.\w+)+[:(\s]|Traceback|File "|\[|[A-Z]{2,8}[\s:]|\d{4}-\d\d-\d\d|[EWIFD]\d{4} |#|\+ |\*|={3,}|-{2,}|\.\.|/[^\s/]+/|[\w./\-]+\.py:\d+)`)
 
 // mayBeCut reports whether a visited line could be the first part of a
 // wrapped message: a warning or error, long, not ending a sentence.
@@ -60,24 +61,78 @@ var cutWords = [][]byte{[]byte("WARN"), []byte("rror"), []byte("ailed"), []byte(
 	[]byte("imeout"), []byte("xception"), []byte("exitcode"), []byte("ignal"), []byte("Killed"), []byte("gloo")}
 
 // continuation returns the part of next that continues prev, or nil.
-func continuation(prev, next []byte) []byte {
-	// A coloured line (a logger's) is a record of its own.
-	if len(next) == 0 || next[0] == ' ' || next[0] == '\t' || next[0] == 0x1b {
+func continuation(prev, next []byte, last, width int) []byte {
+	// A coloured line (a logger's) is a record of its own; so is an
+	// indented one, unless the held line was cut hard at a width (its
+	// last piece as long as the paste's lines, the space kept at the cut).
+	if len(next) == 0 || next[0] == 0x1b {
 		return nil
 	}
-	// The same launcher prefix, or none, and nothing that starts a record.
+	hard := width > 0 && last == width
+	if next[0] == ' ' || next[0] == '\t' {
+		if !hard || next[0] == '\t' || len(next) > width || len(bytes.TrimLeft(next, " ")) < len(next)-1 {
+			return nil
+		}
+	}
+	// The same launcher prefix repeated (an issue page, kubectl), or none
+	// (a terminal wraps the text, not the prefix), and nothing that
+	// starts a record.
 	launcher := parseMeta(prev).Launcher
-	if !bytes.HasPrefix(next, []byte(launcher)) {
-		return nil
+	rest := next
+	if bytes.HasPrefix(next, []byte(launcher)) {
+		rest = next[len(launcher):]
 	}
-	rest := next[len(launcher):]
 	if rm := parseMeta(rest); rm.Launcher != "" || rm.Level != "" || rm.TS.OK {
 		return nil
 	}
-	if len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t' || reNewRecord.Match(rest) {
+	if len(rest) == 0 || !hard && reNewRecord.Match(bytes.TrimLeft(rest, " ")) {
 		return nil
 	}
 	return rest
+}
+
+// wrapWidth finds the width a chunk's lines were cut at: among its first
+// lines, a length of 60 or more that three lines share exactly, each
+// followed by a line that continues it (no record of its own), is a fold,
+// not a coincidence (repeated messages of one format, separators). 0 when
+// there is none.
+func wrapWidth(data []byte) int {
+	const sample = 64
+	var lines [sample][]byte
+	n := 0
+	for off := 0; off < len(data) && n < sample; {
+		nl := bytes.IndexByte(data[off:], '\n')
+		if nl < 0 {
+			break
+		}
+		lines[n] = bytes.TrimRight(data[off:off+nl], "\r")
+		n++
+		off += nl + 1
+	}
+	counts := map[int]int{}
+	for i := 0; i+1 < n; i++ {
+		l, next := lines[i], lines[i+1]
+		if len(l) < minCutLine || len(next) == 0 || next[0] == '[' || next[0] == 0x1b || oneChar(l) ||
+			reNewRecord.Match(bytes.TrimLeft(next, " ")) {
+			continue
+		}
+		counts[len(l)]++
+	}
+	best, bestN := 0, 0
+	for w, c := range counts {
+		if c > bestN || c == bestN && w < best {
+			best, bestN = w, c
+		}
+	}
+	if bestN >= 3 {
+		return best
+	}
+	return 0
+}
+
+// oneChar tells a separator line ("-----", "=====").
+func oneChar(l []byte) bool {
+	return len(bytes.Trim(l, string(l[:1]))) == 0
 }
 
 // joinLines glues a continuation to the held line: directly after a cut
@@ -125,4 +180,31 @@ func (s *scan) seamHits(text []byte) int {
 	n := 0
 	setEach(s.cand2, func(int) { n++ })
 	return n
+}
+
+// joinBack holds the line before text when text continues it: a line cut
+// at a terminal's width whose first part names nothing the prefilter knows
+// ("… [Rank 0] Watchdog ca" + "ught collective operation timeout: …") is
+// only seen from its second part. skipped is the data between the last
+// visited line and text (the previous line ends it).
+func (s *scan) joinBack(fs *fileState, skipped, text []byte, n int64) {
+	if len(text) == 0 || text[0] == '[' || !continuationStart(text) {
+		return
+	}
+	prev := bytes.TrimRight(skipped, "\n")
+	if i := bytes.LastIndexByte(prev, '\n'); i >= 0 {
+		prev = prev[i+1:]
+	}
+	prev = bytes.TrimRight(prev, "\r")
+	if !mayBeCut(prev) || continuation(prev, text, len(prev), fs.wrapWidth) == nil {
+		return
+	}
+	fs.join = &heldLine{text: append([]byte(nil), prev...), n: n - 1, last: len(prev)}
+}
+
+// continuationStart is a cheap test that text may continue a cut line: it
+// is no NCCL line, no launcher-prefixed or timestamped one.
+func continuationStart(text []byte) bool {
+	head := text[:min(len(text), 96)]
+	return !bytes.Contains(head, []byte(" NCCL ")) && !bytes.Contains(head, []byte("] ")) && !bytes.HasPrefix(text, []byte("NCCL "))
 }

@@ -24,7 +24,7 @@ func TestContinuation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := string(continuation([]byte(tt.prev), []byte(tt.next))); got != tt.want {
+			if got := string(continuation([]byte(tt.prev), []byte(tt.next), len(tt.prev), 0)); got != tt.want {
 				t.Errorf("continuation = %q, want %q", got, tt.want)
 			}
 		})
