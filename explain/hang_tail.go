@@ -132,6 +132,7 @@ func classifyEnd(file string, lines [][]byte, firstLine int64, isInit func([]byt
 	}
 	inTrace := false
 	var clean []byte
+	fold := foldWidth(lines) // the width a folded paste was cut at
 	for i := len(lines) - 1; i >= 0; i-- {
 		raw := lines[i]
 		n := firstLine + int64(i)
@@ -187,6 +188,11 @@ func classifyEnd(file string, lines [][]byte, firstLine int64, isInit func([]byt
 		case classifyError(msg) != "":
 			e.kind = endError
 			return e
+		case i > 0 && fold > 0 && len(bytes.TrimRight(lines[i-1], "\r")) == fold &&
+			continuation(lines[i-1], text, fold, fold) != nil:
+			// The tail of a line wrapped at the terminal's width: the
+			// line it continues decides.
+			continue
 		}
 		e.kind = endProgress
 		return e

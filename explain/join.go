@@ -43,8 +43,11 @@ func mayBeCut(text []byte) bool {
 	if len(text) < minCutLine {
 		return false
 	}
+	// A line ending a sentence or a bracket is whole; one ending with a
+	// colon or comma may be wrapped at that punctuation (an issue page's
+	// wrap), and the next line decides (continuation).
 	switch text[len(text)-1] {
-	case '.', ':', '!', '?', ')', ']', '}', '>', '\'', '"', ' ':
+	case '.', '!', '?', ')', ']', '}', '>', '\'', '"', ' ':
 		return false
 	}
 	for _, w := range cutWords {
@@ -67,6 +70,14 @@ func continuation(prev, next []byte, last, width int) []byte {
 	// last piece as long as the paste's lines, the space kept at the cut).
 	if len(next) == 0 || next[0] == 0x1b {
 		return nil
+	}
+	if next[0] == '>' {
+		// A quoted paste quotes every line: the marker is no text.
+		next = trimQuote(next)
+		prev = trimQuote(prev)
+		if len(next) == 0 {
+			return nil
+		}
 	}
 	hard := width > 0 && last == width
 	if next[0] == ' ' || next[0] == '\t' {
@@ -109,6 +120,12 @@ func wrapWidth(data []byte) int {
 		n++
 		off += nl + 1
 	}
+	return foldWidth(lines[:n])
+}
+
+// foldWidth is wrapWidth over lines.
+func foldWidth(lines [][]byte) int {
+	n := len(lines)
 	counts := map[int]int{}
 	for i := 0; i+1 < n; i++ {
 		l, next := lines[i], lines[i+1]
