@@ -298,6 +298,14 @@ func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
 	if rank < 0 && c.id == idPythonException && s.cat.mpiFirst >= 0 {
 		rank = s.cat.mpiFirst // Open MPI's first process to exit non-zero
 	}
+	if rank < 0 {
+		// The same exception in one rank's own words: a line with its
+		// prefix, or its entry's @record traceback in torchrun's summary.
+		rank = sameCauseRank(hits)
+	}
+	if rank < 0 && ev.LocalRank != nil && s.oneNode() {
+		rank = *ev.LocalRank // torchrun --tee's [defaultN]: on one node
+	}
 	if rank < 0 && s.root != nil && s.root.Rank >= 0 && rootMatches(c, s.root) {
 		// torchrun's "first observed failure" is the lowest rank among
 		// those it saw fail in one poll: only a rank when no other
@@ -596,6 +604,23 @@ func (s *scan) ncclTornDown() bool {
 		}
 	}
 	return false
+}
+
+// sameCauseRank is the one rank among the lines of a cause that carry the
+// first line's exception and message; -1 when none or several do.
+func sameCauseRank(hits []causeHit) int {
+	rank := -1
+	for _, h := range hits {
+		r := h.hit.line.Rank
+		if r < 0 || h.exc != hits[0].exc || h.msg != hits[0].msg {
+			continue
+		}
+		if rank >= 0 && r != rank {
+			return -1
+		}
+		rank = r
+	}
+	return rank
 }
 
 // sameExitEntries counts torchrun's failure-summary entries with this

@@ -293,8 +293,10 @@ type fileState struct {
 	root        *TorchrunFailure
 	// entries are this input's failure-summary entries; entry is the one
 	// being read, tableRoot whether it is under "Root Cause".
-	entries   []TorchrunFailure
-	entry     *TorchrunFailure
+	entries []TorchrunFailure
+	entry   *TorchrunFailure
+	// traceLeft bounds the lines of an entry's @record traceback.
+	traceLeft int
 	tableRoot bool
 	// spawnRank is the process mp.spawn named ("-- Process N terminated
 	// with the following error:") for the next spawnLeft lines.

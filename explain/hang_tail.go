@@ -131,8 +131,12 @@ func classifyEnd(file string, lines [][]byte, firstLine int64, isInit func([]byt
 		}
 	}
 	inTrace := false
+	traceRank := -1 // the rank the interrupt's traceback is prefixed with
 	var clean []byte
-	fold := foldWidth(lines) // the width a folded paste was cut at
+	fold := foldWidth(lines, false) // the width a folded paste was cut at
+	// Two long lines cut at one width near the end: a narrow terminal
+	// folds only the longest lines.
+	tailFold := foldWidth(lines[max(0, len(lines)-24):], true)
 	for i := len(lines) - 1; i >= 0; i-- {
 		raw := lines[i]
 		n := firstLine + int64(i)
@@ -165,8 +169,13 @@ func classifyEnd(file string, lines [][]byte, firstLine int64, isInit func([]byt
 		case reInterrupt.Match(msg) || reInterrupt.Match(text):
 			if !e.interrupted {
 				e.interrupted, e.interrupt = true, ev()
+				traceRank = m.Rank
 			}
 			inTrace = true
+			continue
+		case e.interrupted && inTrace && traceRank >= 0 && m.Rank != traceRank && m.Level != "WARN" && classifyError(msg) == "":
+			// Another process's line amid the interrupted rank's
+			// traceback (outputs interleave): not where that rank ended.
 			continue
 		case e.interrupted && inTrace && (reTraceLine.Match(msg) || bytes.HasPrefix(msg, []byte("File \""))):
 			if e.frame == "" {
@@ -188,16 +197,29 @@ func classifyEnd(file string, lines [][]byte, firstLine int64, isInit func([]byt
 		case classifyError(msg) != "":
 			e.kind = endError
 			return e
-		case i > 0 && fold > 0 && len(bytes.TrimRight(lines[i-1], "\r")) == fold &&
-			continuation(lines[i-1], text, fold, fold) != nil:
-			// The tail of a line wrapped at the terminal's width: the
-			// line it continues decides.
+		case i > 0 && (wrappedTail(lines[i-1], text, fold) || tailFold != fold && wrappedTail(lines[i-1], text, tailFold)):
+			// The tail of a wrapped line (at the terminal's width, or at
+			// a comma or colon): the line it continues decides.
 			continue
 		}
 		e.kind = endProgress
 		return e
 	}
 	return e
+}
+
+// wrappedTail tells whether text is the second part of prev wrapped at
+// the paste's fold width or at punctuation.
+func wrappedTail(prev, text []byte, fold int) bool {
+	prev = bytes.TrimRight(prev, "\r")
+	n := len(prev)
+	switch {
+	case fold > 0 && n == fold:
+		return continuation(prev, text, fold, fold) != nil
+	case n >= minPunctCut && (prev[n-1] == ',' || prev[n-1] == ':'):
+		return continuation(prev, text, n, 0) != nil
+	}
+	return false
 }
 
 // isLauncherSummary is torchrun's failure report printed after workers

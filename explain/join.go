@@ -14,7 +14,10 @@ import (
 
 const (
 	minCutLine = 60 // shorter lines are whole messages, not wrapped ones
-	maxJoins   = 8  // lines joined into one message at most
+	// minPunctCut: a line ending in a comma or colon is wrapped there (an
+	// issue page wraps at punctuation) from this length on.
+	minPunctCut = 32
+	maxJoins    = 8 // lines joined into one message at most
 )
 
 // heldLine is a line waiting for its continuation.
@@ -40,14 +43,7 @@ var reNewRecord = regexp.MustCompile(`^(?:[\w.]*(?:Error|Exception|Warning|Inter
 // mayBeCut reports whether a visited line could be the first part of a
 // wrapped message: a warning or error, long, not ending a sentence.
 func mayBeCut(text []byte) bool {
-	if len(text) < minCutLine {
-		return false
-	}
-	// A line ending a sentence or a bracket is whole; one ending with a
-	// colon or comma may be wrapped at that punctuation (an issue page's
-	// wrap), and the next line decides (continuation).
-	switch text[len(text)-1] {
-	case '.', '!', '?', ')', ']', '}', '>', '\'', '"', ' ':
+	if !cutShape(text) {
 		return false
 	}
 	for _, w := range cutWords {
@@ -56,6 +52,22 @@ func mayBeCut(text []byte) bool {
 		}
 	}
 	return false
+}
+
+// cutShape tells whether a line is long enough and ends where a wrap may
+// have cut it.
+func cutShape(text []byte) bool {
+	if len(text) < minCutLine && (len(text) < minPunctCut || text[len(text)-1] != ',' && text[len(text)-1] != ':') {
+		return false
+	}
+	// A line ending a sentence or a bracket is whole; one ending with a
+	// colon or comma may be wrapped at that punctuation (an issue page's
+	// wrap), and the next line decides (continuation).
+	switch text[len(text)-1] {
+	case '.', '!', '?', ')', ']', '}', '>', '\'', '"':
+		return false
+	}
+	return true
 }
 
 // cutWords are the words of a line that may be the head of a failure
@@ -120,11 +132,12 @@ func wrapWidth(data []byte) int {
 		n++
 		off += nl + 1
 	}
-	return foldWidth(lines[:n])
+	return foldWidth(lines[:n], false)
 }
 
-// foldWidth is wrapWidth over lines.
-func foldWidth(lines [][]byte) int {
+// foldWidth is wrapWidth over lines. A tail (the last lines of an input,
+// few of them long) also takes two lines of 100 or more cut at one width.
+func foldWidth(lines [][]byte, tail bool) int {
 	n := len(lines)
 	counts := map[int]int{}
 	for i := 0; i+1 < n; i++ {
@@ -137,19 +150,20 @@ func foldWidth(lines [][]byte) int {
 	}
 	best, bestN := 0, 0
 	for w, c := range counts {
+		if c < 3 && (!tail || c < 2 || w < 100) {
+			continue
+		}
 		if c > bestN || c == bestN && w < best {
 			best, bestN = w, c
 		}
 	}
-	if bestN >= 3 {
-		return best
-	}
-	return 0
+	return best
 }
 
-// oneChar tells a separator line ("-----", "=====").
+// oneChar tells a separator line ("-----", "=====", quoted or not).
 func oneChar(l []byte) bool {
-	return len(bytes.Trim(l, string(l[:1]))) == 0
+	l = trimQuote(l)
+	return len(l) > 0 && len(bytes.Trim(l, string(l[:1]))) == 0
 }
 
 // joinLines glues a continuation to the held line: directly after a cut

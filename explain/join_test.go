@@ -40,7 +40,7 @@ func TestMayBeCutAndJoin(t *testing.T) {
 		{long, true},
 		{"node1:5:9 [0] NCCL WARN short", false},
 		{long + ".", false},
-		{long + ":", true}, // wrapped at the colon: the next line decides
+		{long + ":", true},                // wrapped at the colon: the next line decides
 		{strings.Repeat("x", 100), false}, // neither warning nor error
 	} {
 		if got := mayBeCut([]byte(tt.line)); got != tt.want {

@@ -203,7 +203,7 @@ const metamorphicRounds = 2
 // joined across an exception or a kill line, a field elided inside a
 // signature's number, a traceback wrapped at a colon, a hang's last line
 // wrapped or quoted. The budget only goes down.
-var lostBudget = map[string]int{"elide": 7, "interleave": 2, "join": 14, "quote": 2, "rewrap-punct": 11, "rewrap-width": 3}
+var lostBudget = map[string]int{"elide": 5, "join": 13, "rewrap-punct": 3, "rewrap-width": 1}
 
 func TestMetamorphic(t *testing.T) {
 	e := testExplainer(t)
@@ -268,7 +268,8 @@ func TestMetamorphic(t *testing.T) {
 				switch {
 				case len(orig.Diagnoses) > 0 && len(got.Diagnoses) == 0:
 					c.lost++
-					failures = append(failures, fmt.Sprintf("%s %s seed %d: all-clear (was %v)", name, p.name, seed, origIDs))
+					// Never within a budget: a failure read as no failure.
+					t.Errorf("%s %s seed %d: all-clear (was %v)", name, p.name, seed, origIDs)
 				case root == nil || gr != nil && gr.ID == root.ID:
 					c.kept++
 				case gr != nil && slices.Contains(weakerOf[root.ID], gr.ID),

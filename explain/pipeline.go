@@ -85,10 +85,10 @@ type prepped struct {
 	// wrapWidth is the width at which the chunk's lines were cut hard (a
 	// paste folded at a terminal's width), 0 when they were not.
 	wrapWidth int
-	ranks   []int
-	metas   []packedMeta
-	scratch []event
-	ready   chan struct{}
+	ranks     []int
+	metas     []packedMeta
+	scratch   []event
+	ready     chan struct{}
 }
 
 // itemKind says what a pipeline item carries.

@@ -317,9 +317,59 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 		}
 		out = append([]Diagnosis{d}, out...)
 	}
+	out = s.replaced(out)
 	out = s.crossChecks(out, r, wd)
 	s.culprits(out, wd)
 	return s.neverAllClear(out)
+}
+
+// replaced drops the diagnoses a catalogue cause found beside them reads
+// better (its "replaces"); the root moves to the cause when it was one.
+func (s *scan) replaced(out []Diagnosis) []Diagnosis {
+	drop := map[string]string{}
+	for _, d := range out {
+		if c := s.e.cat.Causes[d.ID]; c != nil {
+			for _, id := range c.Replaces {
+				drop[id] = d.ID
+			}
+		}
+	}
+	if len(drop) == 0 {
+		return out
+	}
+	kept := out[:0]
+	promote := ""
+	for _, d := range out {
+		if by, ok := drop[d.ID]; ok {
+			if d.RootCause {
+				promote = by
+			}
+			continue
+		}
+		kept = append(kept, d)
+	}
+	for i := range kept {
+		switch {
+		case kept[i].ID == promote:
+			kept[i].RootCause, kept[i].ConsequenceOf = true, ""
+		case promote != "" && kept[i].ConsequenceOf != "":
+			if _, ok := drop[kept[i].ConsequenceOf]; ok {
+				kept[i].ConsequenceOf = promote
+			}
+		}
+	}
+	if promote != "" {
+		// The new root leads.
+		for i := range kept {
+			if kept[i].ID == promote {
+				d := kept[i]
+				copy(kept[1:i+1], kept[:i])
+				kept[0] = d
+				break
+			}
+		}
+	}
+	return kept
 }
 
 // merged is a guide's signatures folded into one diagnosis.

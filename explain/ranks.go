@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // Ranks from the evidence. torchrun's "Root Cause (first observed
@@ -37,8 +38,12 @@ func (s *scan) tableStart(fs *fileState, msg []byte, n int64) {
 	default:
 		return
 	}
-	fs.rootLeft, fs.entry = 14, nil
+	fs.rootLeft, fs.entry, fs.traceLeft = 14, nil, 0
 }
+
+// maxTraceLines bounds an @record traceback inside one failure-summary
+// entry (its frames, then the exception its rank raised).
+const maxTraceLines = 400
 
 // rootBlock reads one line of a failure summary's section: "[N]:" opens
 // an entry, "key : value" fills it, "=====" ends the summary.
@@ -56,10 +61,17 @@ func (s *scan) rootBlock(fs *fileState, msg []byte, n int64) {
 		}
 		fs.entries = append(fs.entries, TorchrunFailure{File: fs.name, Line: n, Rank: -1, LocalRank: -1, RootCause: fs.tableRoot})
 		fs.entry = &fs.entries[len(fs.entries)-1]
-		fs.rootLeft = 14
+		fs.rootLeft, fs.traceLeft = 14, 0
 		return
 	}
 	e := fs.entry
+	if e != nil && fs.traceLeft > 0 && !bytes.HasPrefix(t, []byte("-----")) {
+		// An @record traceback, the entry's last field: its lines up to
+		// the next entry or section are its rank's.
+		fs.traceLeft--
+		fs.rootLeft = max(fs.rootLeft, 2)
+		return
+	}
 	sm := reRootField.FindSubmatch(msg)
 	if sm == nil || e == nil {
 		return
@@ -89,6 +101,9 @@ func (s *scan) rootBlock(fs *fileState, msg []byte, n int64) {
 		}
 	case "traceback":
 		e.Traceback = v
+		if strings.HasPrefix(v, "Traceback") {
+			fs.traceLeft = maxTraceLines
+		}
 		if sn := reSignalName.FindStringSubmatch(v); sn != nil {
 			e.Signal = sn[1]
 		}
@@ -139,6 +154,16 @@ func (s *scan) endTables(fs *fileState) {
 	fs.entries, fs.entry = nil, nil
 }
 
+// oneNode: torchrun's [defaultN]: prefixes name local ranks, which are
+// global ranks only when the failure summary says so (one node).
+func (s *scan) oneNode() bool {
+	one := len(s.failures) > 0
+	for _, e := range s.failures {
+		one = one && e.Rank == e.LocalRank
+	}
+	return one
+}
+
 // failedRanks are the ranks the launchers reported failed (any exit code),
 // and the ranks they reported at all.
 func (s *scan) failedRanks() map[int]bool {
@@ -163,13 +188,7 @@ func (s *scan) straggler(reported map[int]bool) int {
 	for r := range s.seenRanks {
 		seen[r] = true
 	}
-	// torchrun's [defaultN]: prefixes name local ranks: they are global
-	// ranks only when the failure summary says so (one node).
-	oneNode := len(s.failures) > 0
-	for _, e := range s.failures {
-		oneNode = oneNode && e.Rank == e.LocalRank
-	}
-	if oneNode {
+	if s.oneNode() {
 		for r := range s.seenLocal {
 			seen[r] = true
 		}
@@ -247,6 +266,9 @@ func (s *scan) culprits(out []Diagnosis, wd *Watchdog) {
 			switch {
 			case c >= 0:
 				d.Advice = append(d.Advice, "Rank "+strconv.Itoa(c)+" is the one that did not report this failure while the others waited for it: read its output first.")
+				if d.ID == "gloo-timeout" {
+					d.Advice = append(d.Advice, "If rank "+strconv.Itoa(c)+" was alive and busy, the ranks may have called different collectives (one a broadcast, the others an all_reduce): the log cannot tell. Rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL, which stops at the first mismatched collective and names the rank that differs.")
+				}
 			case d.ID == "gloo-timeout" && len(s.failedRanks())+len(reported) > 1:
 				d.Advice = append(d.Advice, "Every rank the log shows timed out and none stayed silent: the ranks wait in different collectives (a desync) or all in the same one that never completes. Rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL, which stops at the first mismatched collective and names the ranks on each side.")
 			}
@@ -302,10 +324,24 @@ const idUnplaced = "unplaced-failure"
 // launcher's failure report) from saying "No NCCL failure found": that
 // line becomes a low-confidence diagnosis that quotes it.
 func (s *scan) neverAllClear(out []Diagnosis) []Diagnosis {
-	if len(out) > 0 || s.cat.unplaced == nil {
+	if len(out) > 0 {
 		return out
 	}
-	ev := *s.cat.unplaced
+	unplaced := s.cat.unplaced
+	if unplaced == nil {
+		// An exception that names the distributed package (read as the
+		// knock-on of a failure no line shows) is no all-clear either.
+		for i := range s.errs {
+			if l := s.errs[i].line; l.Kind == "python-exception" && reKnockOnMsg.MatchString(l.Text) {
+				unplaced = &l.Evidence
+				break
+			}
+		}
+	}
+	if unplaced == nil {
+		return out
+	}
+	ev := *unplaced
 	d := Diagnosis{ID: idUnplaced, Role: RoleCause, RootCause: true, Confidence: Low, Inferred: true,
 		Title:       "A distributed failure ncclwiz cannot place: " + Message(ev.Text),
 		Explanation: "This line reads as a failure of PyTorch's distributed package, NCCL, gloo or the launcher, and nothing in ncclwiz's catalogue explains it. It is the best lead: the lines just before it on the same rank usually say why.",

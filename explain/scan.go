@@ -48,7 +48,7 @@ type scan struct {
 	clean []byte
 	// seam, seam2: scratch for joinBest.
 	seam, seam2 []byte
-	strs  strCache // hosts and launchers of parsed lines
+	strs        strCache // hosts and launchers of parsed lines
 	// preMeta is the worker's parse of preText, the line being visited.
 	preMeta  *packedMeta
 	preText  []byte

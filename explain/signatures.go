@@ -91,7 +91,7 @@ var precedence = []string{
 	"gpu-xid", "fabric-manager-not-ready", "nccl-version-mismatch", "accelerate-rtx40",
 	"nccl-not-built", "no-gpu-visible", "store-libuv-missing", "mnnvl-imex",
 	"duplicate-gpu", "shm-attach-size0", "cumem-host-alloc", "cumem-alloc-failure", "shm-create-nospace",
-	"shm-sigbus", "shm-create-failed", "shm-attach-enoent", "shm-unlink-enoent",
+	"shm-sigbus", "shm-permission-denied", "shm-create-failed", "shm-attach-enoent", "shm-unlink-enoent",
 	"nvls-alloc-failure", "p2p-unsupported", "p2p-import-failed", "p2p-disabled-nvlink", "gpu-oom-init", "ib-memlock", "roce-gid",
 	"ib-completion-error", "topology-mismatch", "topology-detection-failed", "network-not-found",
 	"fd-exhaustion", "no-socket-interface", "master-port-in-use",

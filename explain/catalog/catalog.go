@@ -60,6 +60,11 @@ type Cause struct {
 	NotNCCL bool     `yaml:"not_nccl"`
 	Summary string   `yaml:"summary"`
 	Advice  []string `yaml:"advice"`
+	// Replaces are diagnoses that read the same failure less well: found
+	// together with this cause they are dropped (an attach error without
+	// its errno reads as a vanished segment; with "Permission denied" in
+	// the WARN before it, it is not).
+	Replaces []string `yaml:"replaces"`
 }
 
 // Subsystem is the part of NCCL a source file belongs to.
@@ -419,6 +424,9 @@ func (c *Catalog) Match(q Query) (Hit, bool) {
 		if !ok {
 			return
 		}
+		// Lines pasted together hold several messages: the one with a
+		// cause of its own tells more than a launcher's or a wrapper's.
+		sc.cause = m.Role == RoleCause && m.Cause != "" && f.total >= 16
 		if best == nil || sc.better(bestScore) {
 			best, bestScore = &candidate{m, f}, sc
 		}
@@ -433,9 +441,13 @@ func (c *Catalog) Match(q Query) (Hit, bool) {
 		if m.payload >= 0 {
 			h.Payload = strings.TrimSpace(h.Fields["payload"])
 		}
-	} else if m.payload >= 0 {
-		// A cut line: the payload is what follows the last literal seen.
-		h.Payload = best.f.tailAfterLiterals(text)
+	} else {
+		// A field elided ("(pid: ...)") still names the others.
+		h.Fields = best.f.fields(text, m.Fields)
+		if m.payload >= 0 {
+			// A cut line: the payload is what follows the last literal seen.
+			h.Payload = best.f.tailAfterLiterals(text)
+		}
 	}
 	for _, r := range m.values {
 		if strings.Contains(text, r.Value) && (r.fitsFiles(m) || q.File != "" && strings.HasPrefix(trimSrc(q.File), r.File)) {
@@ -493,12 +505,17 @@ type format struct {
 	text string
 	// src is the regexp of the whole format, compiled on first use: most
 	// of the thousand formats never meet a line that holds their anchor.
-	src    string
-	once   sync.Once
-	re     *regexp.Regexp
-	lits   []string // literal runs, in order
-	anchor string   // the longest literal run (the index key)
-	total  int      // total literal length
+	src  string
+	once sync.Once
+	re   *regexp.Regexp
+	// tol is src where every field may also be elided ("...", "…"), as
+	// a paste abridges a pid or a path.
+	tol     string
+	tolOnce sync.Once
+	tolRe   *regexp.Regexp
+	lits    []string // literal runs, in order
+	anchor  string   // the longest literal run (the index key)
+	total   int      // total literal length
 }
 
 // minAnchor is the shortest literal run that can anchor a message: shorter
@@ -507,15 +524,20 @@ const minAnchor = 5
 
 // compileFormat turns a printf format into a regexp and its literal runs.
 func compileFormat(f string) (*format, error) {
-	var re strings.Builder
+	var re, tol strings.Builder
 	var lits []string
 	var lit strings.Builder
 	flush := func() {
 		if lit.Len() > 0 {
 			lits = append(lits, lit.String())
 			re.WriteString(regexp.QuoteMeta(lit.String()))
+			tol.WriteString(regexp.QuoteMeta(lit.String()))
 			lit.Reset()
 		}
+	}
+	conv := func(pat string) {
+		re.WriteString(pat)
+		tol.WriteString(`(` + pat[1:len(pat)-1] + `|\.\.\.+|…)`)
 	}
 	convs := 0
 	for i := 0; i < len(f); i++ {
@@ -546,28 +568,28 @@ func compileFormat(f string) (*format, error) {
 		last := strings.Trim(f[j+1:], " .") == ""
 		switch f[j] {
 		case 'd', 'i', 'u':
-			re.WriteString(`(-?\d+)`)
+			conv(`(-?\d+)`)
 		case 'x', 'X':
-			re.WriteString(`((?:0x)?[0-9a-fA-F]+)`)
+			conv(`((?:0x)?[0-9a-fA-F]+)`)
 		case 'p':
-			re.WriteString(`((?:0x)?[0-9a-fA-F]+|\(nil\))`)
+			conv(`((?:0x)?[0-9a-fA-F]+|\(nil\))`)
 		case 'f', 'g', 'e':
-			re.WriteString(`([-+0-9.eE]+|nan|inf)`)
+			conv(`([-+0-9.eE]+|nan|inf)`)
 		case 'c':
-			re.WriteString(`(.)`)
+			conv(`(.)`)
 		case 'm':
-			re.WriteString(`(.*?)`)
+			conv(`(.*?)`)
 		default: // s and anything else
 			if last {
-				re.WriteString(`(.*)`)
+				conv(`(.*)`)
 			} else {
-				re.WriteString(`(.*?)`)
+				conv(`(.*?)`)
 			}
 		}
 		i = j
 	}
 	flush()
-	fm := &format{src: re.String(), lits: lits}
+	fm := &format{src: re.String(), tol: tol.String(), lits: lits}
 	for _, l := range lits {
 		fm.total += len(strings.TrimSpace(l))
 		if t := strings.TrimSpace(l); len(t) > len(fm.anchor) {
@@ -583,13 +605,17 @@ func compileFormat(f string) (*format, error) {
 // score is how well a format fits a line.
 type score struct {
 	exact   bool
-	covered int // literal characters found
+	cause   bool // the message's role is a cause
+	covered int  // literal characters found
 	total   int
 }
 
 func (a score) better(b score) bool {
 	if a.exact != b.exact {
 		return a.exact
+	}
+	if a.cause != b.cause {
+		return a.cause
 	}
 	if a.covered != b.covered {
 		return a.covered > b.covered
@@ -609,6 +635,10 @@ func (f *format) score(text string) (score, bool) {
 	}
 	if f.anchor == "" || !strings.Contains(text, f.anchor) {
 		return sc, false
+	}
+	if (strings.Contains(text, "...") || strings.Contains(text, "…")) && f.tolerant() != nil && f.tolerant().MatchString(text) {
+		sc.covered = f.total // every literal there, a field elided
+		return sc, true
 	}
 	for _, l := range f.lits {
 		if t := strings.TrimSpace(l); t != "" && strings.Contains(text, t) {
@@ -630,7 +660,14 @@ func (f *format) regexp() *regexp.Regexp {
 	return f.re
 }
 
-// fields names the conversions of an exact match.
+// tolerant compiles the elision-tolerant regexp once.
+func (f *format) tolerant() *regexp.Regexp {
+	f.tolOnce.Do(func() { f.tolRe, _ = regexp.Compile(f.tol) })
+	return f.tolRe
+}
+
+// fields names the conversions of an exact match, or of one with fields
+// elided (an elided field is left out).
 func (f *format) fields(text string, names []string) map[string]string {
 	re := f.regexp()
 	if re == nil {
@@ -638,10 +675,18 @@ func (f *format) fields(text string, names []string) map[string]string {
 	}
 	sm := re.FindStringSubmatch(text)
 	if sm == nil {
+		if t := f.tolerant(); t != nil {
+			sm = t.FindStringSubmatch(text)
+		}
+	}
+	if sm == nil {
 		return nil
 	}
 	out := map[string]string{}
 	for i, v := range sm[1:] {
+		if v == "..." || v == "…" || strings.HasPrefix(v, "...") && strings.Trim(v, ".") == "" {
+			continue
+		}
 		if i < len(names) && names[i] != "" {
 			if _, ok := out[names[i]]; !ok {
 				out[names[i]] = v
