@@ -134,6 +134,7 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 		if len(ids) > 0 {
 			plan = chosen(io.Discard, plan, notes, ids)
 		}
+		rememberPreview(a, h, plan)
 		return writeJSON(a, fixPlanDoc(a, h.Simulated, plan, notPlanned(plan, notes, ids)))
 	}
 	full := plan
@@ -144,6 +145,7 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 	case f.export != "":
 		return exportFixes(a, h, plan, findings, f.export)
 	case len(ids) == 0 && !f.dryRun:
+		rememberPreview(a, h, plan)
 		return listFixes(out, plan)
 	}
 	if len(plan) == 0 {
@@ -180,6 +182,21 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 		progressed := 0
 		opts := steps.ApplyOptions{Yes: true, DryRun: f.dryRun, Kill: f.kill, Open: openFixes(full, fx.ID, applied),
 			Progress: func(s string) { progressed++; fmt.Fprintln(out, "  "+textsafe.Clean(s)) }}
+		if fx.ID == "proc.stale" {
+			// --yes agrees in advance to what the user saw: the last
+			// preview, not a plan scrolling past now. Without --yes the
+			// plan above, just agreed to, is the preview.
+			if f.yes && !f.dryRun {
+				if pv, why := steps.LastPreview(h); pv != nil {
+					opts.Preview = pv
+					fmt.Fprintf(out, "  --yes: acting only on the processes of the preview you saw at %s, each judged again.\n", pv.When.Local().Format("15:04:05"))
+				} else {
+					fmt.Fprintf(out, "  --yes: %s; acting on the plan printed above.\n", why)
+				}
+			} else {
+				rememberPreview(a, h, []steps.Fix{fx})
+			}
+		}
 		if interactive {
 			opts.Confirm = prompt
 		}
@@ -212,6 +229,15 @@ func runFix(ctx context.Context, a *App, f fixFlags) error {
 		return ExitError{Code: 1}
 	}
 	return nil
+}
+
+// rememberPreview keeps proc.stale's part of the plan just shown as the
+// user's preview (steps.RecordPreview); failing to keep it is said, not
+// fatal: a later --yes then acts on the plan it prints.
+func rememberPreview(a *App, h *host.Host, plan []steps.Fix) {
+	if err := steps.RecordPreview(h, plan); err != nil {
+		fmt.Fprintf(a.Stderr, "ncclwiz: %s\n", textsafe.Clean(err.Error()))
+	}
 }
 
 // openFixes are the fixes of the plan, other than id, that could still

@@ -37,24 +37,31 @@ func newHangCmd(a *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "hang",
 		Short: "Look at a running job that hangs: which rank, where, and why (read-only)",
-		Long: `Finds the distributed job on this machine (torchrun, accelerate, deepspeed,
-mpirun … and their ranks, also inside containers), samples every rank twice
---interval apart (state, wait channel, CPU per thread, stdout/stderr growth,
-GPU via NVML), asks NCCL's RAS service (NCCL >= 2.24, NCCL_RAS_ADDR or
-localhost:28028) and reads PyTorch's flight-recorder dumps, then names the
-suspect rank(s) with the evidence from each source.
+		Long: `Finds the distributed job on this machine — by RANK/LOCAL_RANK, Open MPI,
+PMI and Slurm variables, the launcher tree (torchrun, mpirun, mp.spawn, a
+custom Python launcher), the rendezvous (MASTER_ADDR/PORT) and the launchers'
+--rdzv flags; orphaned ranks and several launchers of one job too; also inside
+containers — then watches every rank for --interval (its main thread read 20
+times: state and wait channel; CPU per thread, bytes written, stdout/stderr
+growth, store sockets, GPU via NVML), asks NCCL's RAS service in the job's
+network namespace where the job has NCCL >= 2.24, reads PyTorch's
+flight-recorder dumps where torch >= 2.2 writes them, and compares the ranks:
+progress is proof of life ("no hang"), a job that ends while watched is
+"ended", and otherwise the rank that differs from the others — in whichever
+direction — is the suspect, with the evidence, how sure that is and what
+would make it surer.
 
 Nothing is signalled, attached to or changed.
 
-JSON (--json): see docs/hang.schema.json (schema 1).
-Exit codes: 0 no hang found, 1 suspect rank found or the job looks stuck,
-2 usage error or nothing to inspect.`,
+JSON (--json): see docs/hang.schema.json (schema 2).
+Exit codes: 0 no hang (progress seen, the job ended, or no hang proven),
+1 suspect rank found or the job is stuck, 2 usage error or nothing to inspect.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runHang(cmd, a, f) },
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&f.pid, "pid", 0, "the job to inspect: its launcher's or any rank's PID (needed when several jobs run)")
-	fl.DurationVar(&f.interval, "interval", hang.DefaultInterval, "time between the two samples of each rank")
+	fl.IntVar(&f.pid, "pid", 0, "the job to inspect: its launcher's, any rank's or any parent's PID (needed when several jobs run)")
+	fl.DurationVar(&f.interval, "interval", hang.DefaultInterval, "how long each rank is watched")
 	fl.BoolVar(&f.json, "json", false, "print the versioned JSON report")
 	fl.BoolVar(&f.raw, "raw", false, "include RAS's reply as NCCL wrote it")
 	fl.BoolVar(&f.noRAS, "no-ras", false, "do not connect to NCCL's RAS port")
@@ -84,31 +91,24 @@ func runHang(cmd *cobra.Command, a *App, f hangFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	tab, err := hang.ReadTable(ctx, h)
-	if err != nil {
-		return err
-	}
-	jobs := hang.FindJobs(tab)
 	o := hang.Options{Interval: f.interval, RASAddr: f.rasAddr, NoRAS: f.noRAS, RASText: f.rasText, DumpPrefix: f.dumps}
-	if h.Simulated {
-		o.NoRAS = true // a practice server has no RAS port; the real one must not be asked
-	}
 	var r *hang.Report
-	job, err := hang.Pick(jobs, f.pid)
-	switch {
-	case f.dumps != "" && f.pid == 0:
+	if f.dumps != "" && f.pid == 0 {
 		r = hang.InspectDumps(h, f.dumps) // a job that is gone or runs elsewhere: its dumps alone
 		if r.ExitCode == 2 {
 			return usageError{errors.New(r.Summary)}
 		}
-	case err != nil:
+	} else {
+		r, _, err = hang.Run(ctx, h, f.pid, o)
 		var several hang.ErrSeveralJobs
-		if errors.As(err, &several) {
+		var none hang.PickError
+		switch {
+		case errors.As(err, &several):
 			listJobs(a, several.Jobs)
-		}
-		return usageError{err}
-	default:
-		if r, err = hang.Inspect(ctx, h, job, o); err != nil {
+			return usageError{err}
+		case errors.As(err, &none):
+			return usageError{err}
+		case err != nil:
 			return err
 		}
 	}

@@ -24,13 +24,13 @@ import (
 
 // startFakeTorchrun starts hang's fake job (hang/internal/fakejob) as
 // torchrun with world ranks — rank 1 blocks reading a pipe nobody writes,
-// the others spin and print — and env (the RAS address and dump prefix of
+// the others wait (as ranks waiting in a collective) — and env (the RAS address and dump prefix of
 // the test), and returns the launcher's PID and the ranks' by rank.
 func startFakeTorchrun(t *testing.T, world int, env ...string) (launcher int, ranks []int) {
 	t.Helper()
 	plan := make([]string, world)
 	for r := range plan {
-		plan[r] = "spin"
+		plan[r] = "wait"
 	}
 	plan[1] = "pipe"
 	c := exec.Command(gobin.Build(t, "./hang/internal/fakejob", true))
@@ -320,5 +320,38 @@ func TestHangPySpyConsent(t *testing.T) {
 	b, err := os.ReadFile(marker)
 	if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(ranks[1]) {
 		t.Fatalf("py-spy attached to %q, want only rank 1 (pid %d)", b, ranks[1])
+	}
+}
+
+// Issue 22 item 16: `hang` on a practice scenario says SIMULATED first and
+// why RAS was not asked (never "--no-ras", which the user did not pass).
+func TestHangScenarioIsSimulated(t *testing.T) {
+	out, errOut, code := runCLI(t, nil, "hang", "--scenario", "watchdog-timeout", "--interval", "200ms")
+	if code == 2 || !strings.HasPrefix(out, "SIMULATED — practice scenario watchdog-timeout") || strings.Contains(out, "--no-ras") ||
+		!strings.Contains(out, "a practice scenario has no RAS port") {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+	out, _, _ = runCLI(t, nil, "hang", "--scenario", "watchdog-timeout", "--interval", "200ms", "--json")
+	doc := validateHang(t, hangSchema(t), out)
+	if doc["simulated"] != "watchdog-timeout" || !strings.HasPrefix(doc["summary"].(string), "SIMULATED") {
+		t.Fatalf("simulated %v, summary %v", doc["simulated"], doc["summary"])
+	}
+}
+
+// `ncclwiz fix` keeps what it showed of proc.stale as the user's preview
+// (per user and PID namespace), which a later `--apply proc.stale --yes`
+// acts on (steps.TestStaleOnRealLeftovers proves the acting part).
+func TestFixKeepsThePreview(t *testing.T) {
+	state := t.TempDir()
+	if _, errOut, code := runCLI(t, []string{"XDG_STATE_HOME=" + state}, "fix"); code == 2 {
+		t.Fatalf("fix: exit %d: %s", code, errOut)
+	}
+	m, err := filepath.Glob(filepath.Join(state, "ncclwiz", "stale-preview-*.json"))
+	if err != nil || len(m) != 1 {
+		t.Fatalf("no preview kept under %s: %v %v", state, m, err)
+	}
+	b, err := os.ReadFile(m[0])
+	if err != nil || !strings.Contains(string(b), `"boot_id"`) || !strings.Contains(string(b), `"stale"`) {
+		t.Fatalf("preview %s: %v\n%s", m[0], err, b)
 	}
 }

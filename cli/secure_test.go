@@ -53,9 +53,9 @@ func runBin(t *testing.T, bin string, env []string, args ...string) binRun {
 // end of the test.
 func startLeftoverRank(t *testing.T, args string) int {
 	t.Helper()
-	// sh starts bash in the background and exits, so bash (which stays,
-	// as "sleep" is not its last command) loses its parent.
-	cmd := exec.Command("sh", "-c", `bash -c 'sleep 120; :' train.py `+args+` >/dev/null 2>&1 & echo $!`)
+	// sh starts a Python process in the background and exits, so it loses
+	// its parent. Python, as a rank is (a shell with RANK is not one).
+	cmd := exec.Command("sh", "-c", `exec /usr/bin/python3 -c 'import time; time.sleep(120)' train.py `+args+` >/dev/null 2>&1 & echo $!`)
 	cmd.Env = append(os.Environ(), "RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=2")
 	// A group of its own, so that cleanup ends bash's sleep too (it would
 	// otherwise outlive the test, carrying RANK).

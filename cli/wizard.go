@@ -302,13 +302,16 @@ func wizardHangJobs(ctx context.Context, a *App) ([]tui.HangJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	tab, err := hang.ReadTable(ctx, h)
+	jobs, unread, err := hang.Discover(ctx, h)
 	if err != nil {
 		return nil, fmt.Errorf("read the process table: %w", err)
 	}
-	jobs := hang.FindJobs(tab)
 	if len(jobs) == 0 && h.Simulated {
 		return nil, noLiveJob{}
+	}
+	if len(jobs) == 0 && len(unread) > 0 {
+		_, err := hang.Pick(nil, 0)
+		return nil, fmt.Errorf("%w; %s", err, hang.UnreadableNote(unread, h.IsRoot()))
 	}
 	out := make([]tui.HangJob, 0, len(jobs))
 	for _, j := range jobs {
@@ -332,30 +335,21 @@ func wizardInspectHang(ctx context.Context, a *App, id int, progress func(string
 	if err != nil {
 		return tui.HangReport{}, err
 	}
-	progress("reading the process table")
-	tab, err := hang.ReadTable(ctx, h)
-	if err != nil {
-		return tui.HangReport{}, fmt.Errorf("read the process table: %w", err)
+	o := hang.Options{Interval: hang.DefaultInterval}
+	ras := "asking NCCL's RAS port where the job has one, "
+	if h.Simulated {
+		ras = "" // a practice server has no RAS port; the real one is never asked
 	}
-	job, err := hang.Pick(hang.FindJobs(tab), id)
+	progress(fmt.Sprintf("watching the ranks of job %d for %s; %sreading flight-recorder dumps", id, o.Interval, ras))
+	// The same discovery, inspection and verdict as `ncclwiz hang --pid id`.
+	r, _, err := hang.Run(ctx, h, id, o)
 	if err != nil {
 		return tui.HangReport{}, fmt.Errorf("job %d: %w (it may have ended)", id, err)
-	}
-	o := hang.Options{Interval: hang.DefaultInterval}
-	ras := "asking NCCL's RAS port, "
-	if h.Simulated {
-		o.NoRAS = true // a practice server has no RAS port; the real one must not be asked
-		ras = ""
-	}
-	progress(fmt.Sprintf("sampling %d rank(s) twice, %s apart; %sreading flight-recorder dumps", len(job.Ranks), o.Interval, ras))
-	r, err := hang.Inspect(ctx, h, job, o)
-	if err != nil {
-		return tui.HangReport{}, fmt.Errorf("inspect job %d: %w", id, err)
 	}
 	if ctx.Err() != nil {
 		return tui.HangReport{}, fmt.Errorf("inspect job %d: %w", id, ctx.Err())
 	}
-	out := tui.HangReport{Verdict: r.Verdict, Summary: r.Summary, Suspects: r.Suspects, Guide: "hang"}
+	out := tui.HangReport{Verdict: r.Verdict, Summary: r.Summary, Suspects: r.Suspects, Confidence: r.Confidence, Guide: "hang"}
 	out.HasRaw = r.RAS != nil && r.RAS.Raw != ""
 	out.Render = func(width int, raw bool) string {
 		var b strings.Builder

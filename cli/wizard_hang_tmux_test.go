@@ -47,7 +47,7 @@ func TestWizardHangInTmux(t *testing.T) {
 		t.Fatalf("build fakejob: %v\n%s", err, out)
 	}
 	job := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
-		"mount -t tmpfs ncclwiz-wiz-tmp /tmp && exec "+fake+" launcher spin,pipe,spin")
+		"mount -t tmpfs ncclwiz-wiz-tmp /tmp && exec "+fake+" launcher wait,pipe,wait")
 	job.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := job.Start(); err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestWizardHangInTmux(t *testing.T) {
 	s.WaitFor(10*time.Second, "My job is hanging")
 	s.Keys("3")
 	scr := waitUntil(t, s, 60*time.Second, func(scr string) bool {
-		return strings.Contains(scr, "Suspect:") || strings.Contains(scr, "Which one hangs?") || strings.Contains(scr, "No hang found")
+		return strings.Contains(scr, "Suspect:") || strings.Contains(scr, "Which one hangs?") || strings.Contains(scr, "No hang")
 	})
 	if strings.Contains(scr, "Which one hangs?") { // other jobs run here: pick ours
 		picked := false
@@ -119,9 +119,15 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // ours reports whether a job-list line names the launcher pid or one of
 // its children.
 func ours(line string, launcher int) bool {
+	// The job is listed by its launcher, or by its first rank: unshare's
+	// child (the fake launcher) and that one's children (the ranks).
 	pids := []string{strconv.Itoa(launcher)}
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", launcher, launcher))
-	pids = append(pids, strings.Fields(string(b))...)
+	for _, c := range strings.Fields(string(b)) {
+		pids = append(pids, c)
+		g, _ := os.ReadFile(fmt.Sprintf("/proc/%s/task/%s/children", c, c))
+		pids = append(pids, strings.Fields(string(g))...)
+	}
 	for _, p := range pids {
 		if strings.Contains(line, " "+p+" ") {
 			return true

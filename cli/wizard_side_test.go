@@ -2,10 +2,15 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ncclwiz/ncclwiz/internal/realjob"
 	"github.com/ncclwiz/ncclwiz/scenario"
 )
 
@@ -70,5 +75,44 @@ func TestWizardClusterCheckNamesUnreachableNode(t *testing.T) {
 	}
 	if _, err := wizardClusterCheck(context.Background(), a, "bad host;rm", func(string) {}); err == nil {
 		t.Error("a hostile node list was accepted")
+	}
+}
+
+// Issue 23: the wizard's "My job is hanging" runs the same discovery and
+// judgement as `ncclwiz hang`: on a real job (torch 1.13, rank 1 asleep
+// before its all_reduce) both name the same verdict and suspect.
+func TestWizardHangAgreesWithHangOnARealJob(t *testing.T) {
+	j := realjob.Start(t, realjob.Spec{Launcher: realjob.Subprocess, Behave: map[int]realjob.Behaviour{1: realjob.Sleep}})
+	j.WaitReady(4 * time.Minute)
+	a := &App{Stdin: strings.NewReader("")}
+	ctx := context.Background()
+	jobs, err := wizardHangJobs(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, jb := range jobs {
+		found = found || jb.ID == j.Launchers()[0]
+	}
+	if !found {
+		t.Fatalf("the wizard's list lacks job %d: %+v", j.Launchers()[0], jobs)
+	}
+	w, err := wizardInspectHang(ctx, a, j.Launchers()[0], func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, nil, "hang", "--json", "--pid", strconv.Itoa(j.Launchers()[0]))
+	var r struct {
+		Verdict  string `json:"verdict"`
+		Suspects []int  `json:"suspects"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("exit %d: %v\n%s%s", code, err, out, errOut)
+	}
+	if w.Verdict != "suspect" || fmt.Sprint(w.Suspects) != "[1]" || r.Verdict != w.Verdict || fmt.Sprint(r.Suspects) != fmt.Sprint(w.Suspects) {
+		t.Fatalf("wizard %s %v, hang %s %v", w.Verdict, w.Suspects, r.Verdict, r.Suspects)
+	}
+	if view := w.Render(80, false); !strings.Contains(view, "Verdict: suspect") {
+		t.Errorf("the wizard's report:\n%s", view)
 	}
 }

@@ -23,7 +23,7 @@ func TestJobInDocker(t *testing.T) {
 	dockertest.AddStatic(t, root, "torchrun", "./hang/internal/fakejob")
 	image := dockertest.Import(t, "hang", root)
 	name := dockertest.Name(t, "hang", "job")
-	dockertest.Start(t, name, "--network", "none", "-e", "FAKEJOB_DUMPS=/tmp/nccl_trace_rank_", image, "/torchrun", "launcher", "spin,pipe,spin")
+	dockertest.Start(t, name, "--network", "none", "-e", "FAKEJOB_DUMPS=/tmp/nccl_trace_rank_", image, "/torchrun", "launcher", "wait,pipe,wait")
 	launcher, _ := strconv.Atoi(dockertest.PID(t, name))
 
 	h := host.Local(host.LocalOptions{})

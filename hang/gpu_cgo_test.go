@@ -3,6 +3,7 @@
 package hang
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -46,9 +47,17 @@ func TestGPUUse(t *testing.T) {
 	var ss []RankSample
 	for i, pid := range []int{501, 502, 503} {
 		g := got[pid]
-		ss = append(ss, RankSample{Rank: i, PID: pid, States: [2]string{"R", "R"}, CPUPct: 99, GPU: &g})
+		s := sample(i, "R", "")
+		s.PID, s.GPU = pid, &g
+		ss = append(ss, s)
 	}
-	ev, _ := JudgeSamples(ss)
+	jd := Judge(ss, Facts{Backend: "nccl"})
+	ev := jd.Evidence
+	// Two GPUs spin in NCCL waiting for the third, whose kernels compute:
+	// the straggler is rank 2.
+	if fmt.Sprint(jd.Suspects) != "[2]" || jd.Verdict != VerdictSuspect {
+		t.Errorf("verdict %s %v, want suspect [2]: %+v", jd.Verdict, jd.Suspects, ev)
+	}
 	spinning := 0
 	for _, e := range ev {
 		if strings.Contains(e.Text, "spinning while it waits") {

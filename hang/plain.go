@@ -3,6 +3,7 @@ package hang
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,27 +22,56 @@ func WritePlain(w io.Writer, r *Report, raw bool, width int) error {
 	}
 	var b strings.Builder
 	para := func(s string) { b.WriteString("  " + textwrap.String(s, width-4, "    ") + "\n") }
+	if r.Simulated != "" {
+		fmt.Fprintf(&b, "SIMULATED — practice scenario %s: no real process was sampled and nothing real was asked.\n\n", textsafe.Clean(r.Simulated))
+	}
 	fmt.Fprintf(&b, "Job %d: %s\n", r.Job.ID, textsafe.Clean(r.Job.Command))
 	fmt.Fprintf(&b, "  running for %s, %s on this machine", time.Duration(r.Job.AgeSeconds)*time.Second, units.Count(r.Job.LocalRanks, "rank"))
 	if r.Job.WorldSize != "" {
 		fmt.Fprintf(&b, " of WORLD_SIZE %s", textsafe.Clean(r.Job.WorldSize))
 	}
-	b.WriteString("\n\n")
-	fmt.Fprintf(&b, "Ranks, sampled twice %s apart:\n", time.Duration(r.Interval*float64(time.Second)))
-	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  RANK\tPID\tSTATE\tCPU\tTHREADS\tWCHAN\tOUTPUT\tGPU")
-	for _, s := range r.Samples {
-		state := s.States[0] + "→" + s.States[1]
-		if s.Gone {
-			state = "gone"
+	b.WriteString("\n")
+	if n := len(r.Job.LauncherPIDs); n > 1 {
+		fmt.Fprintf(&b, "  %d launchers of this job run here (pids %s)\n", n, joinRanks(r.Job.LauncherPIDs))
+	}
+	if rt := r.Runtime; rt.Backend != "" || rt.Torch != "" {
+		line := "  backend: " + map[string]string{"": "unknown", "nccl": "NCCL", "gloo": "gloo"}[rt.Backend]
+		if rt.Torch != "" {
+			line += ", torch " + textsafe.Clean(rt.Torch)
 		}
-		out := "-"
+		if rt.NCCL != "" {
+			line += ", NCCL " + textsafe.Clean(rt.NCCL)
+		}
+		b.WriteString(line + " (" + rt.From + ")\n")
+	}
+	if r.Job.Orphaned != "" {
+		para("! " + r.Job.Orphaned)
+	}
+	if r.Job.Unreadable != "" {
+		para("! " + r.Job.Unreadable)
+	}
+	b.WriteString("\n")
+	if len(r.Samples) > 0 {
+		fmt.Fprintf(&b, "Ranks, watched for %s (%d reads of each main thread):\n", time.Duration(r.Interval*float64(time.Second)), reads)
+	}
+	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+	if len(r.Samples) > 0 {
+		fmt.Fprintln(tw, "  RANK\tPID\tMAIN THREAD\tCPU (MAIN)\tTHREADS\tWCHAN\tWROTE\tGPU")
+	}
+	for _, s := range r.Samples {
+		state := stateMix(s)
+		if s.Gone {
+			state = fmt.Sprintf("exited at +%.1fs", s.GoneAfter)
+		}
+		out := "?"
+		if s.IOKnown {
+			out = units.Bytes(s.MainWrote)
+		}
 		for _, o := range s.Outputs {
-			if o.Grew {
-				out = fmt.Sprintf("+%dB", o.Bytes)
+			if o.Grew && !o.Shared {
+				out = fmt.Sprintf("%s, log +%s", out, units.Bytes(uint64(o.Bytes)))
 				break
 			}
-			out = "silent"
 		}
 		gpu := "-"
 		if g := s.GPU; g != nil {
@@ -55,21 +85,39 @@ func WritePlain(w io.Writer, r *Report, raw bool, width int) error {
 		if wchan == "" {
 			wchan = "-"
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%.0f%%\t%d/%d\t%s\t%s\t%s\n", s.Rank, pid, state, s.CPUPct, s.RanThreads, s.Threads, textsafe.Clean(wchan), out, gpu)
+		rank := fmt.Sprint(s.Rank)
+		if s.RankFrom == "start order" {
+			rank += "*"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%.0f%% (%.0f%%)\t%d/%d\t%s\t%s\t%s\n", rank, pid, state, s.CPUPct, s.MainCPUPct, s.RanThreads, s.Threads, textsafe.Clean(wchan), out, gpu)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, s := range r.Samples {
+		if s.RankFrom == "start order" {
+			b.WriteString("  * rank by start order: the rank is an argument (torch.multiprocessing.spawn) or the environment is unreadable\n")
+			break
+		}
+	}
 	b.WriteString("\nNCCL RAS:\n")
 	switch {
 	case r.RAS == nil:
-		b.WriteString("  not asked (--no-ras)\n")
+		b.WriteString("  not asked\n")
+	case r.RAS.Skipped != "":
+		para(r.RAS.Skipped)
 	case r.RAS.Error != "":
 		para(r.RAS.Error)
+		if r.RAS.Namespace != "" {
+			para("asked in network namespace " + textsafe.Clean(r.RAS.Namespace))
+		}
 	default:
 		rep := r.RAS.Reply
 		fmt.Fprintf(&b, "  %s answered (NCCL %s, %s): %d communicator(s), %d missing, %d dead, %d mismatch(es)\n",
 			textsafe.Clean(r.RAS.Addr), textsafe.Clean(rep.NCCLVersion), rep.Format, rep.Comms, len(rep.Missing), len(rep.Dead), len(rep.Mismatches))
+		if r.RAS.Namespace != "" {
+			para("asked in network namespace " + textsafe.Clean(r.RAS.Namespace))
+		}
 		for _, e := range rep.Errors {
 			para("error: " + textsafe.Clean(e))
 		}
@@ -86,7 +134,9 @@ func WritePlain(w io.Writer, r *Report, raw bool, width int) error {
 	}
 	b.WriteString("\nFlight recorder:\n")
 	if fr := r.FlightRecorder; fr != nil {
-		if len(fr.Dumps) == 0 {
+		if fr.Note != "" {
+			para(fr.Note)
+		} else if len(fr.Dumps) == 0 {
 			para(fmt.Sprintf("no dumps at %s<rank> (%s)", textsafe.Clean(fr.Prefix), fr.From))
 			for _, h := range fr.HowTo {
 				para("- " + h)
@@ -157,8 +207,18 @@ func WritePlain(w io.Writer, r *Report, raw bool, width int) error {
 		}
 		para(fmt.Sprintf("%s %s [%s] %s", mark, who, e.Source, textsafe.Clean(e.Text)))
 	}
-	fmt.Fprintf(&b, "\nVerdict: %s\n", r.Verdict)
+	fmt.Fprintf(&b, "\nVerdict: %s", r.Verdict)
+	if r.Confidence != "" {
+		fmt.Fprintf(&b, " (%s confidence)", r.Confidence)
+	}
+	b.WriteString("\n")
 	para(r.Summary)
+	if len(r.Surer) > 0 {
+		b.WriteString("\nSurer with:\n")
+		for _, s := range r.Surer {
+			para("- " + s)
+		}
+	}
 	if len(r.NextSteps) > 0 {
 		b.WriteString("\nNext:\n")
 		for _, s := range r.NextSteps {
@@ -167,4 +227,31 @@ func WritePlain(w io.Writer, r *Report, raw bool, width int) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// stateMix is the main thread's states over the reads, most frequent
+// first: "S 20/20", "R 14/20 S 6/20".
+func stateMix(s RankSample) string {
+	if s.Reads == 0 {
+		return s.States[0] + "→" + s.States[1]
+	}
+	type kv struct {
+		k string
+		v int
+	}
+	var kvs []kv
+	for k, v := range s.StateCounts {
+		kvs = append(kvs, kv{k, v})
+	}
+	sort.Slice(kvs, func(a, b int) bool {
+		if kvs[a].v != kvs[b].v {
+			return kvs[a].v > kvs[b].v
+		}
+		return kvs[a].k < kvs[b].k
+	})
+	var parts []string
+	for _, e := range kvs {
+		parts = append(parts, fmt.Sprintf("%s %d/%d", e.k, e.v, s.Reads))
+	}
+	return strings.Join(parts, " ")
 }

@@ -96,6 +96,10 @@ type ApplyOptions struct {
 	Kill bool
 	// Grace is how long proc.stale waits after SIGTERM (default 10 s).
 	Grace time.Duration
+	// Preview, when set, is what the user last saw (LastPreview):
+	// proc.stale then acts only on the processes it listed and says why
+	// any other is left alone or any listed one dropped out.
+	Preview *Preview
 	// Open names the other fixes of the plan that could still answer a
 	// problem (possible here, not yet applied). A problem the re-check still
 	// reports that one of them also answers is not held against this fix
@@ -183,6 +187,8 @@ type Fix struct {
 	Warnings []string
 
 	asRoot bool
+	// stale are proc.stale's targets, kept for RecordPreview.
+	stale  []rank
 	apply  func(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, error)
 	script func(s *script)
 }

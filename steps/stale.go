@@ -115,6 +115,7 @@ func staleFix(h *host.Host, targets []rank, skipped []string) *Fix {
 		Recheck:  []string{"gpu.processes", "proc.ranks", "shm.segments"},
 		Warnings: skipped,
 	}
+	f.stale = targets
 	f.apply = func(ctx context.Context, h *host.Host, o ApplyOptions) (Outcome, error) {
 		return applyStale(ctx, h, targets, o)
 	}
@@ -129,6 +130,11 @@ func applyStale(ctx context.Context, h *host.Host, targets []rank, o ApplyOption
 	}
 	ended := 0
 	var waiting []rank
+	if o.Preview != nil {
+		var dropped []string
+		targets, dropped = restrictToPreview(ctx, h, targets, o.Preview)
+		out.Skipped = append(out.Skipped, dropped...)
+	}
 	// Judge again right before signalling: the launcher, age and CPU
 	// evidence must still hold for the very process (same start time) that
 	// was previewed. A rank that started working again is left alone.
@@ -146,7 +152,7 @@ func applyStale(ctx context.Context, h *host.Host, targets []rank, o ApplyOption
 			continue
 		}
 		if r, ok := still[t.PID]; !ok || r.Start != t.Start {
-			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d: no longer judged a leftover rank (it may be working again); left alone", t.PID))
+			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d: %s", t.PID, whyDropped(ctx, h, PinnedPID{PID: t.PID, Start: t.Start})))
 			continue
 		}
 		if o.DryRun {

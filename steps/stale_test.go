@@ -98,7 +98,8 @@ func TestStaleApplyRejudges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(out.Changed) != 0 || !strings.Contains(strings.Join(out.Skipped, "\n"), "no longer judged a leftover rank") {
+			// Left alone, saying how it is judged now.
+			if skipped := strings.Join(out.Skipped, "\n"); len(out.Changed) != 0 || !strings.Contains(skipped, "pid 777: judged ") || !strings.Contains(skipped, "left alone") {
 				t.Errorf("outcome %+v", out)
 			}
 		})
@@ -138,7 +139,7 @@ func TestStaleFixRedactsCommandLine(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("ends a process re-parented to PID 1 (CI runs as root)")
 	}
-	pid := startOrphan(t, "TORCHELASTIC_RUN_ID=ncclwiz-secrets", `RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=ncclwiz-secrets bash -c 'sleep 600; :' train.py --pw pwSecret7731 --hf_token hfSecret7731 --aws_secret_access_key awsSecret7731`)
+	pid := startOrphan(t, "TORCHELASTIC_RUN_ID=ncclwiz-secrets", `RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=ncclwiz-secrets exec -a python3 /usr/bin/python3 -c 'import time;time.sleep(600)' --pw pwSecret7731 --hf_token hfSecret7731 --aws_secret_access_key awsSecret7731`)
 	h := localHost(t.TempDir())
 	h.Clock = func() time.Time { return time.Now().Add(10 * time.Minute) }
 	ctx := context.Background()

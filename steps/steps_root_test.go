@@ -365,7 +365,8 @@ func TestRemountRealTmpfs(t *testing.T) {
 // host's clock ten minutes ahead, so that it is old enough.
 func startStaleRank(t *testing.T) int {
 	t.Helper()
-	return startOrphan(t, "TORCHELASTIC_RUN_ID=", "RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=ncclwiz-test exec -a pt_rank sleep 600")
+	// A real Python process (proc.stale wants positive evidence of a rank).
+	return startOrphan(t, "TORCHELASTIC_RUN_ID=", "RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=ncclwiz-test exec /usr/bin/python3 -c 'import time; time.sleep(600)'")
 }
 
 // startOrphan runs the shell command line in the background of a setsid

@@ -111,10 +111,12 @@ type HangJob struct {
 
 // HangReport is the verdict of a hang inspection.
 type HangReport struct {
-	// Verdict is "suspect", "stuck" or "no_hang_found".
+	// Verdict is hang's: "no_hang", "ended", "busy", "suspect" or "stuck".
 	Verdict  string
 	Summary  string
 	Suspects []int
+	// Confidence is "high", "medium" or "low".
+	Confidence string
 	// Guide is the guide the report names (g opens it).
 	Guide string
 	// Render draws the whole report — ranks, RAS, flight recorder, kernel,

@@ -204,9 +204,13 @@ func (r HangReport) headline() string {
 		}
 		return "Suspect: rank " + strings.Join(rs, ", ")
 	case "stuck":
-		return "Every rank here is idle: the whole job waits"
-	case "no_hang_found":
-		return "No hang found"
+		return "Stuck: every rank here waits the same way"
+	case "no_hang":
+		return "No hang: the job makes progress"
+	case "ended":
+		return "The job ended during the sample"
+	case "busy":
+		return "No hang proven: the ranks compute but wrote nothing"
 	}
 	return textsafe.Clean(r.Verdict)
 }
@@ -237,7 +241,10 @@ func (m hangModel) view() string {
 	case hangDone:
 		r := m.report
 		line := r.headline()
-		if r.Verdict == "no_hang_found" {
+		if r.Confidence != "" {
+			line += " (" + r.Confidence + " confidence)"
+		}
+		if r.Verdict != "suspect" && r.Verdict != "stuck" {
 			line = st.ok.Render(line)
 		} else {
 			line = st.warn.Render(line)

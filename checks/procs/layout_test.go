@@ -323,6 +323,8 @@ func TestLayoutsInDocker(t *testing.T) {
 	b := buildBins(t)
 	root := dockertest.Rootfs(t, "tmp", "etc", "dev/shm")
 	dockertest.Copy(t, root, "launcher", b.helper)
+	dockertest.Copy(t, root, "python3", b.helper) // a rank by name (positive evidence)
+	dockertest.Copy(t, root, "tini", b.tini)
 	dockertest.Copy(t, root, "ncclwiz", b.ncclwiz)
 	image := dockertest.Import(t, "procs", root)
 
@@ -374,6 +376,39 @@ func TestLayoutsInDocker(t *testing.T) {
 			if after[pid] == nil || after[pid]["age_seconds"].(float64) < e["age_seconds"].(float64) {
 				t.Errorf("rank %d did not survive fix --apply proc.stale --yes: %v", pid, after)
 			}
+		}
+	})
+
+	// Issue 22 item 6: a rank started with docker exec -d has PPID 0 inside
+	// and containerd-shim (outside its PID namespace) as parent from the
+	// host: not re-parenting either way — one answer, whichever side asks.
+	t.Run("a rank started by docker exec -d: live inside and from the host", func(t *testing.T) {
+		c := run(t, "execd", image, "/tini", "init", "--", "/launcher", "rank", "idle")
+		if out, err := dockertest.Docker("exec", "-d", "-e", "RANK=0", "-e", "LOCAL_RANK=0", "-e", "WORLD_SIZE=2",
+			"-e", "TORCHELASTIC_RUN_ID=ncclwiz-execd", c, "/python3", "rank", "idle"); err != nil {
+			t.Fatalf("docker exec -d: %v %s", err, out)
+		}
+		seen := waitRanks(t, c, 1)
+		for pid, e := range seen {
+			if e["verdict"] != Live || !strings.Contains(fmt.Sprint(e["why"]), "PPID 0") {
+				t.Errorf("inside, rank %d: %v", pid, e)
+			}
+		}
+		var hostPID int
+		for i := 0; i < 100 && hostPID == 0; i++ {
+			tab, _ := proctab.Read(context.Background(), host.Local(host.LocalOptions{NoNVML: true}), proctab.Options{EnvKeys: EnvKeys})
+			for _, p := range tab.All() {
+				if p.Env["TORCHELASTIC_RUN_ID"] == "ncclwiz-execd" && p.Comm == "python3" {
+					hostPID = p.PID
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if hostPID == 0 {
+			t.Fatal("the exec'd rank is not visible from the host")
+		}
+		if a := judge(t, 10*time.Minute, hostPID)[hostPID]; a.Verdict != Live || !strings.Contains(a.Reason(), "outside its PID namespace") {
+			t.Errorf("from the host, rank %d judged %s: %s", hostPID, a.Verdict, a.Reason())
 		}
 	})
 

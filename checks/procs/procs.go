@@ -16,6 +16,7 @@ import (
 	"github.com/ncclwiz/ncclwiz/checks"
 	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/host"
+	"github.com/ncclwiz/ncclwiz/internal/procnet"
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 )
@@ -116,6 +117,17 @@ func reaperName(t *proctab.Table, p proctab.Process) (string, bool) {
 	return c, t.IsMachineInit(p)
 }
 
+// IsReaper reports whether p adopts orphans rather than starting ranks:
+// an init (of the machine or of a container) or a subreaper such as tini.
+func IsReaper(t *proctab.Table, p proctab.Process) bool {
+	_, ok := reaperName(t, p)
+	return ok
+}
+
+// LaunchedBy returns the launcher p's environment names (a variable only a
+// launcher sets in its workers), if any.
+func LaunchedBy(p proctab.Process) (marker, launcher string, ok bool) { return launchedBy(p) }
+
 // launchedBy returns the launcher p's environment names, if any.
 func launchedBy(p proctab.Process) (marker, launcher string, ok bool) {
 	for _, m := range launcherMarkers {
@@ -179,53 +191,341 @@ func (a *Assessment) why(format string, args ...any) {
 // the real machine; tests give a canned one).
 type Sampler func(pids []int) (map[int]proctab.Progress, error)
 
+// Probe reads what the judgement needs beyond the process table. Nil
+// functions mean "not known": a rank is then judged on less evidence
+// (and, without Maps, is a rank only if it runs Python).
+type Probe struct {
+	Sample Sampler
+	// SampleFor samples again for a given interval (nil: no second look).
+	SampleFor func(pids []int, interval time.Duration) (map[int]proctab.Progress, error)
+	// Maps returns the files pid maps (libraries, /dev/shm segments).
+	Maps func(pid int) ([]string, error)
+	// Held returns the TCP sockets pid holds; Listening the listening
+	// sockets of pid's network namespace; Inodes the socket inodes pid
+	// holds (to find who holds a listener).
+	Held      func(pid int) ([]procnet.Socket, error)
+	Listening func(pid int) ([]procnet.Socket, error)
+	Inodes    func(pid int) (map[uint64]int, error)
+}
+
 // Judge assesses every rank in the table. It samples CPU progress, through
 // sample, only for ranks whose launcher is gone and that are old enough.
 func Judge(t *proctab.Table, o Options, sample Sampler) ([]Assessment, error) {
+	return JudgeWith(t, o, Probe{Sample: sample})
+}
+
+// Thresholds of progress over the sample, far enough from a clock tick
+// (10 ms) that an idle rank's timer wake-ups never decide: the main thread
+// computing (MainCPUShare of the interval), or another thread doing so
+// (OtherCPUShare) unless it spins on a socket whose other end is gone.
+// On a loaded machine a thread that wants the CPU may get little of it in a
+// second, and a thread that wakes on a timer for a moment (gloo's and Open
+// MPI's pollers do) may be caught runnable while it waits for a core: a
+// sample that saw some CPU or a runnable thread but not enough to decide
+// is taken again, ExtendFactor times longer, and the longer one decides —
+// a working thread accumulates CPU over seconds, a poller does not.
+const (
+	MainCPUShare  = 0.05
+	OtherCPUShare = 0.05
+	ExtendFactor  = 3
+)
+
+// JudgeWith is Judge with every probe: positive evidence that a process is
+// a rank (Python, torch/NCCL/CUDA/MPI libraries or NCCL segments mapped),
+// a live launcher or peer found by process group, rendezvous and store
+// socket, and a store thread spinning on a closed socket told from work.
+func JudgeWith(t *proctab.Table, o Options, pr Probe) ([]Assessment, error) {
 	o = o.withDefaults()
 	var out []Assessment
 	var suspects []int
 	for _, p := range t.All() {
-		if !IsRank(p) || (p.PID == t.Self && t.Self > 0) {
-			continue
+		if !IsRank(p) || (p.PID == t.Self && t.Self > 0) || NeverARank(p) != "" {
+			continue // a shell or tmux that inherited RANK is not a rank
 		}
-		if parent, ok := t.Lookup(p.PPID); ok && IsRank(parent) && !parent.Exited() {
+		if parent, ok := t.Lookup(p.PPID); ok && IsRank(parent) && NeverARank(parent) == "" && !parent.Exited() {
 			continue // a rank's own child (a data-loader worker) lives and dies with it
 		}
 		a := assess(t, p, o)
+		if a.Verdict == Stale {
+			liveLauncher(t, &a, pr)
+		}
+		if a.Verdict == Stale {
+			if why, ok := isRankProcess(p, pr); ok {
+				a.why("%s", why)
+			} else {
+				a.Verdict = Unknown
+				a.why("but nothing shows it is a rank: %s — its environment alone may have been inherited", why)
+			}
+		}
 		if a.Verdict == Stale {
 			suspects = append(suspects, p.PID)
 		}
 		out = append(out, a)
 	}
-	if len(suspects) > 0 {
-		prog, err := sample(suspects)
+	if len(suspects) > 0 && pr.Sample != nil {
+		prog, err := pr.Sample(suspects)
 		if err != nil {
 			return nil, err
+		}
+		// Undecided samples are taken again, longer (see ExtendFactor).
+		var again []int
+		for _, a := range out {
+			if pg, ok := prog[a.PID]; ok && a.Verdict == Stale && !pg.Gone && undecided(a.Process, pg, pr) {
+				again = append(again, a.PID)
+			}
+		}
+		if len(again) > 0 && pr.SampleFor != nil {
+			longer, err := pr.SampleFor(again, ExtendFactor*o.Interval)
+			if err != nil {
+				return nil, err
+			}
+			for pid, pg := range longer {
+				prog[pid] = pg
+			}
 		}
 		kept := out[:0]
 		for _, a := range out {
 			if a.Verdict == Stale {
-				pr, ok := prog[a.PID]
+				pg, ok := prog[a.PID]
 				switch {
-				case !ok || pr.Gone:
+				case !ok || pg.Gone:
 					continue // ended meanwhile: nothing to judge
-				case pr.Live == 0 && pr.Threads > 0:
+				case pg.Live == 0 && pg.Threads > 0:
 					a.Verdict = Zombie
 					a.why("it has exited; only its parent (pid %d) can reap it", a.PPID)
-				case pr.Progressed():
-					a.Verdict = Busy
-					a.why("but it is working: %s, so it is not offered for ending", pr)
 				default:
-					a.why("%s", pr)
+					if busy, why := working(a.Process, pg, pr); busy {
+						a.Verdict = Busy
+						a.why("but it is working: %s, so it is not offered for ending", why)
+					} else {
+						a.why("%s", why)
+					}
 				}
-				a.Progress = &pr
+				a.Progress = &pg
 			}
 			kept = append(kept, a)
 		}
 		out = kept
 	}
 	return out, nil
+}
+
+// working decides from the sample whether a rank whose launcher is gone
+// still does something: I/O in the kernel (D), writes, new threads, its
+// main thread computing, or another thread computing — but not a thread
+// that spins on a connection the other end closed (torch 1.13's store
+// thread polls its socket to a dead launcher's store forever).
+func working(p proctab.Process, pg proctab.Progress, pr Probe) (bool, string) {
+	secs := pg.Interval.Seconds()
+	if secs <= 0 {
+		secs = DefaultInterval.Seconds()
+	}
+	share := func(ticks uint64) float64 { return float64(ticks) / proctab.UserHZ / secs }
+	switch {
+	case len(pg.Blocked) > 0:
+		return true, pg.String()
+	case pg.IOKnown && pg.Wrote > 0:
+		return true, fmt.Sprintf("it wrote %s during the %s sample", units.Bytes(pg.Wrote), pg.Interval)
+	case pg.NewThreads > 0:
+		return true, fmt.Sprintf("it started %s during the sample", units.Count(pg.NewThreads, "thread"))
+	case share(pg.MainCPUTicks) >= MainCPUShare:
+		return true, fmt.Sprintf("its main thread used %s of CPU over %s", time.Duration(pg.MainCPUTicks)*time.Second/proctab.UserHZ, pg.Interval)
+	}
+	other := pg.CPUTicks - min(pg.MainCPUTicks, pg.CPUTicks)
+	if share(other) < OtherCPUShare {
+		if pg.CPUTicks == 0 {
+			return false, pg.String()
+		}
+		return false, fmt.Sprintf("it used only %s of CPU over %s, no writes (timer wake-ups, not work)", pg.CPU(), pg.Interval)
+	}
+	if dead := deadStore(p, pr); dead != "" {
+		return false, fmt.Sprintf("a background thread spins (%s of CPU over %s, runnable in %d of %d reads) but writes nothing: %s — that is not progress", pg.CPU(), pg.Interval, pg.RunnableReads, pg.Reads, dead)
+	}
+	return true, pg.String()
+}
+
+// undecided: the sample saw some CPU or a runnable thread, but neither
+// enough to call the rank working nor nothing at all.
+func undecided(p proctab.Process, pg proctab.Progress, pr Probe) bool {
+	busy, _ := working(p, pg, pr)
+	return !busy && (pg.CPUTicks > 0 || pg.RunnableReads > 0)
+}
+
+// deadStore names a connection of p to its store port that the other end
+// closed (CLOSE-WAIT) while nothing listens on that port any more.
+func deadStore(p proctab.Process, pr Probe) string {
+	port, err := strconv.Atoi(p.Env["MASTER_PORT"])
+	if err != nil || pr.Held == nil || pr.Listening == nil {
+		return ""
+	}
+	held, err := pr.Held(p.PID)
+	if err != nil {
+		return ""
+	}
+	ls, err := pr.Listening(p.PID)
+	if err != nil {
+		return ""
+	}
+	for _, l := range ls {
+		if int(l.Local.Port()) == port {
+			return ""
+		}
+	}
+	for _, s := range held {
+		if s.State == "CLOSE-WAIT" && int(s.Remote.Port()) == port {
+			return fmt.Sprintf("its connection %s → %s to the job's store is closed at the other end (CLOSE-WAIT) and nothing listens on port %d", s.Local, s.Remote, port)
+		}
+	}
+	return ""
+}
+
+// rankLibs are libraries only a training rank maps.
+var rankLibs = []string{"libtorch", "libc10", "libnccl", "libcuda.so", "libcudart", "libmpi", "libgloo", "/torch/_C."}
+
+// isRankProcess is the positive evidence that p is a rank and not a
+// program that merely inherited a rank's environment: it runs Python, or
+// maps torch, NCCL, CUDA or MPI libraries, or maps an NCCL segment.
+func isRankProcess(p proctab.Process, pr Probe) (string, bool) {
+	if what := NeverARank(p); what != "" {
+		return "it is " + what, false
+	}
+	if pr.Maps != nil {
+		if files, err := pr.Maps(p.PID); err == nil {
+			for _, f := range files {
+				for _, lib := range rankLibs {
+					if strings.Contains(f, lib) {
+						return "it maps " + f, true
+					}
+				}
+				if strings.HasPrefix(f, "/dev/shm/nccl-") {
+					return "it maps the NCCL segment " + f, true
+				}
+			}
+		}
+	}
+	for _, n := range append([]string{p.Comm}, firstArg(p)) {
+		if strings.HasPrefix(n, "python") || n == "pt_main_thread" {
+			return "it runs Python (" + n + ")", true
+		}
+	}
+	return "it does not run Python and maps no torch, NCCL, CUDA or MPI library nor an NCCL segment", false
+}
+
+func firstArg(p proctab.Process) string {
+	if len(p.Cmdline) == 0 {
+		return ""
+	}
+	a := p.Cmdline[0]
+	if i := strings.LastIndexByte(a, '/'); i >= 0 {
+		a = a[i+1:]
+	}
+	return a
+}
+
+// liveLauncher looks, before a rank is called a leftover, for a launcher
+// that is alive but is not its parent: its process group leader, a peer
+// of the same run (rendezvous) still under its launcher, or a non-rank
+// process holding the store's listening socket. Any of them makes the
+// rank live.
+func liveLauncher(t *proctab.Table, a *Assessment, pr Probe) {
+	p := a.Process
+	if p.PGID > 0 && p.PGID != p.PID {
+		// The leader must share the rank's PID namespace: unshare or a
+		// container runtime outside it leads the group of what it started.
+		// A zombie leader is dying, whatever its thread count says: the
+		// rank was re-parented while its last threads exit.
+		if l, ok := t.Lookup(p.PGID); ok && !l.Zombie() && !IsRank(l) && !IsReaper(t, l) && l.PIDNS != "" && l.PIDNS == p.PIDNS {
+			a.Verdict = Live
+			a.why("but its process group leader %s still runs: the launcher that started it need not be its parent (`sh -c 'rank &'` re-parents a rank while its launcher lives)", describe(t, l))
+			return
+		}
+	}
+	key := func(q proctab.Process) string {
+		return q.Env["MASTER_ADDR"] + "|" + q.Env["MASTER_PORT"] + "|" + q.Env["TORCHELASTIC_RUN_ID"] + "|" + q.PIDNS
+	}
+	if p.Env["MASTER_PORT"] != "" || p.Env["TORCHELASTIC_RUN_ID"] != "" {
+		for _, q := range t.All() {
+			if q.PID == p.PID || !IsRank(q) || q.Exited() || key(q) != key(p) {
+				continue
+			}
+			if l, ok := nearestLauncher(t, q); ok {
+				a.Verdict = Live
+				a.why("but rank pid %d of the same run (%s) still runs under its launcher %s", q.PID, runName(p), describe(t, l))
+				return
+			}
+		}
+	}
+	if holder, ok := storeHolder(t, p, pr); ok {
+		a.Verdict = Live
+		a.why("but %s still listens on the job's store port %s: its launcher is alive", describe(t, holder), p.Env["MASTER_PORT"])
+	}
+}
+
+func runName(p proctab.Process) string {
+	s := "MASTER_ADDR:MASTER_PORT " + p.Env["MASTER_ADDR"] + ":" + p.Env["MASTER_PORT"]
+	if id := p.Env["TORCHELASTIC_RUN_ID"]; id != "" {
+		s += ", run id " + id
+	}
+	return s
+}
+
+// nearestLauncher returns q's nearest ancestor that is a launcher.
+func nearestLauncher(t *proctab.Table, q proctab.Process) (proctab.Process, bool) {
+	seen := map[int]bool{q.PID: true}
+	for cur, i := q, 0; i < 64; i++ {
+		parent, ok := t.Lookup(cur.PPID)
+		if !ok || seen[parent.PID] {
+			return proctab.Process{}, false
+		}
+		seen[parent.PID] = true
+		if IsLauncher(parent) && !IsRank(parent) {
+			return parent, true
+		}
+		cur = parent
+	}
+	return proctab.Process{}, false
+}
+
+// storeHolder finds the process that listens on p's MASTER_PORT in p's
+// network namespace, when it is not a rank (torchrun's agent hosts the
+// store of its ranks).
+func storeHolder(t *proctab.Table, p proctab.Process, pr Probe) (proctab.Process, bool) {
+	port, err := strconv.Atoi(p.Env["MASTER_PORT"])
+	if err != nil || pr.Listening == nil || pr.Inodes == nil {
+		return proctab.Process{}, false
+	}
+	ls, err := pr.Listening(p.PID)
+	if err != nil {
+		return proctab.Process{}, false
+	}
+	want := map[uint64]bool{}
+	for _, l := range ls {
+		if int(l.Local.Port()) == port && l.Inode != 0 {
+			want[l.Inode] = true
+		}
+	}
+	if len(want) == 0 {
+		return proctab.Process{}, false
+	}
+	for _, q := range t.All() {
+		if q.PIDNS != p.PIDNS || IsRank(q) || q.Zombie() || !(IsLauncher(q) || isPythonName(q)) {
+			continue
+		}
+		inodes, err := pr.Inodes(q.PID)
+		if err != nil {
+			continue
+		}
+		for ino := range inodes {
+			if want[ino] {
+				return q, true
+			}
+		}
+	}
+	return proctab.Process{}, false
+}
+
+func isPythonName(p proctab.Process) bool {
+	return strings.HasPrefix(p.Comm, "python") || strings.HasPrefix(firstArg(p), "python")
 }
 
 // assess weighs everything but the CPU sample. A rank comes out Stale here
@@ -252,6 +552,13 @@ func assess(t *proctab.Table, p proctab.Process, o Options) Assessment {
 		return a
 	}
 	a.Parent = describe(t, parent)
+	if parent.PIDNS != "" && p.PIDNS != "" && parent.PIDNS != p.PIDNS {
+		// Seen from the host, a process started by docker exec or nsenter
+		// has a parent outside its namespace (containerd-shim, nsenter);
+		// seen from inside, PPID 0. Either way: not re-parenting.
+		a.why("its parent %s is outside its PID namespace (started with docker exec or nsenter), which is not re-parenting", a.Parent)
+		return a
+	}
 	if IsLauncher(parent) {
 		a.why("its launcher %s is running", a.Parent)
 		return a
@@ -352,8 +659,26 @@ func Assess(ctx context.Context, h *host.Host, o Options) ([]Assessment, error) 
 	if err != nil {
 		return nil, err
 	}
-	return Judge(t, o, func(pids []int) (map[int]proctab.Progress, error) {
-		return proctab.Sample(ctx, h, pids, o.Interval)
+	return JudgeWith(t, o, Probe{
+		Sample: func(pids []int) (map[int]proctab.Progress, error) {
+			return proctab.Sample(ctx, h, pids, o.Interval)
+		},
+		SampleFor: func(pids []int, d time.Duration) (map[int]proctab.Progress, error) {
+			return proctab.Sample(ctx, h, pids, d)
+		},
+		Maps: func(pid int) ([]string, error) { return proctab.MappedFiles(h, pid) },
+		Held: func(pid int) ([]procnet.Socket, error) { return procnet.Held(h, pid) },
+		Listening: func(pid int) ([]procnet.Socket, error) {
+			all, err := procnet.TCP(h, pid)
+			var ls []procnet.Socket
+			for _, s := range all {
+				if s.State == "LISTEN" {
+					ls = append(ls, s)
+				}
+			}
+			return ls, err
+		},
+		Inodes: func(pid int) (map[uint64]int, error) { return procnet.Inodes(h, pid) },
 	})
 }
 
@@ -488,4 +813,42 @@ func run(ctx context.Context, h *host.Host) ([]checks.Finding, error) {
 			Evidence: map[string]any{"zombie_ranks": list}, Guide: "stale-ranks"})
 	}
 	return fs, nil
+}
+
+// notRanks are programs that inherit a rank's environment when a user
+// starts them from a rank (a shell, tmux or an editor opened from a
+// training script, a debugger's shell) but are never ranks themselves:
+// they are never judged leftovers and never signalled.
+var notRanks = map[string]string{
+	"sh": "a shell", "bash": "a shell", "dash": "a shell", "zsh": "a shell", "fish": "a shell", "ksh": "a shell",
+	"mksh": "a shell", "tcsh": "a shell", "csh": "a shell", "ash": "a shell", "busybox": "a shell", "nu": "a shell",
+	"tmux": "a terminal multiplexer", "tmux: server": "a terminal multiplexer", "tmux: client": "a terminal multiplexer",
+	"screen": "a terminal multiplexer", "SCREEN": "a terminal multiplexer", "zellij": "a terminal multiplexer",
+	"byobu": "a terminal multiplexer", "abduco": "a terminal multiplexer", "dtach": "a terminal multiplexer",
+	"vi": "an editor", "vim": "an editor", "nvim": "an editor", "view": "an editor", "emacs": "an editor",
+	"nano": "an editor", "micro": "an editor", "hx": "an editor", "helix": "an editor", "kak": "an editor",
+	"joe": "an editor", "mg": "an editor", "ed": "an editor", "code": "an editor", "less": "a pager", "more": "a pager",
+	"ssh": "an ssh client", "sshd": "an ssh server", "mosh-server": "a terminal server", "sudo": "sudo", "su": "su",
+}
+
+// NeverARank says what p is when it is a shell, multiplexer, editor or
+// pager (by its name or its program's), else "".
+func NeverARank(p proctab.Process) string {
+	names := []string{p.Comm}
+	if len(p.Cmdline) > 0 {
+		arg0 := p.Cmdline[0]
+		if i := strings.LastIndexByte(arg0, '/'); i >= 0 {
+			arg0 = arg0[i+1:]
+		}
+		names = append(names, strings.TrimPrefix(arg0, "-")) // a login shell's argv[0] is "-bash"
+	}
+	for _, n := range names {
+		if what, ok := notRanks[n]; ok {
+			return what
+		}
+		if strings.HasPrefix(n, "tmux") {
+			return "a terminal multiplexer"
+		}
+	}
+	return ""
 }

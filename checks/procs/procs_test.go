@@ -101,6 +101,9 @@ func treeWith(t *testing.T, extra map[string]any, ps ...fp) *host.Host {
 const (
 	old     = 10 * time.Minute
 	elastic = "TORCHELASTIC_RUN_ID=none MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2"
+	// otherRun is another job's rendezvous (a live rank of one run keeps
+	// the orphans of the same run live).
+	otherRun = "TORCHELASTIC_RUN_ID=none MASTER_ADDR=127.0.0.1 MASTER_PORT=29600 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2"
 )
 
 func rank(pid, ppid, r int, age time.Duration, env string) fp {
@@ -268,7 +271,7 @@ func TestJudge(t *testing.T) {
 func TestJudgeSamplesOnlySuspects(t *testing.T) {
 	h := tree(t, fp{pid: 1, comm: "systemd", age: time.Hour},
 		fp{pid: 10, ppid: 1, comm: "torchrun", cmd: "torchrun t.py", age: old},
-		rank(11, 10, 0, old, elastic), rank(12, 1, 1, time.Second, elastic), rank(13, 1, 1, old, elastic))
+		rank(11, 10, 0, old, elastic), rank(12, 1, 1, time.Second, otherRun), rank(13, 1, 1, old, otherRun))
 	tab, err := proctab.Read(context.Background(), h, proctab.Options{EnvKeys: EnvKeys})
 	if err != nil {
 		t.Fatal(err)

@@ -40,6 +40,9 @@ type Options struct {
 	Timeout time.Duration
 	// Text asks for the text report even when JSON is available.
 	Text bool
+	// Dial connects (nil: a plain TCP dial from ncclwiz's own network
+	// namespace); hang passes one that dials inside the job's namespace.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Error kinds, for a clear message.
@@ -67,8 +70,12 @@ func Query(ctx context.Context, addr string, o Options) (*Reply, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	dial := o.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	conn, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) {
 			return nil, fmt.Errorf("connect to NCCL RAS at %s: %w", addr, ErrClosed)

@@ -3,8 +3,11 @@ package proctab
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,5 +239,36 @@ func TestStatOnlyTable(t *testing.T) {
 	}
 	if d := tab.Descendants(4194306); len(d) != 1 || d[0].PID != fixturePID {
 		t.Errorf("Descendants = %+v", d)
+	}
+}
+
+// TestIOAndWakeups: this test's own process writes and sleeps; its I/O
+// accounting and its main thread's wake-ups grow.
+func TestIOAndWakeups(t *testing.T) {
+	h := host.Local(host.LocalOptions{NoNVML: true})
+	pid := os.Getpid()
+	a, err := ReadIO(h, pid, 0)
+	if err != nil {
+		t.Skipf("no I/O accounting here: %v", err)
+	}
+	w0 := Wakeups(h, pid, pid)
+	f, err := os.Create(filepath.Join(t.TempDir(), "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 4096)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	b, err := ReadIO(h, pid, 0)
+	if err != nil || b.WChar < a.WChar+4096 || b.SyscW <= a.SyscW {
+		t.Errorf("wchar %d → %d, syscw %d → %d (%v)", a.WChar, b.WChar, a.SyscW, b.SyscW, err)
+	}
+	if w0 < 0 || Wakeups(h, pid, 999999999) != -1 {
+		t.Errorf("wakeups %d; of a missing thread %d", w0, Wakeups(h, pid, 999999999))
+	}
+	files, err := MappedFiles(h, pid)
+	if err != nil || len(files) == 0 || !strings.HasPrefix(files[0], "/") {
+		t.Errorf("mapped files %v %v", files, err)
 	}
 }

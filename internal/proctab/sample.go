@@ -64,6 +64,19 @@ type Progress struct {
 	Blocked []int
 	// Live is the number of threads not zombie or dead in the second sample.
 	Live int
+	// MainCPUTicks is what the main thread (the thread-group leader) used.
+	MainCPUTicks uint64
+	// IOKnown says the I/O accounting was readable (the process's user or
+	// root); Wrote and MainWrote are then the bytes the process, and its
+	// main thread, passed to write-like calls between the samples (files,
+	// pipes, sockets): a rank that logs or sends is doing something.
+	IOKnown          bool
+	Wrote, MainWrote uint64
+	// Reads is how many times the threads' states were read during the
+	// interval; RunnableReads how many of those found a thread runnable
+	// (R): a thread that wants the CPU on a loaded machine may get little
+	// of it, but it is seen runnable.
+	Reads, RunnableReads int
 }
 
 // Progressed reports whether the sample saw the process do anything.
@@ -93,6 +106,8 @@ func (p Progress) String() string {
 type snapshot struct {
 	start, total uint64
 	tasks        map[int]Task
+	io, mainIO   IO
+	ioOK         bool
 }
 
 func take(h *host.Host, pid int) (snapshot, error) {
@@ -107,12 +122,20 @@ func take(h *host.Host, pid int) (snapshot, error) {
 	for _, t := range ts {
 		s.tasks[t.TID] = t
 	}
+	var err1, err2 error
+	s.io, err1 = ReadIO(h, pid, 0)
+	s.mainIO, err2 = ReadIO(h, pid, pid)
+	s.ioOK = err1 == nil && err2 == nil
 	return s, nil
 }
 
+// sampleReads is how often the threads' states are read over a sample.
+const sampleReads = 20
+
 // Sample reads the CPU times of every thread of each process twice,
-// interval apart, and says which made progress. A process that cannot be
-// read in the first sample is left out of the answer.
+// interval apart (and the threads' states sampleReads times in between),
+// and says which made progress. A process that cannot be read in the
+// first sample is left out of the answer.
 func Sample(ctx context.Context, h *host.Host, pids []int, interval time.Duration) (map[int]Progress, error) {
 	first := map[int]snapshot{}
 	for _, pid := range pids {
@@ -124,13 +147,33 @@ func Sample(ctx context.Context, h *host.Host, pids []int, interval time.Duratio
 	if len(first) == 0 {
 		return out, nil
 	}
-	select {
-	case <-ctx.Done():
-		return nil, fmt.Errorf("CPU sample: %w", ctx.Err())
-	case <-time.After(interval):
+	reads, runnable := map[int]int{}, map[int]int{}
+	began := time.Now()
+	for k := 1; k <= sampleReads; k++ {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("CPU sample: %w", ctx.Err())
+		case <-time.After(time.Until(began.Add(time.Duration(k) * interval / sampleReads))):
+		}
+		if k == sampleReads {
+			break // the last read is the second full sample
+		}
+		for pid := range first {
+			ts, err := Tasks(h, pid)
+			if err != nil {
+				continue
+			}
+			reads[pid]++
+			for _, t := range ts {
+				if t.State == "R" {
+					runnable[pid]++
+					break
+				}
+			}
+		}
 	}
 	for pid, a := range first {
-		pr := Progress{PID: pid, Interval: interval}
+		pr := Progress{PID: pid, Interval: interval, Reads: reads[pid], RunnableReads: runnable[pid]}
 		b, err := take(h, pid)
 		if err != nil || b.start != a.start {
 			pr.Gone = true
@@ -156,6 +199,16 @@ func Sample(ctx context.Context, h *host.Host, pids []int, interval time.Duratio
 			}
 		}
 		sort.Ints(pr.Blocked)
+		if ta, ok := a.tasks[pid]; ok {
+			if tb, ok := b.tasks[pid]; ok && tb.CPUTicks > ta.CPUTicks {
+				pr.MainCPUTicks = tb.CPUTicks - ta.CPUTicks
+			}
+		}
+		if a.ioOK && b.ioOK {
+			pr.IOKnown = true
+			pr.Wrote = sub(b.io.WChar, a.io.WChar)
+			pr.MainWrote = sub(b.mainIO.WChar, a.mainIO.WChar)
+		}
 		pr.Threads = len(b.tasks)
 		pr.CPUTicks = sum
 		if b.total > a.total && b.total-a.total > sum {
@@ -164,4 +217,11 @@ func Sample(ctx context.Context, h *host.Host, pids []int, interval time.Duratio
 		out[pid] = pr
 	}
 	return out, nil
+}
+
+func sub(b, a uint64) uint64 {
+	if b > a {
+		return b - a
+	}
+	return 0
 }

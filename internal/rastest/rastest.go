@@ -33,6 +33,13 @@ func Serve(t testing.TB, s Server) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ServeOn(t, ln, s)
+}
+
+// ServeOn serves s on a listener the test made (in a container's network
+// namespace, say) and returns its address; it stops when the test ends.
+func ServeOn(t testing.TB, ln net.Listener, s Server) string {
+	t.Helper()
 	t.Cleanup(func() { _ = ln.Close() })
 	go func() {
 		for {

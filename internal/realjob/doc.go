@@ -22,7 +22,8 @@
 // next test binary finds a job whose REALJOB_OWNER is dead) every process
 // with that token is SIGKILLed, orphans included, the container and image
 // removed and the directory deleted. Require skips, with the reason, when
-// torch, mpirun, docker, unshare or root is missing.
+// torch, mpirun, docker, unshare or root is missing, and under the race
+// detector (CI runs the packages twice; the jobs are the same Python).
 //
 // # What was tried, with which versions
 //

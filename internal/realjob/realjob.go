@@ -110,8 +110,10 @@ func (b Behaviour) blocks() bool {
 	return false
 }
 
-// ends: the rank ends (or makes its job end) soon after its behaviour point.
-func (b Behaviour) ends() bool {
+// Ends reports whether the rank ends (or makes its gloo job end) soon
+// after its behaviour point: a test then waits for the job (Job.Wait)
+// rather than for readiness.
+func (b Behaviour) Ends() bool {
 	switch b {
 	case Exit, Raise, SigKill, SigSegv, LoaderKilled:
 		return true
@@ -265,12 +267,17 @@ type Job struct {
 
 // Require skips t, with the reason, unless s can run here: torch (and
 // mpirun, docker, unshare) installed, root for another user, a PID
-// namespace or Docker.
+// namespace or Docker. Under the race detector real jobs are skipped: CI
+// runs the packages that use them twice (plain and -race), the jobs are
+// the same Python both times, and two rounds would double the time.
 func Require(t testing.TB, s Spec) {
 	t.Helper()
 	s = s.withDefaults()
 	if testing.Short() {
 		t.Skip("starts a real torch job (-short)")
+	}
+	if race {
+		t.Skip("real jobs run in the plain test run, not again under the race detector")
 	}
 	if err := torchOK(); err != nil {
 		t.Skipf("no Debian torch at %s: %v (apt-get install python3-torch)", Python, err)
@@ -954,6 +961,10 @@ func (j *Job) KillLauncher() {
 		j.t.Fatalf("realjob: KillLauncher only on the host (the launcher is PID 1 of the %s)", j.spec.Where)
 	}
 	ls := j.Launchers()
+	starts := map[int]uint64{}
+	for _, pid := range ls {
+		starts[pid] = startTicks(pid)
+	}
 	for _, pid := range ls {
 		if err := j.Signal(pid, syscall.SIGKILL); err != nil {
 			j.t.Fatalf("realjob: kill launcher %d: %v", pid, err)
@@ -965,6 +976,13 @@ func (j *Job) KillLauncher() {
 		for _, p := range j.procs() {
 			for _, l := range ls {
 				orphaned = orphaned && p.pid != l && p.ppid != l
+			}
+		}
+		// And the launchers have finished dying: their last threads exit
+		// after the ranks are re-parented.
+		for _, l := range ls {
+			if st := procState(l); st != "" && st != "Z" && st != "X" && startTicks(l) == starts[l] {
+				orphaned = false
 			}
 		}
 		if orphaned {
@@ -1013,17 +1031,32 @@ func (j *Job) Close() {
 }
 
 // killToken SIGKILLs every process carrying needle (stopped ones too)
-// until none is left.
+// until none is left, then waits until each has finished dying (a torch
+// process unmapping its memory stays visible, running, for a moment after
+// its environment is gone).
 func killToken(needle string) {
+	seen := map[int]uint64{}
 	for i := 0; i < 100; i++ {
 		ps := scanToken(needle)
 		if len(ps) == 0 {
-			return
+			break
 		}
 		for _, p := range ps {
+			if _, ok := seen[p.pid]; !ok {
+				seen[p.pid] = startTicks(p.pid)
+			}
 			_ = syscall.Kill(p.pid, syscall.SIGKILL)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for pid, start := range seen {
+		for time.Now().Before(deadline) {
+			if st := procState(pid); st == "" || st == "Z" || st == "X" || startTicks(pid) != start {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
 

@@ -8,6 +8,8 @@
 //	                        "torchrun --nproc-per-node=3 train.py"; under
 //	                        another argv[0] it re-executes itself so)
 //	FAKEJOB_DO=WHAT         be one rank: "spin" (prints a step every 200ms),
+//	                        "wait" (sleeps on its main thread, as a rank
+//	                        waiting in a collective does, after its dump),
 //	                        "pipe" (blocks reading a pipe nobody writes),
 //	                        "stop" (stops itself), "loader" (starts a sleeping
 //	                        data-loader child, which inherits RANK), "sleep"
@@ -65,8 +67,8 @@ func launcher(plan []string) {
 		c := exec.Command(self)
 		c.Args = []string{"python3", "train.py", "--rank-behaviour", what}
 		c.Env = append(os.Environ(), "FAKEJOB_DO="+what, "RANK="+strconv.Itoa(i), "LOCAL_RANK="+strconv.Itoa(i),
-			"WORLD_SIZE="+strconv.Itoa(len(plan)), "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500",
-			"TORCHELASTIC_RUN_ID=fakejob", "GROUP_RANK=0")
+			"WORLD_SIZE="+strconv.Itoa(len(plan)), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(20000+os.Getpid()%10000),
+			"TORCHELASTIC_RUN_ID=none", "GROUP_RANK=0")
 		if dir := os.Getenv("FAKEJOB_LOGDIR"); dir != "" {
 			if f, err := os.Create(fmt.Sprintf("%s/rank%d.log", dir, i)); err == nil {
 				c.Stdout, c.Stderr = f, f

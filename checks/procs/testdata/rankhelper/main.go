@@ -60,6 +60,9 @@ func launcher(args []string) {
 	var cmds []*exec.Cmd
 	for i := 0; i < n; i++ {
 		c := exec.Command(self, "rank", mode)
+		// Named python3, as a rank is: proc.stale wants positive evidence
+		// that a process is a rank (the real-job tests run real torch).
+		c.Args[0] = "python3"
 		c.Env = append(os.Environ(), "RANK="+strconv.Itoa(i), "LOCAL_RANK="+strconv.Itoa(i),
 			"WORLD_SIZE="+strconv.Itoa(n), "LOCAL_WORLD_SIZE="+strconv.Itoa(n), "GROUP_RANK=0",
 			"TORCHELASTIC_RUN_ID=ncclwiz-test", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29555")
@@ -80,14 +83,15 @@ func launcher(args []string) {
 func rank(busy bool) {
 	for {
 		if busy {
-			// About 20% of a CPU: progress any sample of a second sees.
-			end := time.Now().Add(40 * time.Millisecond)
+			// About 60% of a CPU, as a rank that computes: progress any
+			// sample of a second sees, however loaded the machine.
+			end := time.Now().Add(60 * time.Millisecond)
 			x := 0
 			for time.Now().Before(end) {
 				x++
 			}
 			_ = x
-			time.Sleep(160 * time.Millisecond)
+			time.Sleep(40 * time.Millisecond)
 		} else {
 			time.Sleep(time.Hour)
 		}

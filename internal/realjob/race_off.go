@@ -1,0 +1,5 @@
+//go:build !race
+
+package realjob
+
+const race = false
