@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ncclwiz/ncclwiz/explain"
+	"github.com/ncclwiz/ncclwiz/explain/render"
 	"github.com/ncclwiz/ncclwiz/internal/termio"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
@@ -97,7 +98,7 @@ func runExplain(cmd *cobra.Command, a *App, f explainFlags, args []string) error
 		return interrupted(ctx, nil)
 	}
 	if f.json {
-		if err := explain.WriteJSON(a.Stdout, rep); err != nil {
+		if err := render.WriteJSON(a.Stdout, rep); err != nil {
 			return err
 		}
 	} else {
@@ -107,7 +108,7 @@ func runExplain(cmd *cobra.Command, a *App, f explainFlags, args []string) error
 			// No styling at all, bold included.
 			w = &colorprofile.Writer{Forward: a.Stdout, Profile: colorprofile.NoTTY}
 		}
-		if err := explain.WritePlain(w, rep, explain.PlainOptions{Unicode: out.Unicode, Verbose: f.verbose, Width: out.Width, CutLines: out.TTY && !f.verbose}); err != nil {
+		if err := render.WritePlain(w, rep, render.PlainOptions{Unicode: out.Unicode, Verbose: f.verbose, Width: out.Width, CutLines: out.TTY && !f.verbose}); err != nil {
 			return err
 		}
 	}
@@ -269,7 +270,7 @@ func explainForWizard(ctx context.Context, a *App, lang string, inputs []explain
 			// the wizard's renderer fits the styles to the terminal.
 			w = &colorprofile.Writer{Forward: &b, Profile: colorprofile.NoTTY}
 		}
-		if err := explain.WritePlain(w, rep, explain.PlainOptions{Unicode: unicode, Width: width, CutLines: true}); err != nil {
+		if err := render.WritePlain(w, rep, render.PlainOptions{Unicode: unicode, Width: width, CutLines: true}); err != nil {
 			return err.Error()
 		}
 		return fitLines(b.String(), width)

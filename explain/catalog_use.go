@@ -75,8 +75,7 @@ func (s *scan) lookup(msg []byte, nccl bool, file string) (catalog.Hit, bool) {
 
 // warnFile is the NCCL source file a WARN line names before "NCCL WARN".
 func warnFile(text []byte) string {
-	file, _, _ := subsystemOf(string(truncText(text)))
-	return file
+	return sourceFile(string(truncText(text)))
 }
 
 // catalogWarn looks up an NCCL WARN no signature matched; false when the

@@ -166,7 +166,7 @@ func TestCrossDiagnosesAreSanitised(t *testing.T) {
 		t.Fatalf("diagnoses %v", diagIDs(r))
 	}
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, r); err != nil {
+	if err := writeJSON(&buf, r); err != nil {
 		t.Fatal(err)
 	}
 	if bytes.ContainsAny(buf.Bytes(), "\x1b\x07") || strings.Contains(buf.String(), `\u001b`) || strings.Contains(buf.String(), `\u0007`) {

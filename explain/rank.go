@@ -202,7 +202,7 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 	// A warning whose source file places it in an NCCL subsystem says more
 	// than the generic return code PyTorch wraps it in.
 	if root == nil && s.unknown != nil && s.unknown.fields["source"] != "" {
-		if sub, ok := subsystemByFile(s.unknown.fields["source"]); ok && !sub.API {
+		if sub, ok := s.e.subsystemByFile(s.unknown.fields["source"]); ok && !sub.API {
 			for _, m := range others {
 				if m.primary == s.unknown {
 					root = m

@@ -546,7 +546,7 @@ func (s *scan) unrecognised(fs *fileState, ev Evidence, m lineMeta) {
 	a.count++
 	// The first WARN whose source file names a subsystem places them all.
 	if _, ok := a.fields["source"]; !ok {
-		if file, _, ok := subsystemOf(ev.Text); ok {
+		if file, _, ok := s.e.subsystemOf(ev.Text); ok {
 			a.fields["source"] = file
 		}
 	}
