@@ -124,7 +124,7 @@ type Message struct {
 	Subsystem *Subsystem `yaml:"-"`
 
 	formats []*format
-	values  []Rule // value rules that apply to this message, in order
+	values  []*Rule // value rules that apply to this message, in order (c.Rules')
 	payload int    // index of the payload field, -1 none
 }
 
@@ -274,7 +274,8 @@ func (m *Message) compile() error {
 // fits it, else the subsystem of its first placed file. Value rules that
 // fit its format and files are kept for Match.
 func (c *Catalog) resolve(m *Message) {
-	for _, r := range c.Rules {
+	for i := range c.Rules {
+		r := &c.Rules[i]
 		if r.Format != "" && !strings.Contains(m.Format, r.Format) {
 			continue
 		}
