@@ -125,7 +125,7 @@ type Message struct {
 
 	formats []*format
 	values  []*Rule // value rules that apply to this message, in order (c.Rules')
-	payload int    // index of the payload field, -1 none
+	payload int     // index of the payload field, -1 none
 }
 
 // Formats returns the message's formats (alternatives of other releases).
