@@ -264,7 +264,7 @@ func (m *Message) compile() error {
 		if err != nil {
 			return err
 		}
-		f.text = a
+		f.text, f.match = a, m.matchText(a)
 		m.formats = append(m.formats, f)
 	}
 	return nil
@@ -503,15 +503,14 @@ func (c *Catalog) Anchors() []string {
 
 // format is one compiled printf format.
 type format struct {
-	text string
-	// src is the regexp of the whole format, compiled on first use: most
+	text  string // as the catalogue writes it
+	match string // the text a log prints (an error string without its name)
+	// re is the regexp of the whole format, compiled on first use: most
 	// of the thousand formats never meet a line that holds their anchor.
-	src  string
 	once sync.Once
 	re   *regexp.Regexp
-	// tol is src where every field may also be elided ("...", "…"), as
+	// tolRe is re where every field may also be elided ("...", "…"), as
 	// a paste abridges a pid or a path.
-	tol     string
 	tolOnce sync.Once
 	tolRe   *regexp.Regexp
 	lits    []string // literal runs, in order
@@ -523,22 +522,36 @@ type format struct {
 // formats must match exactly.
 const minAnchor = 5
 
-// compileFormat turns a printf format into a regexp and its literal runs.
+// compileFormat reads a printf format's literal runs; its regexps are
+// built from the format on first use (few of the thousand formats ever
+// meet a line holding their anchor, and the strings would stay on the
+// heap the collector scans under the explainer's memory limit).
 func compileFormat(f string) (*format, error) {
+	fm, _, _ := parseFormat(f, false)
+	return fm, nil
+}
+
+// parseFormat reads f's literal runs and, when regexps is set, writes the
+// source of its exact and its elision-tolerant regexps.
+func parseFormat(f string, regexps bool) (fm *format, src, tolSrc string) {
 	var re, tol strings.Builder
 	var lits []string
 	var lit strings.Builder
 	flush := func() {
 		if lit.Len() > 0 {
 			lits = append(lits, lit.String())
-			re.WriteString(regexp.QuoteMeta(lit.String()))
-			tol.WriteString(regexp.QuoteMeta(lit.String()))
+			if regexps {
+				re.WriteString(regexp.QuoteMeta(lit.String()))
+				tol.WriteString(regexp.QuoteMeta(lit.String()))
+			}
 			lit.Reset()
 		}
 	}
 	conv := func(pat string) {
-		re.WriteString(pat)
-		tol.WriteString(`(` + pat[1:len(pat)-1] + `|\.\.\.+|…)`)
+		if regexps {
+			re.WriteString(pat)
+			tol.WriteString(`(` + pat[1:len(pat)-1] + `|\.\.\.+|…)`)
+		}
 	}
 	convs := 0
 	for i := 0; i < len(f); i++ {
@@ -590,7 +603,7 @@ func compileFormat(f string) (*format, error) {
 		i = j
 	}
 	flush()
-	fm := &format{src: re.String(), tol: tol.String(), lits: lits}
+	fm = &format{text: f, match: f, lits: lits}
 	for _, l := range lits {
 		fm.total += len(strings.TrimSpace(l))
 		if t := strings.TrimSpace(l); len(t) > len(fm.anchor) {
@@ -600,7 +613,7 @@ func compileFormat(f string) (*format, error) {
 	if len(fm.anchor) < minAnchor {
 		fm.anchor = ""
 	}
-	return fm, nil
+	return fm, re.String(), tol.String()
 }
 
 // score is how well a format fits a line.
@@ -657,13 +670,19 @@ func (f *format) score(text string) (score, bool) {
 // regexp compiles the format's regexp once; nil if it cannot (the format
 // then matches by its literal text only).
 func (f *format) regexp() *regexp.Regexp {
-	f.once.Do(func() { f.re, _ = regexp.Compile(f.src) })
+	f.once.Do(func() {
+		_, src, _ := parseFormat(f.match, true)
+		f.re, _ = regexp.Compile(src)
+	})
 	return f.re
 }
 
 // tolerant compiles the elision-tolerant regexp once.
 func (f *format) tolerant() *regexp.Regexp {
-	f.tolOnce.Do(func() { f.tolRe, _ = regexp.Compile(f.tol) })
+	f.tolOnce.Do(func() {
+		_, _, tol := parseFormat(f.match, true)
+		f.tolRe, _ = regexp.Compile(tol)
+	})
 	return f.tolRe
 }
 

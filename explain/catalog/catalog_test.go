@@ -156,8 +156,9 @@ func TestEveryMessageMatchesItsOwnText(t *testing.T) {
 	c := load(t)
 	for _, m := range c.Messages {
 		for i, f := range m.Formats() {
-			if m.formats[i].regexp() == nil {
-				t.Errorf("%s %q: its regexp %q does not compile", m.Source, f, m.formats[i].src)
+			if m.formats[i].regexp() == nil || m.formats[i].tolerant() == nil {
+				_, src, tol := parseFormat(m.formats[i].match, true)
+				t.Errorf("%s %q: its regexp %q or %q does not compile", m.Source, f, src, tol)
 			}
 			text := sample(m.matchText(f))
 			q := Query{Text: text, NCCL: m.IsNCCL()}
