@@ -290,7 +290,6 @@ type fileState struct {
 	lastFrame   string
 	lastFrameN  int64
 	rootLeft    int
-	root        *TorchrunFailure
 	// entries are this input's failure-summary entries; entry is the one
 	// being read, tableRoot whether it is under "Root Cause".
 	entries []TorchrunFailure
