@@ -1006,6 +1006,13 @@ func (j *Job) Close() {
 	}
 	j.closed = true
 	j.mu.Unlock()
+	// Every process of the job as it is now, pinned by start time: those
+	// the group kill below ends are no longer found by their token while
+	// they die, and must be waited for too.
+	seen := map[int]uint64{}
+	for _, p := range j.procs() {
+		seen[p.pid] = startTicks(p.pid)
+	}
 	if j.container != "" {
 		_ = exec.Command("docker", "rm", "-f", j.container).Run()
 	}
@@ -1014,7 +1021,7 @@ func (j *Job) Close() {
 			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 		}
 	}
-	killToken("REALJOB_TOKEN=" + j.token)
+	killToken("REALJOB_TOKEN="+j.token, seen)
 	if j.image != "" {
 		_ = exec.Command("docker", "rmi", "-f", j.image).Run()
 	}
@@ -1031,11 +1038,11 @@ func (j *Job) Close() {
 }
 
 // killToken SIGKILLs every process carrying needle (stopped ones too)
-// until none is left, then waits until each has finished dying (a torch
+// until none is left, then waits until each of them and of seen (PID →
+// start ticks, processes already signalled) has finished dying: a torch
 // process unmapping its memory stays visible, running, for a moment after
-// its environment is gone).
-func killToken(needle string) {
-	seen := map[int]uint64{}
+// its environment is gone.
+func killToken(needle string, seen map[int]uint64) {
 	for i := 0; i < 100; i++ {
 		ps := scanToken(needle)
 		if len(ps) == 0 {
@@ -1090,7 +1097,7 @@ func sweepOrphans() {
 		if token == "" || own == "" || ownerAlive(own) {
 			continue
 		}
-		killToken("REALJOB_TOKEN=" + token)
+		killToken("REALJOB_TOKEN="+token, map[int]uint64{})
 	}
 }
 
