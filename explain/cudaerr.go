@@ -88,7 +88,10 @@ var exceptionCudaCauses = map[string]bool{"p2p-unsupported": true, "fabric-manag
 // cudaCause records the cause a CUDA error in an exception or wrapper
 // line names; false when it names none.
 func (s *scan) cudaCause(fs *fileState, msg []byte, ev func() Evidence, m lineMeta) bool {
-	if !bytes.Contains(msg, []byte("CUDA error")) && !bytes.Contains(msg, []byte("cuda runtime error")) {
+	// PyTorch's "CUDA error: <text>" and "cuda runtime error (N)";
+	// TensorRT-LLM's "CUDA runtime error in <call>: <text>".
+	if !bytes.Contains(msg, []byte("CUDA error")) && !bytes.Contains(msg, []byte("cuda runtime error")) &&
+		!bytes.Contains(msg, []byte("CUDA runtime error")) {
 		return false
 	}
 	c, ok := lookupCudaError(s.e.cat, string(truncText(msg)))

@@ -45,3 +45,19 @@ func TestLookupCudaError(t *testing.T) {
 		}
 	}
 }
+
+// A framework's CUDA check whose text names a cause outside the model is
+// that cause, never an all-clear.
+func TestCudaCauseInFrameworkLines(t *testing.T) {
+	e := testExplainer(t)
+	for _, tt := range []struct{ line, root string }{
+		{"RuntimeError: CUDA error: peer access is not supported between these two devices", "p2p-unsupported"},
+		{"[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaDeviceEnablePeerAccess(peer, 0): peer access is not supported between these two devices (/src/cpp/tensorrt_llm/runtime/ipcUtils.cpp:52)", "p2p-unsupported"},
+		{"RuntimeError: CUDA error: invalid device ordinal", "invalid-device-ordinal"},
+	} {
+		r := analyze(t, e, tt.line+"\n")
+		if root := rootOf(r); root == nil || root.ID != tt.root {
+			t.Errorf("%q: root %v, want %s (diagnoses %v)", tt.line, root, tt.root, diagIDs(r))
+		}
+	}
+}
