@@ -90,6 +90,16 @@ func TestExplainExitCodes(t *testing.T) {
 	if err := os.WriteFile(rankLog, []byte("[W socket.cpp:401] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// All-NUL inputs of every shape (issue 22 item 19): NULs between
+	// newlines, and a sparse file whose one "line" is cut at --max-line
+	// (the NULs kept are then a sliver of the bytes read).
+	nulLines := filepath.Join(dir, "nul-lines.log")
+	os.WriteFile(nulLines, bytes.Repeat([]byte("\x00\x00\x00\n"), 1000), 0o644)
+	sparse := filepath.Join(dir, "sparse.log")
+	if f, err := os.Create(sparse); err == nil {
+		f.Truncate(8 << 20)
+		f.Close()
+	}
 	self, err := os.Executable() // this test binary holds every signature's text
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +126,9 @@ func TestExplainExitCodes(t *testing.T) {
 		// Strings in a binary name every failure there is: not a diagnosis.
 		{"binary file", "", []string{filepath.Join(corpusDir, "binary-junk.bin")}, 2, "not a text log", "nothing was diagnosed"},
 		{"executable", "", []string{self}, 2, "not a text log", "nothing was diagnosed"},
+		{"NULs between newlines", "", []string{nulLines}, 2, "not a text log", "nothing was diagnosed"},
+		{"sparse file of zeros", "", []string{sparse}, 2, "not a text log", "nothing was diagnosed"},
+		{"NULs on stdin", strings.Repeat("\x00\x00\n", 500), []string{"-"}, 2, "not a text log", "nothing was diagnosed"},
 		{"several ranks", "", []string{filepath.Join(corpusDir, "watchdog-rank-crashed", "rank0.log"), filepath.Join(corpusDir, "watchdog-rank-crashed", "rank1.log")}, 0, "", "KeyError"},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,7 @@ import (
 	"path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
@@ -26,6 +27,7 @@ const (
 	idDiskFull        = "disk-full"
 	idCudaOOM         = "cuda-oom"
 	idSegfault        = "segfault"
+	idKilledBySignal  = "killed-by-signal"
 	// guideNotNCCL explains every one of them.
 	guideNotNCCL = "not-nccl-cause"
 )
@@ -104,6 +106,9 @@ func classifyCause(e *errorHit) (causeHit, bool) {
 	case "segfault":
 		ch.id = idSegfault
 		return ch, true
+	case "signal":
+		ch.id = idKilledBySignal
+		return ch, true
 	case "python-exception":
 	default:
 		return ch, false
@@ -172,12 +177,18 @@ func (s *scan) nonNCCLCause() []causeHit {
 		if !ok || s.killedByLauncher(ch) {
 			continue
 		}
+		// SIGABRT is how PyTorch takes a process down after an NCCL
+		// failure or timeout ("To avoid data inconsistency, we are taking
+		// the entire process down"): with such lines it is their knock-on.
+		if ch.id == idKilledBySignal && e.line.Frame == "signal 6" && s.ncclTornDown() {
+			continue
+		}
 		if ch.id == idPythonException && (s.raisedAfterFailure(e) || s.timedOutItself(e)) {
 			continue
 		}
 		// A kill stamped after a collective already timed out is the
 		// teardown of a hung job (a scheduler or the user), not its cause.
-		if (ch.id == idHostOOMKill || ch.id == idSegfault) && e.ts.OK {
+		if (ch.id == idHostOOMKill || ch.id == idSegfault || ch.id == idKilledBySignal) && e.ts.OK {
 			if w := s.firstTimeoutTS(); w.OK && w.Before(e.ts) {
 				continue
 			}
@@ -253,8 +264,8 @@ func (s *scan) timedOutItself(e *errorHit) bool {
 // firstTimeoutTS is the earliest timestamp of a waiting rank's timeout.
 func (s *scan) firstTimeoutTS() stamp {
 	var first stamp
-	for id, a := range s.aggs {
-		if waiters[id] && a.earliestTS.OK && (!first.OK || a.earliestTS.Before(first)) {
+	for _, a := range s.aggs {
+		if a.def.waiter && a.earliestTS.OK && (!first.OK || a.earliestTS.Before(first)) {
 			first = a.earliestTS
 		}
 	}
@@ -283,9 +294,27 @@ func nonNCCLWins(c causeHit, direct []*merged) bool {
 func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
 	c := hits[0]
 	ev := c.hit.line.Evidence
-	rank := ev.Rank
+	rank, guessed := ev.Rank, false
+	if rank < 0 && c.id == idPythonException && s.cat.mpiFirst >= 0 {
+		rank = s.cat.mpiFirst // Open MPI's first process to exit non-zero
+	}
+	if rank < 0 {
+		// The same exception in one rank's own words: a line with its
+		// prefix, or its entry's @record traceback in torchrun's summary.
+		rank = sameCauseRank(hits)
+	}
+	if rank < 0 && ev.LocalRank != nil && s.oneNode() {
+		rank = *ev.LocalRank // torchrun --tee's [defaultN]: on one node
+	}
 	if rank < 0 && s.root != nil && s.root.Rank >= 0 && rootMatches(c, s.root) {
-		rank = s.root.Rank
+		// torchrun's "first observed failure" is the lowest rank among
+		// those it saw fail in one poll: only a rank when no other
+		// entry failed the same way.
+		if s.sameExitEntries(s.root.ExitCode) <= 1 {
+			rank = s.root.Rank
+		} else {
+			guessed = true
+		}
 	}
 	d := Diagnosis{ID: c.id, Role: RoleCause, RootCause: true, NotNCCL: true, Guide: guideNotNCCL,
 		Confidence: High, Fields: map[string]string{}, Checks: []string{}, Fixes: []string{}}
@@ -319,8 +348,13 @@ func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
 	}
 	if rank >= 0 {
 		ranks[rank] = true
+		r := rank
+		d.Culprit = &r
 	}
 	d.Ranks = sortedKeys(ranks)
+	if guessed {
+		d.Advice = append(d.Advice, "The log does not say which rank raised it: torchrun's \"first observed failure\" (rank "+strconv.Itoa(s.root.Rank)+") is only the lowest rank it saw fail, and several ranks failed the same way. Rerun with torchrun --tee 3 (every line prefixed with its rank) or decorate main with torch.distributed.elastic.multiprocessing.errors.record.")
+	}
 	for h := range hosts {
 		d.Hosts = append(d.Hosts, h)
 	}
@@ -540,20 +574,63 @@ func allDataLoader(m *merged) bool {
 	return true
 }
 
-// reSummaryExit is an exit line of torchrun's failure summary.
-var reSummaryExit = regexp.MustCompile(`^\s*(?:exitcode\s*:\s*-\d+|traceback\s*:\s*Signal \d+ \(SIG\w+\) received by PID)`)
+// rePIDField reads the PID of a torchrun summary's exit line
+// ("exitcode  : -9 (pid: 29576)").
+var rePIDField = regexp.MustCompile(`\(pid: (\d+)\)|received by PID (\d+)`)
 
-// killedByLauncher tells a SIGKILL or SIGSEGV line of torchrun's
-// "Failures:" summary for a rank torchrun itself ended after the first
-// failure: when the "Root Cause" names another exit code, such a line is
-// the launcher's teardown, not the cause.
+// killedByLauncher tells a death torchrun caused itself: after the first
+// failure it sends SIGTERM to the workers still running ("Sending process
+// N closing signal SIGTERM") and SIGKILL to those that outlive the grace
+// period. The death of such a PID is teardown, whatever the summary's root
+// names; a segmentation fault is never the launcher's.
 func (s *scan) killedByLauncher(ch causeHit) bool {
-	if s.root == nil || s.root.ExitCode == "" || (ch.id != idHostOOMKill && ch.id != idSegfault) {
+	if ch.id != idHostOOMKill && ch.id != idKilledBySignal {
 		return false
 	}
-	if !reSummaryExit.MatchString(string(parseMeta([]byte(ch.hit.line.Text)).Msg)) {
-		return false
+	pid := ch.hit.line.PID
+	if sm := rePIDField.FindStringSubmatch(ch.hit.line.Text); sm != nil {
+		pid = atoi([]byte(sm[1] + sm[2]))
 	}
-	want := map[string]string{idHostOOMKill: "-9", idSegfault: "-11"}[ch.id]
-	return s.root.ExitCode != want
+	// The only failure torchrun reports is no teardown, whatever it sent.
+	return pid > 0 && s.cat.ended[pid] && len(s.failures) != 1
+}
+
+// ncclTornDown tells that NCCL or PyTorch's watchdog failed or timed out:
+// a SIGABRT after that is PyTorch taking the process down.
+func (s *scan) ncclTornDown() bool {
+	for id, a := range s.aggs {
+		if a.def.waiter || id == "nccl-async-teardown" || id == "heartbeat-monitor" || a.def.Role == RoleWrapper {
+			return true
+		}
+	}
+	return false
+}
+
+// sameCauseRank is the one rank among the lines of a cause that carry the
+// first line's exception and message; -1 when none or several do.
+func sameCauseRank(hits []causeHit) int {
+	rank := -1
+	for _, h := range hits {
+		r := h.hit.line.Rank
+		if r < 0 || h.exc != hits[0].exc || h.msg != hits[0].msg {
+			continue
+		}
+		if rank >= 0 && r != rank {
+			return -1
+		}
+		rank = r
+	}
+	return rank
+}
+
+// sameExitEntries counts torchrun's failure-summary entries with this
+// exit code.
+func (s *scan) sameExitEntries(code string) int {
+	n := 0
+	for _, e := range s.failures {
+		if e.ExitCode == code {
+			n++
+		}
+	}
+	return n
 }

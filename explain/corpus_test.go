@@ -197,8 +197,8 @@ var corpus = map[string]corpusCase{
 	"ray-watchdog-illegal-access.log":   {conf: High, rank: 1, has: []string{"nccl-async-teardown"}},
 	// Issue 15, class 4: a WARN not in the catalogue is placed in the NCCL
 	// subsystem its source file names, with that subsystem's guide.
-	"warn-p2p-peer-4090.log": {conf: Low, rank: -2, has: []string{"nccl-internal-error"},
-		check: placed("p2p-acs-iommu", "transport/p2p.cc", "217")},
+	// The catalogue names CUDA error 217's cause: the GPUs cannot peer.
+	"warn-p2p-peer-4090.log":  {conf: High, rank: -2, has: []string{"nccl-internal-error"}},
 	"warn-ib-async-event.log": {conf: Low, rank: -2, has: []string{"nccl-remote-error"}, check: placed("ib-roce", "transport/net_ib.cc", "")},
 	"warn-graph-xml-topo.log": {conf: Low, rank: -2, check: placed("p2p-acs-iommu", "graph/xml.cc", "")},
 	// Issue 15, class 5: no WARN, only NCCL's return-code trail; its first
@@ -308,7 +308,7 @@ func placed(guide, source, cudaCode string) func(t *testing.T, r *Report) {
 
 // corpusMaps are every map of detailed expectations (one per area of the
 // corpus, each in its own file): the schema and signature-coverage tests run over all.
-var corpusMaps = []map[string]corpusCase{corpus, causesCorpus, hostsCorpus, corpusWordings}
+var corpusMaps = []map[string]corpusCase{corpus, causesCorpus, hostsCorpus, corpusWordings, catalogCorpus}
 
 // TestCorpus runs the detailed expectations of the corpus map; every
 // entry there must match its label's root exactly. (More maps, one per

@@ -1,6 +1,10 @@
 package explain
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ncclwiz/ncclwiz/explain/catalog"
+)
 
 func TestLookupCudaError(t *testing.T) {
 	tests := []struct {
@@ -22,18 +26,38 @@ func TestLookupCudaError(t *testing.T) {
 		{"RuntimeError: cuda runtime error (4) : unspecified launch failure at /pytorch/aten/src/THC/generic/THCStorage.cpp:36", 719, true},
 		{"no cuda here", 0, false},
 	}
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range tests {
-		c, ok := lookupCudaError(tt.text)
+		c, ok := lookupCudaError(cat, tt.text)
 		if ok != tt.ok || c.Code != tt.code {
 			t.Errorf("%q: %d %v, want %d %v", tt.text, c.Code, ok, tt.code, tt.ok)
 		}
 	}
 	// Every table row is found by its code, its string and its name.
-	for _, c := range cudaErrors {
+	for _, c := range cat.Cuda {
 		for _, text := range []string{"Cuda failure " + itoa(c.Code) + " 'x'", "Cuda failure '" + c.Text + "'", "error " + c.Name} {
-			if got, ok := lookupCudaError(text); !ok || got.Code != c.Code {
+			if got, ok := lookupCudaError(cat, text); !ok || got.Code != c.Code {
 				t.Errorf("%q: %d %v, want %d", text, got.Code, ok, c.Code)
 			}
+		}
+	}
+}
+
+// A framework's CUDA check whose text names a cause outside the model is
+// that cause, never an all-clear.
+func TestCudaCauseInFrameworkLines(t *testing.T) {
+	e := testExplainer(t)
+	for _, tt := range []struct{ line, root string }{
+		{"RuntimeError: CUDA error: peer access is not supported between these two devices", "p2p-unsupported"},
+		{"[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaDeviceEnablePeerAccess(peer, 0): peer access is not supported between these two devices (/src/cpp/tensorrt_llm/runtime/ipcUtils.cpp:52)", "p2p-unsupported"},
+		{"RuntimeError: CUDA error: invalid device ordinal", "invalid-device-ordinal"},
+	} {
+		r := analyze(t, e, tt.line+"\n")
+		if root := rootOf(r); root == nil || root.ID != tt.root {
+			t.Errorf("%q: root %v, want %s (diagnoses %v)", tt.line, root, tt.root, diagIDs(r))
 		}
 	}
 }

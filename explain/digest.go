@@ -18,7 +18,7 @@ const (
 )
 
 var (
-	reVersionLine = mustFastRe(`NCCL version (\d+\.\d+\.\d+)([^+\s]*)(?:\+cuda(\d+\.\d+))?`)
+	reVersionLine = mustFastRe(`NCCL version (\d+\.\d+\.\d+)((?:a|b|rc|dev|post)\d+|-\d+)?(?:\+cuda(\d+\.\d+))?`)
 	reCommSummary = mustFastRe(`comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank (\d+)`)
 	reBootstrap   = mustFastRe(`Bootstrap ?: Using(?: \[\d+\])? ?([^:\s]+):(\S+?)<\d+>`)
 	reSockIfs     = mustFastRe(`NET/Socket : Using((?: \[\d+\][^:\s]+:\S+<\d+>)+)`)
@@ -38,8 +38,8 @@ var ncclResultNames = map[string]string{
 	"7": "ncclInProgress", "8": "ncclTimeout",
 }
 
-// transport classes, in display order.
-var transportClasses = []string{"P2P/CUMEM", "P2P/IPC", "P2P/direct", "P2P/indirect", "P2P/MNNVL", "P2P",
+// TransportClasses are the digest's transport classes, in display order.
+var TransportClasses = []string{"P2P/CUMEM", "P2P/IPC", "P2P/direct", "P2P/indirect", "P2P/MNNVL", "P2P",
 	"SHM", "NET/IB", "NET/Socket", "NET", "COLLNET"}
 
 // TransportClass maps the text after "via" in an NCCL channel line to its
@@ -395,7 +395,7 @@ func newDigestAcc() *digestAcc {
 }
 
 func classBit(c string) uint16 {
-	i := slices.Index(transportClasses, c)
+	i := slices.Index(TransportClasses, c)
 	if i < 0 {
 		return 1 << 15
 	}
@@ -844,7 +844,7 @@ func (d *digestAcc) build() *Digest {
 			break
 		}
 		var via []string
-		for b, c := range transportClasses {
+		for b, c := range TransportClasses {
 			if d.peers[k]&(1<<uint(b)) != 0 {
 				via = append(via, c)
 			}

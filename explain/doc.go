@@ -10,8 +10,8 @@
 //
 //	rep, err := explain.Analyze(ctx, []explain.Input{explain.FileInput("rank0.log"),
 //		explain.FileInput("rank1.log.gz")}, explain.Options{})
-//	explain.WritePlain(w, rep, explain.PlainOptions{Unicode: true})
-//	explain.WriteJSON(w, rep) // schema: report.schema.json
+//	render.WritePlain(w, rep, render.PlainOptions{Unicode: true}) // explain/render
+//	render.WriteJSON(w, rep) // schema: report.schema.json
 //
 // An Input is a name and an Open function (FileInput, ReaderInput for
 // stdin, or anything else). Several inputs are several ranks or nodes of
@@ -42,6 +42,29 @@
 // marked Diagnosis.NotNCCL, and the NCCL diagnoses follow from it
 // (causes.go). An exception that re-raises an NCCL or store error is not
 // such a cause.
+//
+// # The parts
+//
+// Adding a message or a cause touches one obvious place:
+//
+//   - the reading engine (reader.go, pipeline.go, prefilter.go, literals.go,
+//     fastre.go, ansi.go, join.go, prefix.go): inputs, chunks, the worker
+//     pool, cleaning, wrapped lines joined, launcher prefixes; it hands
+//     lines to the scan in input order (scan.go);
+//   - the catalogue (explain/catalog): every message of NCCL 2.4–2.30
+//     (generated from its sources, nccl.tsv), PyTorch, gloo, the launchers
+//     and the frameworks, each with its cause or its subsystem, as data
+//     (catalog.yaml) with a generated test per row and the table in
+//     docs/explain-catalog.md; a new message or cause is a row there;
+//   - the analyses, each with its own file: signatures and the "Last
+//     error:" payload (scan.go, catalog_use.go), watchdog records and
+//     desync (watchdog.go), the NCCL_DEBUG digest (digest.go), facts across
+//     hosts (hosts.go), causes outside NCCL (causes.go, cudaerr.go), logs
+//     that stop (hang.go, hang_tail.go), ranks, launcher summaries and exit
+//     codes (ranks.go);
+//   - one decider, rank.go's diagnoses: root, knock-ons, culprit rank, and
+//     never an all-clear when a line reads as a distributed failure;
+//   - rendering (explain/render): plain and JSON output of a Report.
 //
 // # How a log is read
 //

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ncclwiz/ncclwiz/explain/catalog"
 	"github.com/ncclwiz/ncclwiz/guides"
 )
 
@@ -36,6 +37,8 @@ type Options struct {
 	// Library supplies the signatures and the guides they route to; nil
 	// loads the embedded library.
 	Library *guides.Library
+	// Catalog is the message catalogue; nil loads the embedded one.
+	Catalog *catalog.Catalog
 	// Lang picks translated guide titles ("" or "en" for English).
 	Lang string
 	// MaxLineBytes caps how much of one line is kept (DefaultMaxLine).
@@ -55,23 +58,27 @@ type pipeShape struct {
 // concurrent use. Compile once, analyse many logs.
 type Explainer struct {
 	lib   *guides.Library
+	cat   *catalog.Catalog
 	opts  Options
 	sigs  []*sigDef
 	byID  map[string]*sigDef
 	ac    *gramScanner
 	words int
 	// tag numbers of the auxiliary triggers.
-	tagChannel, tagLastError, tagWarn, tagError, tagFrame, tagBenign, tagRoot int
+	tagChannel, tagLastError, tagWarn, tagError, tagFrame, tagBenign, tagRoot, tagCatalog int
 	// tagInfo[k] is the trigger of the INFO digest line kind 1<<k
 	// (digest.go): the digest runs only the parsers whose literal is on
 	// the line.
 	tagInfo      [numInfoKinds]int
 	channelOnly  []uint64
 	transportSig *sigDef
-	always       []*sigDef
+	// overridable are the signatures a catalogue value rule may replace.
+	overridable map[string]bool
+	always      []*sigDef
 }
 
-// sigDef is one compiled signature.
+// sigDef is one compiled signature, or one of the catalogue's causes
+// (Re nil: the catalogue finds its lines).
 type sigDef struct {
 	ID, Role, GuideID string
 	Fields            []string
@@ -79,6 +86,10 @@ type sigDef struct {
 	Lits              []string
 	Prec              int
 	tag               int
+	// waiter: a rank that waited for another reports it (a timeout).
+	waiter bool
+	// cause is the catalogue's description (catalogue causes only).
+	cause *catalog.Cause
 }
 
 // idTransport is the signature whose pattern is the transport line of
@@ -112,7 +123,15 @@ func New(opts Options) (*Explainer, error) {
 	if opts.MaxEvidence <= 0 {
 		opts.MaxEvidence = 5
 	}
-	e := &Explainer{lib: lib, opts: opts, byID: map[string]*sigDef{}}
+	cat := opts.Catalog
+	if cat == nil {
+		c, err := catalog.Load()
+		if err != nil {
+			return nil, fmt.Errorf("load the message catalogue: %w", err)
+		}
+		cat = c
+	}
+	e := &Explainer{lib: lib, cat: cat, opts: opts, byID: map[string]*sigDef{}}
 	for _, s := range lib.Signatures() {
 		re := s.Re
 		if re == nil {
@@ -125,6 +144,37 @@ func New(opts Options) (*Explainer, error) {
 		e.add(&sigDef{ID: s.ID, Role: s.Role, GuideID: s.GuideID, Fields: s.Fields, Re: re})
 	}
 	e.transportSig = e.byID[idTransport]
+	// The catalogue's causes no guide signature declares: the catalogue
+	// finds their lines, the decider weighs them like signatures.
+	var ids []string
+	for id := range cat.Causes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		cs := cat.Causes[id]
+		if e.byID[id] != nil {
+			continue
+		}
+		role := cs.Role
+		switch role {
+		case catalog.RoleWaiter:
+			role = RoleCause
+		case RoleCause, RoleWrapper, RoleConsequence, RoleContext:
+		default:
+			role = RoleCause
+		}
+		e.add(&sigDef{ID: id, Role: role, GuideID: cs.Guide, waiter: cs.Role == catalog.RoleWaiter, cause: cs})
+	}
+	for _, s := range e.sigs {
+		s.waiter = s.waiter || waiters[s.ID]
+	}
+	e.overridable = map[string]bool{}
+	for _, r := range cat.Rules {
+		if r.Overrides != "" {
+			e.overridable[r.Overrides] = true
+		}
+	}
 
 	var lits []string
 	var tags []int
@@ -132,8 +182,8 @@ func New(opts Options) (*Explainer, error) {
 	for _, s := range e.sigs {
 		s.tag = tag
 		tag++
-		if s == e.transportSig {
-			continue // parsed by hand from the channel trigger
+		if s == e.transportSig || s.Re == nil {
+			continue // parsed by hand from the channel trigger, or found by the catalogue
 		}
 		l, ok := requiredLiterals(s.Re.String())
 		if ok && minLen(l) < minLiteral {
@@ -180,7 +230,10 @@ func New(opts Options) (*Explainer, error) {
 		bl = append(bl, l...)
 	}
 	e.tagBenign = addAux(bl...)
-	e.tagRoot = addAux("root cause (first observed failure)")
+	e.tagRoot = addAux("root cause (first observed failure)", "failures:")
+	// The first bytes of the catalogue's anchors (the prefilter is a
+	// 4-byte gram scanner; the catalogue confirms).
+	e.tagCatalog = addAux(cat.Anchors()...)
 	e.ac = newGramScanner(lits, tags, tag)
 	e.ac.arrowTag = e.tagChannel
 	e.words = e.ac.words
@@ -196,6 +249,14 @@ func (e *Explainer) add(s *sigDef) {
 	}
 	e.sigs = append(e.sigs, s)
 	e.byID[s.ID] = s
+}
+
+// isWaiter tells a diagnosis id that a waiting rank reports.
+func (e *Explainer) isWaiter(id string) bool {
+	if d := e.byID[id]; d != nil {
+		return d.waiter
+	}
+	return waiters[id]
 }
 
 // Library returns the guides library the explainer routes to.
@@ -229,10 +290,22 @@ type fileState struct {
 	lastFrame   string
 	lastFrameN  int64
 	rootLeft    int
-	root        *TorchrunFailure
-	join        *heldLine // a line that may continue on the next (join.go)
-	joinBuf     []byte
-	tail        tailKeeper // the last lines, for how the input ends (hang_tail.go)
+	// entries are this input's failure-summary entries; entry is the one
+	// being read, tableRoot whether it is under "Root Cause".
+	entries []TorchrunFailure
+	entry   *TorchrunFailure
+	// traceLeft bounds the lines of an entry's @record traceback.
+	traceLeft int
+	tableRoot bool
+	// spawnRank is the process mp.spawn named ("-- Process N terminated
+	// with the following error:") for the next spawnLeft lines.
+	spawnRank, spawnLeft int
+	join                 *heldLine // a line that may continue on the next (join.go)
+	// wrapWidth is the width the current chunk's lines were cut at (0:
+	// none).
+	wrapWidth int
+	joinBuf   []byte
+	tail      tailKeeper // the last lines, for how the input ends (hang_tail.go)
 }
 
 var reFileRank = regexp.MustCompile(`(?i)(?:^|[^a-z])rank[_\-.]?(\d{1,5})(?:[^0-9]|$)`)
@@ -242,7 +315,9 @@ var reFileRank = regexp.MustCompile(`(?i)(?:^|[^a-z])rank[_\-.]?(\d{1,5})(?:[^0-
 func (e *Explainer) Patterns() []string {
 	out := make([]string, 0, len(e.sigs))
 	for _, s := range e.sigs {
-		out = append(out, s.Re.String())
+		if s.Re != nil {
+			out = append(out, s.Re.String())
+		}
 	}
 	return out
 }

@@ -259,10 +259,9 @@ func TestReportIsSanitised(t *testing.T) {
 	r := analyze(t, e, "disk full at /x\x1b]0;pwned\x07 HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123 \u202e\n"+
 		"Traceback (most recent call last):\nValueError: \x1b[2Jclear token=s3cr3tvalue\n")
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, r); err != nil {
+	if err := writeJSON(&buf, r); err != nil {
 		t.Fatal(err)
 	}
-	WritePlain(&buf, r, PlainOptions{Verbose: true})
 	out := buf.String()
 	for _, bad := range []string{"\x1b]0", "\x07", "\u202e", "hf_abcdefghij", "s3cr3tvalue", "\x1b[2J"} {
 		if strings.Contains(out, bad) {
@@ -278,7 +277,7 @@ func TestJSONSchemaShape(t *testing.T) {
 	e := miniExplainer(t)
 	r := analyze(t, e, "[rank1]:n:1:2 [1] x.cc:1 NCCL WARN disk full at /p\n")
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, r); err != nil {
+	if err := writeJSON(&buf, r); err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
@@ -305,7 +304,7 @@ func TestJSONSchemaShape(t *testing.T) {
 	// No failure: diagnoses is an empty list, not null.
 	r = analyze(t, e, "all good\n")
 	buf.Reset()
-	WriteJSON(&buf, r)
+	writeJSON(&buf, r)
 	if !strings.Contains(buf.String(), `"diagnoses": []`) {
 		t.Errorf("empty diagnoses: %s", buf.String())
 	}

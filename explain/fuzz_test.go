@@ -69,6 +69,9 @@ func FuzzLineReader(f *testing.F) {
 func FuzzMatcher(f *testing.F) {
 	e := testExplainer(f)
 	for _, s := range e.sigs {
+		if s.Re == nil {
+			continue // a catalogue cause: the catalogue finds its lines
+		}
 		for _, l := range sampleLines(f, s.ID) {
 			f.Add([]byte(l))
 		}

@@ -32,6 +32,10 @@ const (
 var stageNames = map[int]string{stageBootstrap: "bootstrap", stageTopology: "topology", stageConnecting: "connecting",
 	stageComplete: "after-init", stageCollective: "collective"}
 
+// stageFramework: the framework said it starts its process group and
+// nothing (of NCCL) followed.
+const stageFramework = "framework"
+
 var (
 	// NCCL_DEBUG_SUBSYS=COLL: "AllReduce: opCount 0 sendbuff …"
 	// (src/enqueue.cc). Read from the tail only: a COLL log has one per
@@ -66,6 +70,14 @@ type hangAcc struct {
 	// intra: per host, whether its GPUs talk peer-to-peer (bit 0) or
 	// through shared memory (bit 1); hosts that differ are a hint.
 	intra map[string]uint8
+	// isInit tells a framework's "starting the process group" line (the
+	// catalogue's init messages): a log that stops after one stopped in
+	// the process group's set-up, before NCCL printed anything.
+	isInit func(msg []byte) bool
+	// initRanks and initWorld are what those lines said: the ranks that
+	// started and the world size.
+	initRanks map[int]bool
+	initWorld int
 }
 
 func newHangAcc() *hangAcc {
@@ -257,7 +269,7 @@ func (h *hangAcc) endInput(file string, t *tailKeeper, lines int64) {
 		return
 	}
 	first := lines - int64(len(t.lines)) + 1
-	h.ends = append(h.ends, classifyEnd(file, t.lines, first))
+	h.ends = append(h.ends, classifyEnd(file, t.lines, first, h.isInit))
 }
 
 // hangState is the judgement over all inputs.
@@ -276,7 +288,7 @@ type hangState struct {
 // on), in an error, or no input ends in NCCL lines.
 func (h *hangAcc) judge(nranks, nnodes int) (hangState, bool) {
 	var st hangState
-	nccl, interrupted, annotated := 0, false, false
+	nccl, interrupted, annotated, framework := 0, false, false, false
 	for _, e := range h.ends {
 		switch e.kind {
 		case endProgress, endError:
@@ -284,6 +296,7 @@ func (h *hangAcc) judge(nranks, nnodes int) (hangState, bool) {
 		case endNCCL:
 			nccl++
 			st.lastEvs = append(st.lastEvs, *e.lastNCCL)
+			framework = framework || e.framework
 		}
 		annotated = annotated || e.annotated
 		if e.opLine != nil && h.opLine == nil {
@@ -299,8 +312,26 @@ func (h *hangAcc) judge(nranks, nnodes int) (hangState, bool) {
 			}
 		}
 	}
-	if nccl == 0 || len(h.procs) == 0 {
+	if nccl == 0 {
 		return st, false
+	}
+	if len(h.procs) == 0 {
+		// Only a framework's own "starting the process group" lines:
+		// NCCL never printed (or NCCL_DEBUG was off).
+		if !framework {
+			return st, false
+		}
+		stop := &LogStop{Stage: stageFramework, Interrupted: interrupted, LastLines: st.lastEvs}
+		if w := h.initWorld; w > 0 && w <= maxRanksTracked && len(h.initRanks) > 0 && 2*len(h.initRanks) > w {
+			for r := 0; r < w; r++ {
+				if !h.initRanks[r] {
+					stop.MissingRanks = append(stop.MissingRanks, r)
+				}
+			}
+		}
+		st.id, st.stop, st.stageMin = idInitHang, stop, stageNone
+		st.medium = interrupted || annotated || len(stop.MissingRanks) > 0
+		return st, true
 	}
 	complete, pending := map[int]bool{}, map[int]bool{}
 	minStage, maxStage := stageCollective+1, stageNone
@@ -377,8 +408,12 @@ func (h *hangAcc) judge(nranks, nnodes int) (hangState, bool) {
 // hangDiagnosis builds init-hang or collective-hang with its suspects, or
 // returns nil when the logs do not just stop.
 func (s *scan) hangDiagnosis(r *Report, failures bool) *Diagnosis {
-	if failures || s.digest.hang == nil || r.Digest == nil {
+	if failures || s.digest.hang == nil {
 		return nil
+	}
+	dg := r.Digest
+	if dg == nil {
+		dg = &Digest{} // a log with only a framework's own lines
 	}
 	if fe := r.FirstError; fe != nil && !reInterrupt.MatchString(fe.Text) {
 		return nil
@@ -387,7 +422,7 @@ func (s *scan) hangDiagnosis(r *Report, failures bool) *Diagnosis {
 		return nil
 	}
 	h := s.digest.hang
-	st, ok := h.judge(r.Digest.NRanks, r.Digest.NNodes)
+	st, ok := h.judge(dg.NRanks, dg.NNodes)
 	if !ok {
 		return nil
 	}
@@ -403,8 +438,18 @@ func (s *scan) hangDiagnosis(r *Report, failures bool) *Diagnosis {
 		d.Guide = ""
 	}
 	stop := st.stop
-	switch st.id {
-	case idInitHang:
+	switch {
+	case stop.Stage == stageFramework:
+		d.Title = "The log stops while the process group starts: a hang in its set-up"
+		d.Explanation = "No error and no timeout: the last lines are the framework starting its process group (init_process_group, the rendezvous, NCCL's communicator), and nothing follows. Set-up waits for every rank: one rank that never arrives, a rendezvous that cannot be reached or a connection that does not work holds all of them. Rerun with NCCL_DEBUG=INFO to see how far NCCL got."
+		if len(stop.MissingRanks) > 0 {
+			d.Explanation += " " + rankList(stop.MissingRanks) + " never said it started."
+			if len(stop.MissingRanks) == 1 {
+				c := stop.MissingRanks[0]
+				d.Culprit = &c
+			}
+		}
+	case st.id == idInitHang:
 		d.Title = "The log stops during NCCL init: a hang"
 		d.Explanation = "No error and no timeout: the last lines are NCCL setting up (" + stageWords(stop.Stage) + "), and nothing follows. Init waits for every rank, so one rank or one connection that never arrives holds all of them."
 	default:
@@ -454,7 +499,7 @@ func (s *scan) hangDiagnosis(r *Report, failures bool) *Diagnosis {
 		d.Hosts = append(d.Hosts, k)
 	}
 	sort.Strings(d.Hosts)
-	d.Suspects = s.hangSuspects(r.Digest, stop)
+	d.Suspects = s.hangSuspects(dg, stop)
 	for _, sp := range d.Suspects {
 		d.Advice = append(d.Advice, sp.Why+" → "+sp.Command)
 	}
@@ -482,7 +527,11 @@ func (s *scan) hangSuspects(d *Digest, stop *LogStop) []Suspect {
 		out = append(out, Suspect{ID: id, Why: why, Command: cmd, Guide: guide})
 	}
 	if len(stop.MissingRanks) > 0 {
-		add("rank-missing", fmt.Sprintf("NCCL expects %d ranks, but %s never printed an init line", d.NRanks, rankList(stop.MissingRanks)),
+		n, who := d.NRanks, "NCCL expects"
+		if n == 0 {
+			n, who = h.initWorld, "The job has"
+		}
+		add("rank-missing", fmt.Sprintf("%s %d ranks, but %s never printed an init line", who, n, rankList(stop.MissingRanks)),
 			"find where those ranks run and read their output; `ncclwiz check` on that node (a rank that crashed or never started holds every other rank in init)", "hang")
 	}
 	if len(stop.PendingRanks) > 0 && len(stop.CompleteRanks) > 0 {

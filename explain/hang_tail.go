@@ -96,6 +96,9 @@ type inputEnd struct {
 	// frame is the collective a Ctrl-C traceback was inside
 	// ("dist.all_reduce(t)"), when it shows one.
 	frame string
+	// framework: lastNCCL is a framework's "starting the process group"
+	// line, not NCCL's own.
+	framework bool
 }
 
 var (
@@ -118,7 +121,7 @@ var (
 // classifyEnd reads an input's last lines backwards: noise and blank lines
 // are skipped, an interrupt (and its traceback) is noted and skipped, and
 // the first remaining line decides.
-func classifyEnd(file string, lines [][]byte, firstLine int64) inputEnd {
+func classifyEnd(file string, lines [][]byte, firstLine int64, isInit func([]byte) bool) inputEnd {
 	e := inputEnd{file: file, kind: endNone}
 	for i := len(lines) - 1; i >= 0; i-- {
 		if bytes.Contains(lines[i], []byte(": opCount ")) && reOpCount.Match(lines[i]) || bytes.Contains(lines[i], []byte("NCCL INFO Launch mode ")) {
@@ -128,10 +131,21 @@ func classifyEnd(file string, lines [][]byte, firstLine int64) inputEnd {
 		}
 	}
 	inTrace := false
+	traceRank := -1 // the rank the interrupt's traceback is prefixed with
+	var clean []byte
+	fold := foldWidth(lines, false) // the width a folded paste was cut at
+	// Two long lines cut at one width near the end: a narrow terminal
+	// folds only the longest lines.
+	tailFold := foldWidth(lines[max(0, len(lines)-24):], true)
 	for i := len(lines) - 1; i >= 0; i-- {
 		raw := lines[i]
 		n := firstLine + int64(i)
 		text := bytes.TrimRight(raw, "\r")
+		if needsCleaning(text) {
+			clean = stripANSI(clean[:0], text)
+			text = bytes.TrimRight(clean, "\r")
+		}
+		text = trimQuote(text)
 		m := parseMeta(text)
 		msg := bytes.TrimSpace(m.Msg)
 		ev := func() *Evidence {
@@ -149,11 +163,19 @@ func classifyEnd(file string, lines [][]byte, firstLine int64) inputEnd {
 		case reNCCLINFOAt.Match(text) || (m.Level == "INFO" || m.Level == "TRACE") && bytes.Contains(text, []byte("NCCL")):
 			e.kind, e.lastNCCL = endNCCL, ev()
 			return e
+		case isInit != nil && isInit(stripLogLevel(msg)):
+			e.kind, e.lastNCCL, e.framework = endNCCL, ev(), true
+			return e
 		case reInterrupt.Match(msg) || reInterrupt.Match(text):
 			if !e.interrupted {
 				e.interrupted, e.interrupt = true, ev()
+				traceRank = m.Rank
 			}
 			inTrace = true
+			continue
+		case e.interrupted && inTrace && traceRank >= 0 && m.Rank != traceRank && m.Level != "WARN" && classifyError(msg) == "":
+			// Another process's line amid the interrupted rank's
+			// traceback (outputs interleave): not where that rank ended.
 			continue
 		case e.interrupted && inTrace && (reTraceLine.Match(msg) || bytes.HasPrefix(msg, []byte("File \""))):
 			if e.frame == "" {
@@ -175,11 +197,29 @@ func classifyEnd(file string, lines [][]byte, firstLine int64) inputEnd {
 		case classifyError(msg) != "":
 			e.kind = endError
 			return e
+		case i > 0 && (wrappedTail(lines[i-1], text, fold) || tailFold != fold && wrappedTail(lines[i-1], text, tailFold)):
+			// The tail of a wrapped line (at the terminal's width, or at
+			// a comma or colon): the line it continues decides.
+			continue
 		}
 		e.kind = endProgress
 		return e
 	}
 	return e
+}
+
+// wrappedTail tells whether text is the second part of prev wrapped at
+// the paste's fold width or at punctuation.
+func wrappedTail(prev, text []byte, fold int) bool {
+	prev = bytes.TrimRight(prev, "\r")
+	n := len(prev)
+	switch {
+	case fold > 0 && n == fold:
+		return continuation(prev, text, fold, fold) != nil
+	case n >= minPunctCut && (prev[n-1] == ',' || prev[n-1] == ':'):
+		return continuation(prev, text, n, 0) != nil
+	}
+	return false
 }
 
 // isLauncherSummary is torchrun's failure report printed after workers

@@ -115,7 +115,7 @@ func TestClassifyEnd(t *testing.T) {
 		for _, l := range c.lines {
 			ls = append(ls, []byte(l))
 		}
-		e := classifyEnd("f", ls, 1)
+		e := classifyEnd("f", ls, 1, nil)
 		if e.kind != c.kind || e.interrupted != c.interrupted || e.frame != c.frame {
 			t.Errorf("%s: got kind %q interrupted %v frame %q, want %q %v %q", c.name, e.kind, e.interrupted, e.frame, c.kind, c.interrupted, c.frame)
 		}
@@ -166,7 +166,7 @@ func TestCrossDiagnosesAreSanitised(t *testing.T) {
 		t.Fatalf("diagnoses %v", diagIDs(r))
 	}
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, r); err != nil {
+	if err := writeJSON(&buf, r); err != nil {
 		t.Fatal(err)
 	}
 	if bytes.ContainsAny(buf.Bytes(), "\x1b\x07") || strings.Contains(buf.String(), `\u001b`) || strings.Contains(buf.String(), `\u0007`) {

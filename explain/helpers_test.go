@@ -3,6 +3,7 @@ package explain
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -143,4 +144,13 @@ func checkVarsSuggestible(t testing.TB, texts []string) {
 			}
 		}
 	}
+}
+
+// writeJSON encodes a report as explain/render.WriteJSON does (the
+// renderer imports this package; its tests check the plain output).
+func writeJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
 }

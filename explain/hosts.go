@@ -406,7 +406,7 @@ func disagreementText(d Disagreement) string {
 var genericRoots = map[string]bool{
 	"nccl-internal-error": true, "nccl-invalid-usage": true, "nccl-remote-error": true, "nccl-unhandled-system-error": true,
 	"peer-closed": true, "proxy-failure": true, "socket-msg-truncated": true, "bootstrap-mismatch": true,
-	"nccl-invalid-argument": true, idUnrecognisedWarn: true, "nccl-async-teardown": true, "torchrun-child-failed": true,
+	"nccl-invalid-argument": true, idUnrecognisedWarn: true, idCatalogWarning: true, "nccl-async-teardown": true, "torchrun-child-failed": true,
 	idInitHang: true, idCollectiveHang: true,
 }
 
@@ -485,7 +485,7 @@ func (s *scan) crossChecks(out []Diagnosis, r *Report, wd *Watchdog) []Diagnosis
 			}
 		}
 	}
-	promote := newRoot.Confidence != Low && (rootIdx < 0 || !out[rootIdx].NotNCCL) && (rootIdx < 0 || genericRoots[out[rootIdx].ID] || waiters[out[rootIdx].ID] ||
+	promote := newRoot.Confidence != Low && (rootIdx < 0 || !out[rootIdx].NotNCCL) && (rootIdx < 0 || genericRoots[out[rootIdx].ID] || s.e.isWaiter(out[rootIdx].ID) ||
 		out[rootIdx].Role == RoleWrapper || out[rootIdx].Role == RoleConsequence || out[rootIdx].Confidence == Low)
 	// Candidates that are not yet in out.
 	for _, c := range cands {

@@ -24,7 +24,7 @@ func TestContinuation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := string(continuation([]byte(tt.prev), []byte(tt.next))); got != tt.want {
+			if got := string(continuation([]byte(tt.prev), []byte(tt.next), len(tt.prev), 0)); got != tt.want {
 				t.Errorf("continuation = %q, want %q", got, tt.want)
 			}
 		})
@@ -40,7 +40,7 @@ func TestMayBeCutAndJoin(t *testing.T) {
 		{long, true},
 		{"node1:5:9 [0] NCCL WARN short", false},
 		{long + ".", false},
-		{long + ":", false},
+		{long + ":", true},                // wrapped at the colon: the next line decides
 		{strings.Repeat("x", 100), false}, // neither warning nor error
 	} {
 		if got := mayBeCut([]byte(tt.line)); got != tt.want {
@@ -49,10 +49,10 @@ func TestMayBeCutAndJoin(t *testing.T) {
 	}
 	// A cut at a terminal width loses nothing; a word wrap ate a space.
 	at80 := strings.Repeat("a", 79) + "b"
-	if got := string(joinLines(nil, []byte(at80), []byte("cd"))); got != at80+"cd" {
+	if got := string(joinLines(nil, []byte(at80), []byte("cd"), !termWidths[len(at80)])); got != at80+"cd" {
 		t.Errorf("terminal cut joined as %q", got)
 	}
-	if got := string(joinLines(nil, []byte(long), []byte("9637888)"))); got != long+" 9637888)" {
+	if got := string(joinLines(nil, []byte(long), []byte("9637888)"), !termWidths[len(long)])); got != long+" 9637888)" {
 		t.Errorf("word wrap joined as %q", got)
 	}
 }

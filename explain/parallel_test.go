@@ -65,7 +65,7 @@ func explainerWith(t *testing.T, maxLine int, p pipeShape) *Explainer {
 func reportJSON(t *testing.T, e *Explainer, files []string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, analyzeFiles(t, e, files)); err != nil {
+	if err := writeJSON(&buf, analyzeFiles(t, e, files)); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()

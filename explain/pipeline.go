@@ -79,6 +79,12 @@ type prepped struct {
 	truncated int64
 	nul       int64
 	badUTF8   int64
+	// content: some byte of data is neither NUL nor white space (an
+	// input of NULs and newlines only is no text log).
+	content bool
+	// wrapWidth is the width at which the chunk's lines were cut hard (a
+	// paste folded at a terminal's width), 0 when they were not.
+	wrapWidth int
 	ranks     []int
 	metas     []packedMeta
 	scratch   []event
@@ -208,6 +214,7 @@ func (p *producer) prep(b *prepped) {
 	b.events, b.tags, b.ranks, b.metas = b.events[:0], b.tags[:0], b.ranks[:0], b.metas[:0]
 	b.truncated, b.nul, b.badUTF8 = 0, 0, 0
 	data := b.data
+	b.content = hasContent(data)
 	words := p.e.words
 	if b.giant {
 		// One line cut at the cap: always the careful path.
@@ -277,6 +284,25 @@ func (p *producer) prep(b *prepped) {
 			continue
 		}
 		off = at + 1
+	}
+	// A paste folded at a fixed width: its cut lines are visited so that
+	// their parts are joined, whatever literal the cut split.
+	if b.wrapWidth = wrapWidth(data); b.wrapWidth > 0 {
+		for off := 0; off < len(data); {
+			nl := bytes.IndexByte(data[off:], '\n')
+			end := len(data)
+			if nl >= 0 {
+				end = off + nl
+			}
+			if l := bytes.TrimRight(data[off:end], "\r"); len(l) == b.wrapWidth {
+				b.events = append(b.events, event{start: off, special: true, tagOff: -1})
+				sorted = false
+			}
+			if nl < 0 {
+				break
+			}
+			off = end + 1
+		}
 	}
 	if len(p.e.always) > 0 {
 		// A signature without a required literal: every line is a candidate.
@@ -490,6 +516,9 @@ func (s *scan) consume(fs *fileState, b *prepped, line int64) {
 			if pre != nil && pre.meta > 0 {
 				s.preMeta, s.preText = &b.metas[pre.meta-1], text
 			}
+			if fs.join == nil && start > cur && !trunc {
+				s.joinBack(fs, data[cur:start], text, curLine)
+			}
 			s.visit(fs, text, curLine, trunc, cand, special)
 			s.preMeta, s.preText = nil, nil
 		}
@@ -502,11 +531,16 @@ func (s *scan) consume(fs *fileState, b *prepped, line int64) {
 func (s *scan) visit(fs *fileState, text []byte, n int64, trunc bool, cand []uint64, careful bool) {
 	if h := fs.join; h != nil {
 		fs.join = nil
-		if cont := continuation(h.text, text); cont != nil && len(h.text)+len(cont) < s.maxLine() {
-			fs.joinBuf = joinLines(fs.joinBuf, h.text, cont)
-			h.text, h.joins = append(h.text[:0], fs.joinBuf...), h.joins+1
+		if cont := continuation(h.text, text, h.last, fs.wrapWidth); cont != nil && len(h.text)+len(cont) < s.maxLine() {
+			if fs.wrapWidth > 0 && h.last == fs.wrapWidth {
+				// Cut hard at the width: nothing was lost at the seam.
+				fs.joinBuf = joinLines(fs.joinBuf, h.text, cont, false)
+			} else {
+				fs.joinBuf = s.joinBest(fs.joinBuf, h.text, cont)
+			}
+			h.text, h.joins, h.last = append(h.text[:0], fs.joinBuf...), h.joins+1, len(text)
 			h.trunc = h.trunc || trunc
-			if h.joins < maxJoins && mayBeCut(h.text) {
+			if h.joins < maxJoins && (mayBeCut(h.text) || fs.wrapWidth > 0 && len(text) == fs.wrapWidth) {
 				fs.join = h // wrapped over more lines
 				return
 			}
@@ -516,8 +550,8 @@ func (s *scan) visit(fs *fileState, text []byte, n int64, trunc bool, cand []uin
 		s.visitLine(fs, h.text, h.n, h.trunc, nil, true)
 	}
 	channel := cand != nil && slices64Equal(cand, s.e.channelOnly)
-	if !channel && !trunc && mayBeCut(text) && bytes.IndexByte(text, '\r') < 0 {
-		fs.join = &heldLine{text: append([]byte(nil), text...), n: n}
+	if !channel && !trunc && (mayBeCut(text) || fs.wrapWidth > 0 && len(text) == fs.wrapWidth) && bytes.IndexByte(text, '\r') < 0 {
+		fs.join = &heldLine{text: append([]byte(nil), text...), n: n, last: len(text)}
 		return
 	}
 	s.visitLine(fs, text, n, trunc, cand, careful)
@@ -615,12 +649,16 @@ func (s *scan) analyze(ctx context.Context, inputs []Input) error {
 				return err
 			}
 			if !info.Binary {
+				fs.wrapWidth = b.wrapWidth
 				s.consume(fs, b, stats.Lines)
 				fs.tail.add(b.data)
 			}
 			stats.Lines += b.lines
 			stats.TruncatedLines += b.truncated
 			stats.NULBytes += b.nul
+			if b.content {
+				stats.ContentChunks++
+			}
 			stats.BadUTF8Lines += b.badUTF8
 			stats.Bytes += int64(len(b.data))
 			p.free <- b
@@ -649,16 +687,34 @@ func viaOffset(text, sub []byte) (int, bool) {
 	return off, true
 }
 
-// looksBinary: many lines that are not UTF-8, or nothing but NULs, is not a
-// text log. (NUL-filled holes inside a text log are common after a crash.)
+// looksBinary: many lines that are not UTF-8, or nothing but NULs (and
+// the newlines between them, however long the lines that were cut) is not
+// a text log. (NUL-filled holes inside a text log are common after a
+// crash.)
 func looksBinary(st ReadStats) bool {
-	return st.Bytes > 0 && (st.BadUTF8Lines*10 > st.Lines || float64(st.NULBytes) > 0.9*float64(st.Bytes))
+	return st.Bytes > 0 && (st.BadUTF8Lines*10 > st.Lines || float64(st.NULBytes) > 0.9*float64(st.Bytes) ||
+		st.NULBytes > 0 && st.ContentChunks == 0)
+}
+
+// hasContent tells whether data holds a byte that is neither NUL nor
+// white space. A text chunk answers at its first byte; only chunks of
+// NULs and blanks are read to their end.
+func hasContent(data []byte) bool {
+	for _, c := range data {
+		switch c {
+		case 0, '\n', '\r', '\t', ' ':
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // endInput records what was read of one input.
 func (s *scan) endInput(fs *fileState, info InputInfo, st ReadStats, readErr error) {
 	s.flushJoin(fs)
 	s.digest.hang.endInput(fs.name, &fs.tail, st.Lines)
+	s.tailRanks(&fs.tail)
 	info.Bytes, info.Lines, info.TruncatedLines = st.Bytes, st.Lines, st.TruncatedLines
 	info.NULBytes, info.BadUTF8Lines = st.NULBytes, st.BadUTF8Lines
 	info.Empty = st.Bytes == 0
@@ -670,8 +726,6 @@ func (s *scan) endInput(fs *fileState, info InputInfo, st ReadStats, readErr err
 		info.Error = readErr.Error()
 		s.warnings = append(s.warnings, fmt.Sprintf("%s: reading stopped after line %d: %v", fs.name, st.Lines, readErr))
 	}
-	if fs.root != nil && s.root == nil {
-		s.root = fs.root
-	}
+	s.endTables(fs)
 	s.inputs = append(s.inputs, info)
 }

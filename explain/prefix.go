@@ -78,7 +78,8 @@ var (
 	// Ray / vLLM workers: "(Worker_TP0 pid=1234)", "(RayWorkerWrapper pid=2345, ip=10.0.0.2)".
 	reRay = mustFastRe(`^\(([\w.\-]+) pid=(\d+)(?:, ip=([\w.:\-]+))?\) ?`)
 	// mpirun --tag-output: "[1,0]<stdout>:"; torchrun: "[rank3]:", --tee role prefix "[default0]:".
-	reBracket = mustFastRe(`^\[(?:rank(\d+)|(\d+),(\d+)|([A-Za-z_][\w\-]*?)(\d+))\](?:<(?:stdout|stderr|stddiag)>)?: ?`)
+	// A launcher's "[host|N]:" (TorchX and others: host name and rank).
+	reBracket = mustFastRe(`^\[(?:rank(\d+)|(\d+),(\d+)|([A-Za-z_][\w\-]*?)(\d+)|([A-Za-z0-9][\w.\-]*)\|(\d+))\](?:<(?:stdout|stderr|stddiag)>)?: ?`)
 	// NCCL 2.0-2.2 (closed source) printed the level without "NCCL":
 	// "host:pid:tid [0] INFO NET : Using interface ib0:10.0.0.1<0>"
 	// (https://github.com/horovod/horovod/issues/134) and
@@ -238,6 +239,11 @@ func parseMetaRaw(line []byte) rawMeta {
 	rest := line
 	launchStart, launchEnd := -1, 0
 	for guard := 0; guard < 6 && len(rest) > 0; guard++ {
+		// A quoted or indented paste ("> ", "    "): the markers are no
+		// part of any prefix or message.
+		if rest[0] == ' ' || rest[0] == '\t' || rest[0] == '>' {
+			rest = trimQuote(rest)
+		}
 		consumed := len(line) - len(rest)
 		// torchrun's "[rank3]:", the commonest prefix, read by hand.
 		if n, r, ok := rankPrefix(rest); ok {
@@ -257,6 +263,9 @@ func parseMetaRaw(line []byte) rawMeta {
 				m.Rank = atoi(rest[sm[6]:sm[7]])
 			case sm[8] >= 0:
 				m.LocalRank = atoi(rest[sm[10]:sm[11]])
+			case sm[12] >= 0:
+				host = rest[sm[12]:sm[13]]
+				m.Rank = atoi(rest[sm[14]:sm[15]])
 			}
 			if launchStart < 0 {
 				launchStart = consumed
@@ -557,4 +566,20 @@ func Message(line string) string {
 		return msg
 	}
 	return line
+}
+
+// trimQuote removes leading blanks and e-mail/markdown quote markers
+// ("> > ").
+func trimQuote(b []byte) []byte {
+	for len(b) > 0 {
+		switch {
+		case b[0] == ' ' || b[0] == '\t':
+			b = b[1:]
+		case b[0] == '>' && (len(b) == 1 || b[1] == ' ' || b[1] == '>'):
+			b = b[1:]
+		default:
+			return b
+		}
+	}
+	return b
 }

@@ -18,6 +18,7 @@ func (s *scan) report() *Report {
 	r.Digest = s.digest.build()
 	r.NCCLVersion = pickVersion(r.Digest)
 	r.TorchrunRootCause = s.root
+	r.LauncherFailures = s.failures
 	r.EarliestFailure = s.earliest
 	r.FirstSignature = s.firstSig
 	for _, in := range s.inputs {
@@ -42,7 +43,7 @@ func (s *scan) report() *Report {
 	// nothing to diagnose, and the CLI says so (exit 2).
 	if !s.anyText() {
 		r.Diagnoses, r.Notes, r.FirstError = []Diagnosis{}, nil, nil
-		r.EarliestFailure, r.FirstSignature, r.TorchrunRootCause = nil, nil, nil
+		r.EarliestFailure, r.FirstSignature, r.TorchrunRootCause, r.LauncherFailures = nil, nil, nil, nil
 		r.Digest, r.NCCLVersion = nil, ""
 		r.Summary = "The input is not a text log (binary data): nothing was diagnosed. Pass the job's console output."
 		cleanReport(r)
@@ -178,7 +179,7 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 	// waiting rank's timeout; failing that a timeout; then a wrapper.
 	var direct, wait []*merged
 	for _, m := range causes {
-		if waiters[m.primary.def.ID] || m.primary.def.Role == RoleContext {
+		if s.e.isWaiter(m.primary.def.ID) || m.primary.def.Role == RoleContext {
 			wait = append(wait, m)
 		} else {
 			direct = append(direct, m)
@@ -201,7 +202,7 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 	// A warning whose source file places it in an NCCL subsystem says more
 	// than the generic return code PyTorch wraps it in.
 	if root == nil && s.unknown != nil && s.unknown.fields["source"] != "" {
-		if sub, ok := subsystemByFile(s.unknown.fields["source"]); ok && !sub.API {
+		if sub, ok := s.e.subsystemByFile(s.unknown.fields["source"]); ok && !sub.API {
 			for _, m := range others {
 				if m.primary == s.unknown {
 					root = m
@@ -256,10 +257,10 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 			if d.Role == RoleWrapper && d.Confidence == Low {
 				d.Advice = append(d.Advice, "This is a generic NCCL return code; the cause is NCCL's own warning. Rerun with NCCL_DEBUG=WARN (or INFO) so the WARN line and PyTorch's \"Last error:\" are printed.")
 			}
-		} else if root != nil && (d.Role != RoleCause || waiters[d.ID]) {
-			d.ConsequenceOf = root.primary.def.ID
+		} else if root != nil && (d.Role != RoleCause || s.e.isWaiter(d.ID)) {
+			d.ConsequenceOf = s.aggID(root.primary)
 		}
-		if trail != nil && (d.Role != RoleCause || waiters[d.ID]) {
+		if trail != nil && (d.Role != RoleCause || s.e.isWaiter(d.ID)) {
 			d.ConsequenceOf = trail.ID
 		}
 		if m == wdMerged && wd != nil {
@@ -316,7 +317,59 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 		}
 		out = append([]Diagnosis{d}, out...)
 	}
-	return s.crossChecks(out, r, wd)
+	out = s.replaced(out)
+	out = s.crossChecks(out, r, wd)
+	s.culprits(out, wd)
+	return s.neverAllClear(out)
+}
+
+// replaced drops the diagnoses a catalogue cause found beside them reads
+// better (its "replaces"); the root moves to the cause when it was one.
+func (s *scan) replaced(out []Diagnosis) []Diagnosis {
+	drop := map[string]string{}
+	for _, d := range out {
+		if c := s.e.cat.Causes[d.ID]; c != nil {
+			for _, id := range c.Replaces {
+				drop[id] = d.ID
+			}
+		}
+	}
+	if len(drop) == 0 {
+		return out
+	}
+	kept := out[:0]
+	promote := ""
+	for _, d := range out {
+		if by, ok := drop[d.ID]; ok {
+			if d.RootCause {
+				promote = by
+			}
+			continue
+		}
+		kept = append(kept, d)
+	}
+	for i := range kept {
+		switch {
+		case kept[i].ID == promote:
+			kept[i].RootCause, kept[i].ConsequenceOf = true, ""
+		case promote != "" && kept[i].ConsequenceOf != "":
+			if _, ok := drop[kept[i].ConsequenceOf]; ok {
+				kept[i].ConsequenceOf = promote
+			}
+		}
+	}
+	if promote != "" {
+		// The new root leads.
+		for i := range kept {
+			if kept[i].ID == promote {
+				d := kept[i]
+				copy(kept[1:i+1], kept[:i])
+				kept[0] = d
+				break
+			}
+		}
+	}
+	return kept
 }
 
 // merged is a guide's signatures folded into one diagnosis.
@@ -395,6 +448,12 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 	} else {
 		d.Guide = ""
 	}
+	if cs := a.def.cause; cs != nil {
+		// One of the catalogue's causes: its own words.
+		d.Title, d.Explanation = cs.Title, cs.Summary
+		d.Advice = append(d.Advice, cs.Advice...)
+		d.NotNCCL = cs.NotNCCL
+	}
 	if d.Title == "" {
 		d.Title = d.ID
 	}
@@ -443,6 +502,13 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 		if sub, ok := s.placeIn(&d); ok {
 			d.Title = "NCCL warning from " + sub.Name
 			d.Explanation = "NCCL printed a warning from " + sub.Name + " (" + d.Fields["source"] + ") that is not in ncclwiz's catalogue. It is the best lead: the guide covers that part of NCCL; search for the warning's text in the NCCL issues, and rerun with NCCL_DEBUG=INFO for context."
+			if a.catalogued == a.count {
+				// Every one of them is a message NCCL's sources print that
+				// the catalogue places in this subsystem, deliberately
+				// without a cause of its own.
+				d.ID = idCatalogWarning
+				d.Explanation = "NCCL printed a warning from " + sub.Name + " (" + d.Fields["source"] + "). ncclwiz's catalogue knows the message but it names no single cause: the guide covers that part of NCCL. Rerun with NCCL_DEBUG=INFO for the lines around it."
+			}
 		}
 	case a.def.Role == RoleCause:
 		d.Confidence = High
@@ -466,7 +532,7 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 	for _, ev := range d.Evidence {
 		texts = append(texts, ev.Text)
 	}
-	addCudaError(&d, texts...)
+	addCudaError(s.e.cat, &d, texts...)
 	if d.ID == "store-rendezvous-timeout" {
 		storeDetails(&d)
 	}
@@ -476,7 +542,7 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 // inferences adds diagnoses no single line states.
 func (s *scan) inferences(root *merged, wd *Watchdog, r *Report) []Diagnosis {
 	var out []Diagnosis
-	rootIsWaiter := root != nil && (waiters[root.primary.def.ID] || root.primary.def.Role == RoleContext)
+	rootIsWaiter := root != nil && (s.e.isWaiter(root.primary.def.ID) || root.primary.def.Role == RoleContext)
 	// A hang with every rank present and P2P transports in use: the
 	// classic PCIe ACS/IOMMU hang (reference §2 p2p-hang-acs-iommu).
 	if wd != nil && wd.Verdict == "hang" && rootIsWaiter && len(wd.Stragglers) == 0 {
@@ -745,4 +811,15 @@ func cleanReport(r *Report) {
 			d.Env = env
 		}
 	}
+}
+
+// aggID is the diagnosis id an aggregate is reported under (the unknown
+// warnings are the catalogue's placed warnings when it knows them all).
+func (s *scan) aggID(a *sigAgg) string {
+	if a == s.unknown && a.catalogued > 0 && a.catalogued == a.count {
+		if _, ok := s.e.cat.SubsystemOf(a.fields["source"]); ok {
+			return idCatalogWarning
+		}
+	}
+	return a.def.ID
 }

@@ -188,6 +188,9 @@ type ReadStats struct {
 	NULBytes       int64 // NUL bytes in the kept text
 	BadUTF8Lines   int64 // lines with invalid UTF-8
 	Longest        int64 // longest line, newline included
+	// ContentChunks counts the chunks read that hold a byte other than
+	// NUL and white space.
+	ContentChunks int64
 }
 
 // NewLineReader returns a reader that keeps at most max bytes of a line

@@ -33,6 +33,8 @@ type Report struct {
 	// TorchrunRootCause is torchrun's "Root Cause (first observed
 	// failure)" block, when present.
 	TorchrunRootCause *TorchrunFailure `json:"torchrun_root_cause,omitempty"`
+	// LauncherFailures is every entry of torchrun's failure summaries.
+	LauncherFailures []TorchrunFailure `json:"launcher_failures,omitempty"`
 	// Digest is what NCCL_DEBUG=INFO lines say about the job, failure or not.
 	Digest *Digest `json:"digest,omitempty"`
 	// Inputs describes each file read.
@@ -63,9 +65,14 @@ type Diagnosis struct {
 	Evidence      []Evidence        `json:"evidence"`
 	Fields        map[string]string `json:"fields"`
 	// Count is how many lines matched.
-	Count int      `json:"count"`
-	Ranks []int    `json:"ranks,omitempty"`
-	Hosts []string `json:"hosts,omitempty"`
+	Count int   `json:"count"`
+	Ranks []int `json:"ranks,omitempty"`
+	// Culprit is the one rank this diagnosis blames, from the evidence:
+	// the rank that raised or died, the straggler the others waited for,
+	// the rank that never published the NCCL unique id. Ranks lists every
+	// rank that printed the diagnosis's lines.
+	Culprit *int     `json:"culprit_rank,omitempty"`
+	Hosts   []string `json:"hosts,omitempty"`
 	// AlsoMatched lists other signatures of the same guide folded into
 	// this diagnosis.
 	AlsoMatched []string  `json:"also_matched,omitempty"`
@@ -88,7 +95,9 @@ type Diagnosis struct {
 
 // LogStop is where a log without an error stopped.
 type LogStop struct {
-	// Stage: "bootstrap" (only version/bootstrap/network lines),
+	// Stage: "framework" (only a framework's own "starting the process
+	// group" lines, nothing of NCCL), "bootstrap" (only
+	// version/bootstrap/network lines),
 	// "topology" (communicator created, no transport lines), "connecting"
 	// (transport lines, no Init COMPLETE), "after-init" (every rank
 	// printed Init COMPLETE, nothing after), "collective" (the first
@@ -165,7 +174,7 @@ type Note struct {
 
 // ErrorLine is a non-NCCL error.
 type ErrorLine struct {
-	Kind string `json:"kind"` // python-exception, cuda-oom, cuda-assert, killed, segfault
+	Kind string `json:"kind"` // python-exception, cuda-oom, cuda-assert, killed, segfault, signal (another signal)
 	Evidence
 	// Frame is the last traceback frame before the exception, if seen.
 	Frame string `json:"frame,omitempty"`
@@ -178,7 +187,8 @@ type SignatureFirst struct {
 	Line int64  `json:"line"`
 }
 
-// TorchrunFailure is torchrun's report of the first failed worker.
+// TorchrunFailure is one entry of torchrun's failure summary ("Root Cause
+// (first observed failure)" or "Failures:").
 type TorchrunFailure struct {
 	File      string `json:"file"`
 	Line      int64  `json:"line"`
@@ -188,6 +198,12 @@ type TorchrunFailure struct {
 	ExitCode  string `json:"exitcode,omitempty"`
 	Signal    string `json:"signal,omitempty"`
 	Traceback string `json:"traceback,omitempty"`
+	// ErrorFile is the @record error file the worker wrote.
+	ErrorFile string `json:"error_file,omitempty"`
+	PID       int    `json:"pid,omitempty"`
+	// RootCause marks the entry torchrun listed as the first observed
+	// failure.
+	RootCause bool `json:"root_cause,omitempty"`
 }
 
 // InputInfo describes one input.

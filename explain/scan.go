@@ -2,7 +2,6 @@ package explain
 
 import (
 	"bytes"
-	"regexp"
 	"strings"
 )
 
@@ -32,6 +31,11 @@ type sigAgg struct {
 	explained  bool // a wrapper whose Last error payload matched a cause
 	lastErrors []Evidence
 	benignName string
+	// catalogued counts warnings the catalogue knows and places in their
+	// subsystem (the rest of an unknown aggregate is unrecognised).
+	catalogued int
+	// lastSeq is the seq of the last line recorded.
+	lastSeq int64
 }
 
 // scan is the state of one Analyze call.
@@ -42,7 +46,9 @@ type scan struct {
 	cand2 []uint64
 	synth []byte
 	clean []byte
-	strs  strCache // hosts and launchers of parsed lines
+	// seam, seam2: scratch for joinBest.
+	seam, seam2 []byte
+	strs        strCache // hosts and launchers of parsed lines
 	// preMeta is the worker's parse of preText, the line being visited.
 	preMeta  *packedMeta
 	preText  []byte
@@ -67,6 +73,16 @@ type scan struct {
 	// (rank -1: not known), to tell an exception raised after its own
 	// rank failed (a knock-on) from one raised before.
 	failAt map[[2]int]int64
+	// cat is the catalogue analysis (catalog_use.go); failures is every
+	// entry of torchrun's failure summaries (ranks.go).
+	cat      *catState
+	failures []TorchrunFailure
+	// seenRanks and seenLocal are the global and local ranks the launcher
+	// prefixes of the inputs' last lines name (ranks.go).
+	seenRanks, seenLocal map[int]bool
+	// desyncOps is the collective each rank ran in PyTorch's mismatch
+	// lines (ranks.go).
+	desyncOps map[int]string
 }
 
 // errorHit is a non-NCCL error line.
@@ -78,12 +94,14 @@ type errorHit struct {
 }
 
 func (e *Explainer) newScan() *scan {
-	return &scan{
+	s := &scan{
 		e: e, cand: make([]uint64, e.words), cand2: make([]uint64, e.words),
 		aggs: map[string]*sigAgg{}, notes: map[string]*sigAgg{}, digest: newDigestAcc(),
 		ranks: map[int]bool{}, wd: map[int]wdRecord{}, wdSeq: map[int]seqRecord{},
-		failAt: map[[2]int]int64{},
+		failAt: map[[2]int]int64{}, cat: newCatState(), seenRanks: map[int]bool{}, seenLocal: map[int]bool{}, desyncOps: map[int]string{},
 	}
+	s.digest.hang.isInit = s.isInitLine
+	return s
 }
 
 // sigHit is one signature matched on one line.
@@ -116,11 +134,25 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 	if m.Rank < 0 && fs.fileRank >= 0 {
 		m.Rank = fs.fileRank
 	}
+	if m.Rank < 0 {
+		m.Rank = inlineLabelRank(m.Msg)
+	}
+	if fs.rootLeft > 0 {
+		s.rootBlock(fs, m.Msg, n)
+		// A line of a failure summary's entry (an @record traceback)
+		// belongs to the entry's rank.
+		if e := fs.entry; e != nil && fs.rootLeft > 0 && m.Rank < 0 && e.Rank >= 0 {
+			m.Rank = e.Rank
+		}
+	}
+	if fs.spawnLeft > 0 {
+		fs.spawnLeft--
+		if m.Rank < 0 {
+			m.Rank = fs.spawnRank
+		}
+	}
 	ev := func() Evidence { return s.evidence(fs, text, n, trunc, m) }
 
-	if fs.rootLeft > 0 {
-		s.rootBlock(fs, m.Msg)
-	}
 	if fs.pendingLE != nil && !setHas(s.cand, s.e.tagLastError) {
 		p := fs.pendingLE
 		if m.Launcher == p.launcher {
@@ -140,9 +172,8 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 	if setHas(s.cand, s.e.tagChannel) {
 		s.channel(fs, text, n)
 	}
-	if setHas(s.cand, s.e.tagRoot) && s.root == nil && fs.root == nil {
-		fs.root = &TorchrunFailure{File: fs.name, Line: n, Rank: -1, LocalRank: -1}
-		fs.rootLeft = 12
+	if setHas(s.cand, s.e.tagRoot) {
+		s.tableStart(fs, m.Msg, n)
 	}
 	if setHas(s.cand, s.e.tagFrame) {
 		if msg := stripLogLevel(m.Msg); reFrame.Match(msg) {
@@ -177,6 +208,7 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 		}
 	}
 	hits := s.matchSigs(matchText, s.cand)
+	hits = s.overrideHits(fs, hits, m, text, ev)
 	for _, h := range hits {
 		if warningSignatures[h.def.ID] {
 			s.record(s.notes, h, ev(), m, fs, false)
@@ -201,16 +233,27 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 	} else if setHas(s.cand, s.e.tagLastError) && bytes.Contains(m.Msg, []byte("Last error:")) {
 		fs.pendingLE = &pendingLastError{launcher: m.Launcher, ttl: 6}
 	}
+	catOK := setHas(s.cand, s.e.tagCatalog) || setHas(s.cand, s.e.tagError)
 	if len(hits) > 0 {
+		if catOK && samePayload == nil && fs.pendingLE == nil {
+			s.catalogLine(fs, m, ev, true)
+		}
 		return
 	}
 	if setHas(s.cand, s.e.tagWarn) && m.Level == "WARN" {
-		s.unrecognised(fs, ev(), m)
+		if !s.catalogWarn(fs, ev, m, text) {
+			s.unrecognised(fs, ev(), m)
+		}
+		return
+	}
+	if catOK && samePayload == nil && fs.pendingLE == nil && s.catalogLine(fs, m, ev, false) {
 		return
 	}
 	if setHas(s.cand, s.e.tagError) {
 		if kind := classifyError(m.Msg); kind != "" {
 			s.errorLine(fs, kind, ev(), m)
+		} else {
+			s.noteUnplaced(m.Msg, ev)
 		}
 	}
 }
@@ -274,7 +317,7 @@ func (s *scan) channelParsed(fs *fileState, text []byte, n int64, cl channelLine
 func (s *scan) matchSigs(text []byte, cand []uint64) []sigHit {
 	var hits []sigHit
 	try := func(d *sigDef) {
-		if d == s.e.transportSig {
+		if d == s.e.transportSig || d.Re == nil {
 			return
 		}
 		loc := d.Re.FindSubmatchIndex(text)
@@ -325,6 +368,7 @@ func (s *scan) record(into map[string]*sigAgg, h sigHit, ev Evidence, m lineMeta
 		into[h.def.ID] = a
 	}
 	a.count++
+	a.lastSeq = s.seq
 	if viaPayload {
 		a.payload = true
 	} else {
@@ -345,6 +389,8 @@ func (s *scan) record(into map[string]*sigAgg, h sigHit, ev Evidence, m lineMeta
 	}
 	a.where(m, ev)
 	switch h.def.ID {
+	case idCollectiveDesync:
+		s.desyncSides(ev.Text)
 	case "watchdog-timeout":
 		if _, ok := s.wd[m.Rank]; !ok && len(s.wd) < maxRanksTracked {
 			s.wd[m.Rank] = recordFromFields(m.Rank, h.caps).withLine(ev)
@@ -444,6 +490,9 @@ func (s *scan) payload(fs *fileState, payload []byte, ev Evidence, m lineMeta) {
 		}
 		_ = a
 	}
+	if !matched {
+		matched = s.catalogPayload(fs, payload, ev, m)
+	}
 	if matched {
 		if w := fs.lastWrapper; w != nil {
 			w.explained = true
@@ -497,7 +546,7 @@ func (s *scan) unrecognised(fs *fileState, ev Evidence, m lineMeta) {
 	a.count++
 	// The first WARN whose source file names a subsystem places them all.
 	if _, ok := a.fields["source"]; !ok {
-		if file, _, ok := subsystemOf(ev.Text); ok {
+		if file, _, ok := s.e.subsystemOf(ev.Text); ok {
 			a.fields["source"] = file
 		}
 	}
@@ -526,47 +575,6 @@ func (s *scan) errorLine(fs *fileState, kind string, ev Evidence, m lineMeta) {
 		el.Frame = fs.lastFrame
 	}
 	s.errs = append(s.errs, errorHit{line: el, seq: s.seq, ts: m.TS, file: fs.idx})
-}
-
-var reRootField = regexp.MustCompile(`^\s*(host|rank|exitcode|traceback)\s*:\s*(.*?)\s*$`)
-var reRootRank = regexp.MustCompile(`^(\d+)(?: \(local_rank: (\d+)\))?`)
-var reRootExit = regexp.MustCompile(`^(-?\d+)`)
-var reSignalName = regexp.MustCompile(`Signal \d+ \((SIG\w+)\)`)
-
-// rootBlock reads the fields of torchrun's "Root Cause (first observed
-// failure)" block.
-func (s *scan) rootBlock(fs *fileState, msg []byte) {
-	fs.rootLeft--
-	if bytes.HasPrefix(bytes.TrimSpace(msg), []byte("=====")) {
-		fs.rootLeft = 0
-		return
-	}
-	sm := reRootField.FindSubmatch(msg)
-	if sm == nil || fs.root == nil {
-		return
-	}
-	v := string(truncText(sm[2]))
-	switch string(sm[1]) {
-	case "host":
-		fs.root.Host = v
-	case "rank":
-		if rm := reRootRank.FindStringSubmatch(v); rm != nil {
-			fs.root.Rank = atoi([]byte(rm[1]))
-			if rm[2] != "" {
-				fs.root.LocalRank = atoi([]byte(rm[2]))
-			}
-		}
-	case "exitcode":
-		if em := reRootExit.FindStringSubmatch(v); em != nil {
-			fs.root.ExitCode = em[1]
-			fs.root.Signal = signalName(em[1])
-		}
-	case "traceback":
-		fs.root.Traceback = v
-		if sn := reSignalName.FindStringSubmatch(v); sn != nil {
-			fs.root.Signal = sn[1]
-		}
-	}
 }
 
 // signalName maps torchrun's negative exit codes to signal names.

@@ -27,7 +27,7 @@ func TestJSONMatchesSchema(t *testing.T) {
 		name := ent.Name()
 		r := analyzeCorpus(t, e, filepath.Join("testdata", "corpus", name))
 		var buf bytes.Buffer
-		if err := WriteJSON(&buf, r); err != nil {
+		if err := writeJSON(&buf, r); err != nil {
 			t.Fatal(err)
 		}
 		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(buf.Bytes()))

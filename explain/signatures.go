@@ -27,6 +27,10 @@ const (
 // shown only when nothing better was found.
 const idUnrecognisedWarn = "nccl-warn-unrecognised"
 
+// idCatalogWarning names an NCCL warning the catalogue knows and places in
+// the subsystem of its source file rather than naming a cause.
+const idCatalogWarning = "nccl-warning"
+
 // titles are short per-signature headings (a guide's title covers all of
 // its signatures; a diagnosis names the one that fired). A signature
 // without a title here falls back to its guide's title.
@@ -85,20 +89,22 @@ var titles = map[string]string{
 // listed sort after the listed ones of the same role.
 var precedence = []string{
 	"gpu-xid", "fabric-manager-not-ready", "nccl-version-mismatch", "accelerate-rtx40",
-	"duplicate-gpu", "shm-attach-size0", "cumem-host-alloc", "shm-create-nospace",
-	"shm-sigbus", "shm-create-failed", "shm-attach-enoent", "shm-unlink-enoent",
-	"nvls-alloc-failure", "p2p-disabled-nvlink", "gpu-oom-init", "ib-memlock", "roce-gid",
-	"ib-completion-error", "fd-exhaustion", "no-socket-interface", "master-port-in-use",
+	"nccl-not-built", "no-gpu-visible", "store-libuv-missing", "mnnvl-imex",
+	"duplicate-gpu", "shm-attach-size0", "cumem-host-alloc", "cumem-alloc-failure", "shm-create-nospace",
+	"shm-sigbus", "shm-permission-denied", "shm-create-failed", "shm-attach-enoent", "shm-unlink-enoent",
+	"nvls-alloc-failure", "p2p-unsupported", "p2p-import-failed", "p2p-disabled-nvlink", "gpu-oom-init", "ib-memlock", "roce-gid",
+	"ib-completion-error", "topology-mismatch", "topology-detection-failed", "network-not-found",
+	"fd-exhaustion", "no-socket-interface", "master-port-in-use",
 	"bootstrap-mismatch", "socket-msg-truncated", "socket-connect-failed",
-	"nvml-gpu-not-visible", "cuda-init-failure", "cuda-kernel-fault",
+	"nvml-gpu-not-visible", "invalid-device-ordinal", "cuda-init-failure", "cuda-kernel-fault",
 	// What a waiting rank sees: outranked by any cause above.
-	"heartbeat-monitor", "watchdog-timeout", "store-rendezvous-timeout",
+	"heartbeat-monitor", "watchdog-timeout", "gloo-timeout", "store-rendezvous-timeout",
 	"p2p-hang-acs-iommu", "barrier-device-unknown",
 	// Wrappers, then consequences.
 	"proxy-failure", "nccl-unhandled-cuda-error", "nccl-unhandled-system-error",
 	"nccl-invalid-usage", "nccl-internal-error", "nccl-invalid-argument",
 	"nccl-remote-error", "peer-closed", "nccl-async-teardown", "torchrun-child-failed",
-	idUnrecognisedWarn,
+	idCatalogWarning, idUnrecognisedWarn,
 }
 
 // waiters are causes seen by a rank that waited for others (a timeout).

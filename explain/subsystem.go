@@ -5,97 +5,51 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/ncclwiz/ncclwiz/explain/catalog"
 )
 
-// subsystem is the part of NCCL a source file belongs to. A WARN line or
-// the first frame of a return-code trail names the file, and so which part
-// of NCCL complained and which guide applies, even when the message itself
-// is not in the catalogue. Paths are those of NCCL's src/ tree (2.4–2.30).
-type subsystem struct {
-	Prefix string // path prefix (or file name) inside src/
-	Name   string
-	Guide  string
-	Checks []string // extra checks beyond the guide's
-	// API files check the caller's arguments: there PyTorch's wrapper
-	// (invalid argument, invalid usage) says as much as the warning.
-	API bool
-}
-
-// subsystems is ordered: the first matching prefix wins, so specific
-// files come before their directory.
-var subsystems = []subsystem{
-	{"transport/net_ib", "the InfiniBand/RoCE transport", "ib-roce", nil, false},
-	{"ib_plugin", "the InfiniBand plugin (nccl-rdma-sharp-plugins)", "ib-roce", nil, false},
-	{"p2p_plugin", "the RDMA plugin (nccl-rdma-sharp-plugins)", "ib-roce", nil, false},
-	{"nccl_ofi", "the AWS OFI network plugin", "multi-node-basics", nil, false},
-	{"misc/ibvwrap", "the InfiniBand verbs library", "ib-roce", nil, false},
-	{"include/ibvwrap", "the InfiniBand verbs library", "ib-roce", nil, false},
-	{"misc/ibvsymbols", "the InfiniBand verbs library", "ib-roce", nil, false},
-	{"misc/mlx5dv", "the Mellanox mlx5 direct-verbs library", "ib-roce", nil, false},
-	{"misc/gdrwrap", "GPUDirect RDMA (gdrcopy)", "ib-roce", nil, false},
-	{"gin/", "GPU-initiated networking (GIN)", "ib-roce", nil, false},
-	{"transport/net_socket", "the TCP socket transport", "socket-connect", nil, false},
-	{"misc/socket", "NCCL's sockets", "socket-connect", nil, false},
-	{"include/socket", "NCCL's sockets", "socket-connect", nil, false},
-	{"transport/coll_net", "the CollNet/SHARP transport", "ib-roce", nil, false},
-	{"transport/net", "the network transport", "multi-node-basics", nil, false},
-	{"include/net", "the network plugin interface", "multi-node-basics", nil, false},
-	{"plugin/", "a network/tuner plugin (libnccl-net, aws-ofi-nccl)", "multi-node-basics", nil, false},
-	{"misc/net", "the network plugin loader", "multi-node-basics", nil, false},
-	{"misc/shmutils", "shared memory (/dev/shm)", "container-shm", []string{"shm.mount", "shm.segments"}, false},
-	{"transport/shm", "the shared-memory transport", "container-shm", []string{"shm.mount", "shm.segments"}, false},
-	{"include/shm", "shared memory (/dev/shm)", "container-shm", []string{"shm.mount"}, false},
-	// 2.30 moved the shm and socket system calls here; its other warnings
-	// (sockets) have signatures of their own.
-	{"os/linux.cc", "the operating-system layer (/dev/shm, sockets)", "container-shm", []string{"shm.mount", "shm.segments"}, false},
-	{"os/linux_ipcsocket", "the local Unix-domain sockets (cuMem handle exchange)", "consequence-errors", nil, false},
-	{"misc/ipcsocket", "the local Unix-domain sockets (cuMem handle exchange)", "consequence-errors", nil, false},
-	{"transport/p2p", "the GPU peer-to-peer transport", "p2p-acs-iommu", nil, false},
-	{"transport/nvls", "NVLink SHARP (NVLS)", "nvls", nil, false},
-	{"graph/", "topology detection and path search", "p2p-acs-iommu", []string{"gpu.topology"}, false},
-	// 2.4 kept topology in misc/ before graph/ existed (2.5).
-	{"misc/topo", "topology detection and path search", "p2p-acs-iommu", []string{"gpu.topology"}, false},
-	{"misc/rings", "topology detection and path search", "p2p-acs-iommu", []string{"gpu.topology"}, false},
-	{"ras/", "the RAS service (rank health)", "hang", nil, false},
-	{"proxy", "the proxy thread (network progress)", "multi-node-basics", nil, false},
-	{"bootstrap", "bootstrap (rank discovery over TCP)", "socket-interface", nil, false},
-	{"misc/nvmlwrap", "NVML (GPU discovery)", "nvml-visibility", nil, false},
-	{"include/nvmlwrap", "NVML (GPU discovery)", "nvml-visibility", nil, false},
-	{"misc/cudawrap", "the CUDA driver", "cuda-driver", nil, false},
-	{"include/cudawrap", "the CUDA driver", "cuda-driver", nil, false},
-	{"include/alloc", "GPU and host memory allocation", "gpu-oom-init", nil, false},
-	{"misc/strongstream", "CUDA streams and graphs", "cuda-kernel-fault", nil, false},
-	{"enqueue", "the collective launch path", "reading-nccl-debug", nil, true},
-	{"init", "communicator initialisation", "reading-nccl-debug", nil, true},
-	{"group", "group calls (ncclGroupStart/End)", "reading-nccl-debug", nil, true},
-}
+// subsystem is the part of NCCL a source file belongs to (the
+// catalogue's subsystems: explain/catalog/catalog.yaml). A WARN line or the
+// first frame of a return-code trail names the file, and so which part of
+// NCCL complained and which guide applies, even when the message itself is
+// not in the catalogue.
+type subsystem = catalog.Subsystem
 
 // reSrcFile finds NCCL's source location: "graph/search.cc:1023" before
 // "NCCL WARN" (2.3+), after a bare "WARN " (1.x), or in an INFO
 // return-code frame ("NCCL INFO transport/net_ib.cc:1112 -> 2").
 var reSrcFile = regexp.MustCompile(`(?:^|[\s\]])((?:[A-Za-z_][\w.-]*/)*[A-Za-z_][\w-]*\.(?:cc|cu|cpp|c|h)):\d+\b`)
 
-// subsystemOf names the subsystem of the first NCCL source file in text.
-func subsystemOf(text string) (file string, sub subsystem, ok bool) {
+// sourceFile is the first NCCL source file text names, without the
+// "src/" of builds that compile NCCL inside another tree (TensorFlow's
+// bazel "external/nccl_archive/src/..."); "" when none.
+func sourceFile(text string) string {
 	sm := reSrcFile.FindStringSubmatch(text)
 	if sm == nil {
-		return "", subsystem{}, false
+		return ""
 	}
-	file = sm[1]
-	// Builds that compile NCCL inside another tree (TensorFlow's bazel
-	// "external/nccl_archive/src/...") print the longer path.
+	file := sm[1]
 	if i := strings.Index(file, "src/"); i >= 0 && (i == 0 || file[i-1] == '/') {
 		file = file[i+len("src/"):]
 	}
-	sub, ok = subsystemByFile(file)
+	return file
+}
+
+// subsystemOf names the subsystem of the first NCCL source file in text.
+func (e *Explainer) subsystemOf(text string) (file string, sub subsystem, ok bool) {
+	file = sourceFile(text)
+	if file == "" {
+		return "", subsystem{}, false
+	}
+	sub, ok = e.subsystemByFile(file)
 	return file, sub, ok
 }
 
-func subsystemByFile(file string) (subsystem, bool) {
-	for _, s := range subsystems {
-		if strings.HasPrefix(file, s.Prefix) {
-			return s, true
-		}
+// subsystemByFile places a source file in the catalogue's subsystems.
+func (e *Explainer) subsystemByFile(file string) (subsystem, bool) {
+	if sp, ok := e.cat.SubsystemOf(file); ok {
+		return *sp, true
 	}
 	return subsystem{}, false
 }
@@ -103,7 +57,7 @@ func subsystemByFile(file string) (subsystem, bool) {
 // placeIn points d at the guide and checks of the subsystem whose file is
 // in d.Fields["source"].
 func (s *scan) placeIn(d *Diagnosis) (subsystem, bool) {
-	sub, ok := subsystemByFile(d.Fields["source"])
+	sub, ok := s.e.subsystemByFile(d.Fields["source"])
 	if !ok {
 		return sub, false
 	}
@@ -143,7 +97,7 @@ func (s *scan) trailDiagnosis(r *Report) *Diagnosis {
 	if sm == nil || sm[3] == "0" || sm[3] == "7" || sm[3] == "6" || r.FirstError != nil {
 		return nil
 	}
-	sub, ok := subsystemByFile(strings.TrimPrefix(sm[1], "src/"))
+	sub, ok := s.e.subsystemByFile(strings.TrimPrefix(sm[1], "src/"))
 	if !ok {
 		return nil
 	}
@@ -170,7 +124,7 @@ func (s *scan) trailDiagnosis(r *Report) *Diagnosis {
 		for _, ev := range s.unknown.evidence {
 			texts = append(texts, ev.Text)
 		}
-		addCudaError(d, texts...)
+		addCudaError(s.e.cat, d, texts...)
 	}
 	if dg := r.Digest; dg != nil {
 		d.Advice = append(d.Advice, trailFacts(sub, dg)...)

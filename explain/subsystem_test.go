@@ -3,6 +3,7 @@ package explain
 import "testing"
 
 func TestSubsystemOf(t *testing.T) {
+	e := testExplainer(t)
 	tests := []struct {
 		line, file, guide string
 	}{
@@ -24,13 +25,13 @@ func TestSubsystemOf(t *testing.T) {
 		{"h:1:2 [0] os/linux_ipcsocket.cc:233 NCCL WARN UDS: Sending data over socket", "os/linux_ipcsocket.cc", "consequence-errors"},
 	}
 	for _, tt := range tests {
-		file, sub, ok := subsystemOf(tt.line)
+		file, sub, ok := e.subsystemOf(tt.line)
 		if !ok || file != tt.file || sub.Guide != tt.guide {
 			t.Errorf("%q: %q %q %v, want %q %q", tt.line, file, sub.Guide, ok, tt.file, tt.guide)
 		}
 	}
 	for _, line := range []string{"NCCL WARN no file here", "h:1:2 [0] unknown/thing.cc:3 NCCL WARN x"} {
-		if _, sub, ok := subsystemOf(line); ok {
+		if _, sub, ok := e.subsystemOf(line); ok {
 			t.Errorf("%q placed in %+v", line, sub)
 		}
 	}

@@ -16,9 +16,9 @@ import (
 // was not moving data — a rank was missing or the transport stalled.
 const hangBandwidth = 100e6
 
-// dtypeSizes are the element sizes assumed to turn element counts into
+// DTypeSizes are the element sizes assumed to turn element counts into
 // bytes (the log gives counts, not the dtype).
-var dtypeSizes = []struct {
+var DTypeSizes = []struct {
 	Name string
 	Size int64
 }{{"float32", 4}, {"bfloat16/float16", 2}, {"int8/float8", 1}}
@@ -123,7 +123,7 @@ func decodeWatchdog(in watchdogInput) *Watchdog {
 	if numel >= 0 && w.TimeoutMS > 0 {
 		w.Bytes = map[string]int64{}
 		w.NeededBytesPerSec = map[string]float64{}
-		for _, d := range dtypeSizes {
+		for _, d := range DTypeSizes {
 			b := numel * d.Size
 			w.Bytes[d.Name] = b
 			// An all-reduce moves each byte about twice (reduce-scatter

@@ -460,6 +460,9 @@ func TestWordingsCoverSignatures(t *testing.T) {
 	}
 	e := testExplainer(t)
 	for _, s := range e.sigs {
+		if s.Re == nil {
+			continue // a catalogue cause: the catalogue finds its lines
+		}
 		if !have[s.ID] && !notNCCL[s.ID] {
 			t.Errorf("%s: no release wordings in wordings_test.go", s.ID)
 		}
@@ -472,7 +475,7 @@ func TestWordingsCoverSignatures(t *testing.T) {
 func TestOldFormatUnrecognisedWarn(t *testing.T) {
 	r := analyze(t, testExplainer(t), "node7:2201:2265 [1] transport/p2p.cu:526 WARN failed to open CUDA IPC handle : 30 unknown error\n")
 	root := rootOf(r)
-	if root == nil || root.ID != idUnrecognisedWarn || root.Fields["source"] != "transport/p2p.cu" {
+	if root == nil || (root.ID != idUnrecognisedWarn && root.ID != idCatalogWarning) || root.Fields["source"] != "transport/p2p.cu" {
 		t.Fatalf("root = %+v", root)
 	}
 }

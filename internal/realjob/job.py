@@ -143,4 +143,8 @@ def main():
 
 
 if __name__ == "__main__":
+    if PLAN.get("record"):
+        from torch.distributed.elastic.multiprocessing.errors import record
+
+        main = record(main)
     main()

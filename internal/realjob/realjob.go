@@ -176,6 +176,16 @@ type Spec struct {
 	Where Where
 	// Rendezvous is "", Unreachable or Occupied.
 	Rendezvous string
+	// Tee is torchrun's --tee: 0 or 1 tees the ranks' stdout with a
+	// [defaultN]: prefix (their stderr reaches the console unprefixed); 2
+	// tees their stderr with the prefix instead (stdout then only goes to
+	// torchrun's log files). 3 (both) crashes torch 1.13's torchrun on
+	// Python 3.11, as 0 does.
+	Tee int
+	// Record wraps the ranks' entrypoint in torch.distributed.elastic's
+	// @record: a failing rank writes its error file and torchrun's failure
+	// table shows its traceback.
+	Record bool
 }
 
 func (s Spec) withDefaults() Spec {
@@ -385,6 +395,7 @@ func Start(t testing.TB, s Spec) *Job {
 	plan, _ := json.Marshal(map[string]any{
 		"ranks": s.Ranks, "world": s.Ranks + s.Missing, "behave": behave, "at": s.At, "steps": s.Steps,
 		"pace": s.Pace.Seconds(), "timeout": s.Timeout.Seconds(), "master_addr": masterAddr, "master_port": masterPort,
+		"record": s.Record,
 	})
 	env := map[string]string{
 		"PATH": "/usr/bin:/bin", "HOME": filepath.Join(j.dir, "home"), "LANG": "C.UTF-8",
@@ -424,8 +435,12 @@ func (j *Job) commands(masterAddr string, masterPort, rdzvPort int) [][]string {
 	// object has no attribute 'get'). --redirects 1 --tee 1 avoids that code
 	// path: each rank's stdout goes to /tmp/torchelastic_*/…/stdout.log and
 	// is tee'd to the console with a [defaultN]: prefix.
+	tee := "1"
+	if s.Tee == 2 {
+		tee = "2"
+	}
 	torchrun := func(nnodes, nproc int, extra ...string) []string {
-		c := []string{Torchrun, "--redirects", "1", "--tee", "1", "--nnodes", strconv.Itoa(nnodes), "--nproc_per_node", strconv.Itoa(nproc)}
+		c := []string{Torchrun, "--redirects", "1", "--tee", tee, "--nnodes", strconv.Itoa(nnodes), "--nproc_per_node", strconv.Itoa(nproc)}
 		c = append(c, extra...)
 		return append(c, j.script(), "rank")
 	}

@@ -1,4 +1,4 @@
-package explain
+package render
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 
 	"charm.land/lipgloss/v2"
 
+	"github.com/ncclwiz/ncclwiz/explain"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 )
@@ -29,7 +30,7 @@ type PlainOptions struct {
 }
 
 // WriteJSON writes the versioned JSON report.
-func WriteJSON(w io.Writer, r *Report) error {
+func WriteJSON(w io.Writer, r *explain.Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
@@ -54,7 +55,7 @@ func newPlainStyles() plainStyles {
 
 // WritePlain writes the human report. Styles are ANSI; pass a writer that
 // downsamples them to the terminal (termio.Output.Writer) — or strips them.
-func WritePlain(w io.Writer, r *Report, o PlainOptions) error {
+func WritePlain(w io.Writer, r *explain.Report, o PlainOptions) error {
 	if o.Width <= 0 {
 		o.Width = 100
 	}
@@ -138,7 +139,7 @@ func WritePlain(w io.Writer, r *Report, o PlainOptions) error {
 			evs = evs[:3]
 		}
 		for _, ev := range evs {
-			p("%s%s %s\n", ind, st.dim.Render("Evidence:"), evHead(ev, dot))
+			p("%s%s %s\n", ind, st.dim.Render("explain.Evidence:"), evHead(ev, dot))
 			p("%s  %s\n", ind, shorten(ev.Text, o.Width-len(ind)-2, !o.CutLines))
 		}
 		if len(d.Fields) > 0 && (d.Watchdog == nil || o.Verbose) {
@@ -231,7 +232,7 @@ func WritePlain(w io.Writer, r *Report, o PlainOptions) error {
 	return err
 }
 
-func writeWatchdog(b *strings.Builder, w *Watchdog, ind string, st plainStyles, dot string, o PlainOptions) {
+func writeWatchdog(b *strings.Builder, w *explain.Watchdog, ind string, st plainStyles, dot string, o PlainOptions) {
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	var work []string
 	if w.SeqNum >= 0 {
@@ -256,7 +257,7 @@ func writeWatchdog(b *strings.Builder, w *Watchdog, ind string, st plainStyles, 
 	p("%s%s %s\n", ind, st.dim.Render("Work:    "), strings.Join(work, dot))
 	if len(w.Bytes) > 0 {
 		var parts []string
-		for _, d := range dtypeSizes {
+		for _, d := range explain.DTypeSizes {
 			parts = append(parts, fmt.Sprintf("%s as %s", humanBytes(w.Bytes[d.Name]), d.Name))
 		}
 		p("%s%s %s\n", ind, st.dim.Render("Size:    "), strings.Join(parts, dot))
@@ -313,7 +314,7 @@ func writeAdvice(b *strings.Builder, advice []string, ind string, st plainStyles
 	}
 }
 
-func writeDigest(b *strings.Builder, d *Digest, st plainStyles, dot, bullet string, o PlainOptions) {
+func writeDigest(b *strings.Builder, d *explain.Digest, st plainStyles, dot, bullet string, o PlainOptions) {
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	p("\n%s\n", st.head.Render("NCCL_DEBUG digest"))
 	row := func(k, v string) { p("  %s %s\n", st.dim.Render(fmt.Sprintf("%-11s", k)), v) }
@@ -358,7 +359,7 @@ func writeDigest(b *strings.Builder, d *Digest, st plainStyles, dot, bullet stri
 	}
 	if len(d.Transports) > 0 {
 		var parts []string
-		for _, c := range append(append([]string{}, transportClasses...), "other") {
+		for _, c := range append(append([]string{}, explain.TransportClasses...), "other") {
 			if n := d.Transports[c]; n > 0 {
 				parts = append(parts, c+" "+units.Count(n, "link"))
 			}
@@ -397,7 +398,7 @@ func writeDigest(b *strings.Builder, d *Digest, st plainStyles, dot, bullet stri
 }
 
 // rootShows reports whether the root cause's first evidence is e.
-func rootShows(r *Report, e *Evidence) bool {
+func rootShows(r *explain.Report, e *explain.Evidence) bool {
 	for _, d := range r.Diagnoses {
 		if d.RootCause && len(d.Evidence) > 0 {
 			return d.Evidence[0].File == e.File && d.Evidence[0].Line == e.Line
@@ -408,7 +409,7 @@ func rootShows(r *Report, e *Evidence) bool {
 
 // rootTimed reports whether the root cause's first line has a timestamp,
 // so comparing it with the earliest timestamped line means something.
-func rootTimed(r *Report) bool {
+func rootTimed(r *explain.Report) bool {
 	for _, d := range r.Diagnoses {
 		if d.RootCause && len(d.Evidence) > 0 {
 			return d.Evidence[0].Time != ""
@@ -417,7 +418,7 @@ func rootTimed(r *Report) bool {
 	return false
 }
 
-func evHead(ev Evidence, dot string) string {
+func evHead(ev explain.Evidence, dot string) string {
 	s := fmt.Sprintf("%s:%d", ev.File, ev.Line)
 	var parts []string
 	if ev.Rank >= 0 {
@@ -441,7 +442,7 @@ func evHead(ev Evidence, dot string) string {
 	return s
 }
 
-func confWord(d Diagnosis) string {
+func confWord(d explain.Diagnosis) string {
 	s := "confidence " + d.Confidence
 	if d.Inferred {
 		s += ", inferred"
@@ -449,17 +450,17 @@ func confWord(d Diagnosis) string {
 	return s
 }
 
-func roleWord(d Diagnosis) string {
+func roleWord(d explain.Diagnosis) string {
 	switch {
 	case d.Inferred:
 		return "possible cause:"
-	case d.ConsequenceOf != "" && d.Role == RoleWrapper:
+	case d.ConsequenceOf != "" && d.Role == explain.RoleWrapper:
 		return "wrapper of " + d.ConsequenceOf + ":"
 	case d.ConsequenceOf != "":
 		return "consequence of " + d.ConsequenceOf + ":"
-	case d.Role == RoleConsequence:
+	case d.Role == explain.RoleConsequence:
 		return "consequence:"
-	case d.Role == RoleWrapper:
+	case d.Role == explain.RoleWrapper:
 		return "wrapper:"
 	}
 	return "cause:"
@@ -520,7 +521,7 @@ func contains(list []string, s string) bool {
 }
 
 // notNCCLRoot reports whether the root cause is outside NCCL.
-func notNCCLRoot(r *Report) bool {
+func notNCCLRoot(r *explain.Report) bool {
 	for _, d := range r.Diagnoses {
 		if d.RootCause {
 			return d.NotNCCL

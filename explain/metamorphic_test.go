@@ -1,0 +1,307 @@
+package explain
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// Metamorphic tests: every log of the development corpus, changed the way
+// logs are changed on their way to a bug report (re-wrapped, joined,
+// abridged, quoted, indented, prefixed differently, coloured, cut,
+// interleaved with another rank's output), must keep its root cause or a
+// declared weaker one, and never turn into an all-clear. The RNG is seeded
+// per log and perturbation, so a failure names what reproduces it.
+
+// perturbation changes the lines of one input.
+type perturbation struct {
+	name string
+	fn   func(r *rand.Rand, lines []string) []string
+}
+
+var (
+	reStampField = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?|[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+|\d{2}:\d{2}:\d{2}(?:\.\d+)?`)
+	reNumField   = regexp.MustCompile(`\b(?:0x[0-9a-fA-F]+|\d{3,})\b`)
+	reLauncherP  = regexp.MustCompile(`^(?:\[(?:rank\d+|default\d+|\d+,\d+)\](?:<std\w+>)?: ?|\d{1,4}: |\([\w.\-]+ pid=\d+(?:, ip=[\d.]+)?\) )`)
+	reRankP      = regexp.MustCompile(`^\[rank(\d+)\]: ?`)
+)
+
+var perturbations = []perturbation{
+	{"rewrap-width", func(r *rand.Rand, lines []string) []string {
+		w := 60 + r.IntN(140)
+		var out []string
+		for _, l := range lines {
+			for len(l) > w {
+				out, l = append(out, l[:w]), l[w:]
+			}
+			out = append(out, l)
+		}
+		return out
+	}},
+	{"rewrap-punct", func(r *rand.Rand, lines []string) []string {
+		var out []string
+		for _, l := range lines {
+			if len(l) < 50 || r.IntN(2) == 0 {
+				out = append(out, l)
+				continue
+			}
+			// Break right after a colon or comma in the second half.
+			cut := -1
+			for i := len(l) / 2; i < len(l)-1; i++ {
+				if l[i] == ':' || l[i] == ',' {
+					cut = i + 1
+					break
+				}
+			}
+			if cut < 0 {
+				out = append(out, l)
+				continue
+			}
+			out = append(out, l[:cut], strings.TrimLeft(l[cut:], " "))
+		}
+		return out
+	}},
+	{"join", func(r *rand.Rand, lines []string) []string {
+		// A paste that lost its newlines in one place: 2 to 5 lines run
+		// together with spaces.
+		if len(lines) < 3 {
+			return lines
+		}
+		k := 2 + r.IntN(4)
+		i := r.IntN(len(lines) - 1)
+		j := min(len(lines), i+k)
+		out := append([]string{}, lines[:i]...)
+		out = append(out, strings.Join(lines[i:j], " "))
+		return append(out, lines[j:]...)
+	}},
+	{"elide", func(r *rand.Rand, lines []string) []string {
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			l = reStampField.ReplaceAllString(l, "...")
+			if r.IntN(3) == 0 {
+				l = reNumField.ReplaceAllStringFunc(l, func(s string) string {
+					if r.IntN(2) == 0 {
+						return "..."
+					}
+					return s
+				})
+			}
+			out[i] = l
+		}
+		return out
+	}},
+	{"strip-prefix", func(r *rand.Rand, lines []string) []string {
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			out[i] = reLauncherP.ReplaceAllString(l, "")
+		}
+		return out
+	}},
+	{"change-prefix", func(r *rand.Rand, lines []string) []string {
+		// torchrun's [rankN]: becomes srun's "N: ".
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			out[i] = reRankP.ReplaceAllString(l, "$1: ")
+		}
+		return out
+	}},
+	{"indent", func(r *rand.Rand, lines []string) []string {
+		ind := []string{"    ", "\t", "  "}[r.IntN(3)]
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			out[i] = ind + l
+		}
+		return out
+	}},
+	{"quote", func(r *rand.Rand, lines []string) []string {
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			out[i] = "> " + l
+		}
+		return out
+	}},
+	{"crlf", func(r *rand.Rand, lines []string) []string {
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			out[i] = l + "\r"
+		}
+		return out
+	}},
+	{"ansi", func(r *rand.Rand, lines []string) []string {
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			switch r.IntN(3) {
+			case 0:
+				out[i] = "\x1b[31m" + l + "\x1b[0m"
+			case 1:
+				// Colour one word in the middle.
+				if j := strings.IndexByte(l, ' '); j > 0 {
+					out[i] = "\x1b[1;33m" + l[:j] + "\x1b[0m" + l[j:]
+					continue
+				}
+				out[i] = l
+			default:
+				out[i] = l
+			}
+		}
+		return out
+	}},
+	{"cut-ends", nil}, // set in TestMetamorphic: it needs the evidence lines
+	{"interleave", func(r *rand.Rand, lines []string) []string {
+		// Another rank's progress printed between the lines (not among
+		// the last ones: a job that goes on printing did not stop).
+		other := []string{
+			"[rank7]:step %d loss 2.%03d lr 3.0e-04 tok/s 41%03d",
+			"[default7]:epoch 3 iter %d/5000 eta 1:0%d:%02d",
+			"INFO 11-04 10:%02d:%02d [engine.py:%d] Avg generation throughput: 812.4 tokens/s",
+		}
+		var out []string
+		for i, l := range lines {
+			out = append(out, l)
+			if i < len(lines)-5 && r.IntN(3) == 0 {
+				f := other[r.IntN(len(other))]
+				out = append(out, fmt.Sprintf(f, r.IntN(60), r.IntN(60), r.IntN(999)))
+			}
+		}
+		return out
+	}},
+}
+
+// weaker ids are what a perturbed log may fall back to: a generic
+// wrapper, the return-code trail, a placed or unplaced warning.
+var weakerIDs = map[string]bool{
+	"nccl-unhandled-system-error": true, "nccl-unhandled-cuda-error": true, "nccl-internal-error": true,
+	"nccl-invalid-usage": true, "nccl-invalid-argument": true, "nccl-remote-error": true, idReturnTrail: true,
+	idUnrecognisedWarn: true, idCatalogWarning: true, idUnplaced: true,
+}
+
+// weakerOf declares, per root, the less specific diagnosis of the same
+// guide a perturbation may leave (an elided size or errno, an elided
+// opCount line): the user is sent to the same place.
+var weakerOf = map[string][]string{
+	"shm-create-nospace":     {"shm-create-failed"},
+	"shm-attach-enoent":      {"shm-unlink-enoent"},
+	"watchdog-timeout":       {"watchdog-seq-status"},
+	idCollectiveHang:         {idInitHang},
+	"dataloader-worker-died": {idPythonException},
+}
+
+// metamorphicRounds is how many seeds each (log, perturbation) gets: CI's
+// share of time (2 cores) allows two.
+const metamorphicRounds = 2
+
+// lostBudget is how many runs of a perturbation may still lose their root
+// (all 3408 runs of the others keep it or a declared weaker one): the
+// cases left at the end of issue 24, each logged by the test — lines
+// joined across an exception or a kill line, a field elided inside a
+// signature's number, a traceback wrapped at a colon, a hang's last line
+// wrapped or quoted. The budget only goes down.
+var lostBudget = map[string]int{"elide": 5, "join": 13, "rewrap-punct": 3, "rewrap-width": 1}
+
+func TestMetamorphic(t *testing.T) {
+	e := testExplainer(t)
+	dir := filepath.Join("testdata", "corpus")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type cell struct{ runs, kept, weaker, lost int }
+	matrix := map[string]*cell{}
+	var failures []string
+	for _, ent := range ents {
+		name := ent.Name()
+		if ent.IsDir() || strings.HasSuffix(name, ".bin") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.IndexByte(data, 0) >= 0 {
+			continue // NUL holes: the reader's own test covers them
+		}
+		orig := analyze(t, e, string(data))
+		root := rootOf(orig)
+		origIDs := diagIDs(orig)
+		evLines := map[int64]bool{}
+		for _, d := range orig.Diagnoses {
+			for _, ev := range d.Evidence {
+				evLines[ev.Line] = true
+			}
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		for pi, p := range perturbations {
+			fn := p.fn
+			if p.name == "cut-ends" {
+				fn = func(r *rand.Rand, ls []string) []string {
+					// A paste that starts and ends a line later/earlier:
+					// cut the ends unless they carry the root's evidence.
+					lo, hi := 0, len(ls)
+					for k := 0; k < 2 && lo < hi-1 && !evLines[int64(lo+1)]; k++ {
+						lo++
+					}
+					for k := 0; k < 2 && hi > lo+1 && !evLines[int64(hi)]; k++ {
+						hi--
+					}
+					return ls[lo:hi]
+				}
+			}
+			c := matrix[p.name]
+			if c == nil {
+				c = &cell{}
+				matrix[p.name] = c
+			}
+			for round := 0; round < metamorphicRounds; round++ {
+				seed := uint64(pi*1000 + round)
+				r := rand.New(rand.NewPCG(seed, uint64(len(name))))
+				in := strings.Join(fn(r, slices.Clone(lines)), "\n") + "\n"
+				got := analyze(t, e, in)
+				c.runs++
+				gr := rootOf(got)
+				switch {
+				case len(orig.Diagnoses) > 0 && len(got.Diagnoses) == 0:
+					c.lost++
+					// Never within a budget: a failure read as no failure.
+					t.Errorf("%s %s seed %d: all-clear (was %v)", name, p.name, seed, origIDs)
+				case root == nil || gr != nil && gr.ID == root.ID:
+					c.kept++
+				case gr != nil && slices.Contains(weakerOf[root.ID], gr.ID),
+					gr != nil && (weakerIDs[gr.ID] || slices.Contains(origIDs, gr.ID)) && !(root.NotNCCL && !gr.NotNCCL && !weakerIDs[gr.ID]):
+					c.weaker++
+				default:
+					c.lost++
+					failures = append(failures, fmt.Sprintf("%s %s seed %d: root %s, was %s", name, p.name, seed, idOf(gr), root.ID))
+				}
+			}
+		}
+	}
+	var names []string
+	for n := range matrix {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := matrix[n]
+		t.Logf("%-14s runs %4d  root kept %4d  weaker %3d  lost %3d", n, c.runs, c.kept, c.weaker, c.lost)
+		if c.lost > lostBudget[n] {
+			t.Errorf("%s: %d runs lost their root, the budget is %d", n, c.lost, lostBudget[n])
+		}
+	}
+	for _, f := range failures {
+		t.Log("lost: " + f)
+	}
+}
+
+func idOf(d *Diagnosis) string {
+	if d == nil {
+		return "none"
+	}
+	return d.ID
+}
