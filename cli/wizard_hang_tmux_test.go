@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,19 +66,39 @@ func TestWizardHangInTmux(t *testing.T) {
 		return strings.Contains(scr, "Suspect:") || strings.Contains(scr, "Which one hangs?") || strings.Contains(scr, "No hang")
 	})
 	if strings.Contains(scr, "Which one hangs?") { // other jobs run here: pick ours
-		picked := false
-		for range 20 {
-			// The list names a job by its launcher's PID, or by its first
-			// rank's when the launcher is not one it knows (the fake job's
-			// ranks call themselves python3 train.py, as real ones do).
-			if line := cursorLine(s.Screen()); ours(line, job.Process.Pid) {
-				picked = true
+		// The list names a job by its launcher's PID, or by its first
+		// rank's when the launcher is not one it knows (the fake job's
+		// ranks call themselves python3 train.py, as real ones do). Other
+		// tests' real jobs come and go meanwhile: move the cursor by the
+		// distance to our line, then wait until it is there, since keys
+		// are drawn after Keys returns.
+		pid := job.Process.Pid
+		var moved bool
+		for range 10 {
+			lines, cur := jobLines(s.Screen())
+			target := slices.IndexFunc(lines, func(l string) bool { return ours(l, pid) })
+			if target < 0 || cur < 0 {
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+			key := "Down"
+			if target < cur {
+				key = "Up"
+			}
+			for range max(target-cur, cur-target) {
+				s.Keys(key)
+			}
+			got := s.WaitUntil(5*time.Second, func(scr string) bool {
+				l := cursorLine(scr)
+				return ours(l, pid) || l != lines[cur]
+			})
+			if ours(cursorLine(got), pid) {
+				moved = true
 				break
 			}
-			s.Keys("Down")
 		}
-		if !picked {
-			t.Fatalf("the fake job (launcher pid %d) is not in the list:\n%s", job.Process.Pid, s.Screen())
+		if !moved {
+			t.Fatalf("the fake job (launcher pid %d) is not in the list:\n%s", pid, s.Screen())
 		}
 		s.Keys("Enter")
 	}
@@ -134,6 +155,26 @@ func ours(line string, launcher int) bool {
 		}
 	}
 	return false
+}
+
+// jobLines are the job list's lines (PID first, the cursor's marked) and
+// the index of the cursor's.
+func jobLines(scr string) (lines []string, cursor int) {
+	cursor = -1
+	for _, l := range strings.Split(scr, "\n") {
+		f := strings.Fields(strings.TrimLeft(strings.TrimSpace(l), "›>"))
+		if len(f) < 2 {
+			continue
+		}
+		if _, err := strconv.Atoi(f[0]); err != nil {
+			continue
+		}
+		if t := strings.TrimSpace(l); strings.HasPrefix(t, "›") || strings.HasPrefix(t, ">") {
+			cursor = len(lines)
+		}
+		lines = append(lines, l)
+	}
+	return lines, cursor
 }
 
 // cursorLine is the line of the list the cursor is on.
