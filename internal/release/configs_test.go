@@ -19,6 +19,7 @@ type content struct {
 	Src      string `yaml:"src"`
 	Dst      string `yaml:"dst"`
 	Packager string `yaml:"packager"`
+	Type     string `yaml:"type"`
 	Expand   bool   `yaml:"expand"`
 	FileInfo struct {
 		Mode int `yaml:"mode"`
@@ -78,7 +79,7 @@ func loadConfigs(t *testing.T) (goreleaser, pkgInfo) {
 // key is a content entry with its source reduced to the file's name (the
 // two configs stage the generated files in different directories).
 func key(c content) string {
-	return fmt.Sprintf("%s <- %s [%s] %o", c.Dst, path.Base(c.Src), c.Packager, c.FileInfo.Mode)
+	return fmt.Sprintf("%s <- %s [%s] %s %o", c.Dst, path.Base(c.Src), c.Packager, c.Type, c.FileInfo.Mode)
 }
 
 var scriptArchive = regexp.MustCompile(`"\$DIST/ncclwiz_linux_\$arch\.tar\.gz"`)
@@ -120,7 +121,9 @@ func compareConfigs(g goreleaser, n pkgInfo) error {
 		gk = append(gk, key(c))
 	}
 	// nfpm.yaml names the binary itself; goreleaser adds it at bindir.
-	gk = append(gk, fmt.Sprintf("%s <- ncclwiz [] 755", path.Join(gp.Bindir, "ncclwiz")))
+	bin := content{Src: "ncclwiz", Dst: path.Join(gp.Bindir, "ncclwiz")}
+	bin.FileInfo.Mode = 0o755
+	gk = append(gk, key(bin))
 	for _, c := range n.Contents {
 		if strings.Contains(c.Src, "${") && !c.Expand {
 			fail("packaging/nfpm.yaml: %s uses a variable without expand: true", c.Src)

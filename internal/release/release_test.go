@@ -224,12 +224,8 @@ func TestStartsWithBindNow(t *testing.T) {
 			}
 			// The version is stamped at build time (from the tag in a release).
 			if d := dist(); d != "" {
-				debs, _ := filepath.Glob(filepath.Join(d, "ncclwiz_*_"+arch+".deb"))
-				if len(debs) != 1 {
-					t.Fatalf("packages for %s: %v", arch, debs)
-				}
-				v := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(debs[0]), "ncclwiz_"), "_"+arch+".deb")
-				if !strings.Contains(out, "ncclwiz "+strings.Replace(v, "~", "-", 1)+" ") {
+				v := debVersion(t, d, arch)
+				if !strings.Contains(out, versionStamp(v)) {
 					t.Errorf("binary says %q, the package is version %s", strings.TrimSpace(out), v)
 				}
 			} else if !strings.Contains(out, "ncclwiz 0.0.0-test ") {
@@ -436,5 +432,38 @@ func TestWheelInVenv(t *testing.T) {
 	out, err := exec.Command(filepath.Join(venv, "bin", "ncclwiz"), "version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "linux/amd64") {
 		t.Fatalf("venv ncclwiz: %v\n%s", err, out)
+	}
+}
+
+// TestWheelWithPipx installs the wheel file with Debian's pipx into a
+// PIPX_HOME of its own, offline, and runs the ncclwiz pipx put on PATH.
+// pipx also tries to upgrade pip in its shared venv from the index; with
+// no index that fails, pipx says so and goes on (PIP_NO_INDEX makes it
+// fail at once instead of retrying a network that is not there).
+func TestWheelWithPipx(t *testing.T) {
+	d := needDist(t)
+	if runtime.GOARCH != "amd64" {
+		t.Skip("pipx installs the amd64 wheel")
+	}
+	pipx, err := exec.LookPath("pipx")
+	if err != nil {
+		t.Skip("pipx not installed (Debian's pipx package; .ci/run installs it)")
+	}
+	wheels, _ := filepath.Glob(filepath.Join(d, "ncclwiz-*_x86_64.whl"))
+	if len(wheels) != 1 {
+		t.Fatalf("want one x86_64 wheel in %s, have %v", d, wheels)
+	}
+	home := t.TempDir()
+	bin := filepath.Join(home, "bin")
+	cmd := exec.Command(pipx, "install", "--pip-args=--no-index", wheels[0])
+	cmd.Env = append(os.Environ(), "HOME="+home, "PIPX_HOME="+filepath.Join(home, "pipx"), "PIPX_BIN_DIR="+bin,
+		"PIP_NO_INDEX=1", "PIP_DISABLE_PIP_VERSION_CHECK=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("pipx install: %v\n%s", err, out)
+	}
+	v, err := exec.Command(filepath.Join(bin, "ncclwiz"), "version").CombinedOutput()
+	if err != nil || !strings.Contains(string(v), "linux/amd64") || !strings.HasPrefix(string(v), versionStamp(debVersion(t, d, "amd64"))) {
+		t.Fatalf("ncclwiz from pipx: %v\n%s\npipx said:\n%s", err, v, out)
 	}
 }
