@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +15,8 @@ import (
 // a2's uname -m says aarch64 (a Grace node beside an x86 login node).
 // Without an arm64 build a2 is reported with what to install, not run into
 // exit 126; with --binary arm64=PATH that build is the one sent there.
-// --debug prints the ssh commands.
+// --debug prints the ssh commands. --mesh between a1 and a3 (an aarch64
+// node that runs aarch64 programs) sends a3 the arm64 build too.
 func TestClusterCheckMixedArchitectures(t *testing.T) {
 	sshnodes.Skip(t)
 	bin := ncclwizBinary(t)
@@ -22,7 +24,26 @@ func TestClusterCheckMixedArchitectures(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(shim, "uname"), []byte("#!/bin/sh\ncase \"$1\" in -m) echo aarch64 ;; *) exec /bin/uname \"$@\" ;; esac\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := sshnodes.Start(t, []sshnodes.Spec{{Name: "a1"}, {Name: "a2", Env: map[string]string{"PATH": shim + ":/usr/local/bin:/usr/bin:/bin"}}})
+	// a3 is an aarch64 machine where aarch64 programs run: its timeout,
+	// which the node runs ncclwiz under, starts aarch64 ELF files with
+	// qemu and fails any other as the kernel would ("Exec format error",
+	// the shell's 126). No binfmt_misc entry is registered on the build
+	// machine for this, so nothing outside a3 changes.
+	arm64Node := t.TempDir()
+	for name, body := range map[string]string{
+		"uname": "case \"$1\" in -m) echo aarch64 ;; *) exec /bin/uname \"$@\" ;; esac\n",
+		"timeout": `k=$1 grace=$2 secs=$3; shift 3
+if [ "$(od -An -tx1 -j18 -N2 "$1" | tr -d ' \n')" = b700 ]; then exec /usr/bin/timeout "$k" "$grace" "$secs" qemu-aarch64-static "$@"; fi
+echo "sh: 1: $1: Exec format error" >&2
+exit 126
+`,
+	} {
+		if err := os.WriteFile(filepath.Join(arm64Node, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := sshnodes.Start(t, []sshnodes.Spec{{Name: "a1"}, {Name: "a2", Env: map[string]string{"PATH": shim + ":/usr/local/bin:/usr/bin:/bin"}},
+		{Name: "a3", Env: map[string]string{"PATH": arm64Node + ":/usr/local/bin:/usr/bin:/bin"}}})
 	base := []string{"--engine", "ssh", "-F", c.SSHConfig, "--hosts", "a1,a2", "--connect-timeout", "3s", "--timeout", "60s", "--only", "shm.mount,env.nccl", "--json"}
 
 	doc, raw, code := runClusterBinary(t, bin, append([]string{"--debug"}, base...)...)
@@ -61,4 +82,36 @@ func TestClusterCheckMixedArchitectures(t *testing.T) {
 			t.Errorf("a2 with --binary arm64: %+v\n%s", n.Node, raw)
 		}
 	}
+
+	// --mesh across the two architectures: a3 is an aarch64 node that
+	// runs aarch64 programs, so its check, listener and probes must all
+	// get the arm64 build (this machine's would end in exit 126 there).
+	t.Run("mesh", func(t *testing.T) {
+		qemu, err := exec.LookPath("qemu-aarch64-static")
+		if err != nil {
+			t.Skip("needs qemu-aarch64-static (qemu-user-static) to run the arm64 build on the aarch64 node")
+		}
+		doc, raw, code := runClusterBinary(t, bin, "--engine", "ssh", "-F", c.SSHConfig, "--hosts", "a1,a3", "--connect-timeout", "3s",
+			"--timeout", "60s", "--only", "env.nccl,net.interfaces", "--binary", "arm64="+arm, "--mesh", "--json")
+		if code > 1 || len(doc.Nodes) != 2 {
+			t.Fatalf("exit %d\n%s", code, raw)
+		}
+		for _, n := range doc.Nodes {
+			if n.Status != "ok" || n.Name == "a3" && n.Delivery != "copied" {
+				t.Errorf("%s: %+v\n%s", n.Name, n.Node, raw)
+			}
+		}
+		var pairs []string
+		for _, p := range doc.Mesh {
+			pairs = append(pairs, fmt.Sprintf("%s->%s ok=%v %s %s", p.From, p.To, p.OK, p.Reason, p.Error))
+		}
+		if len(doc.Mesh) != 2 || doc.Summary.MeshFailures != 0 {
+			t.Errorf("mesh between a1 (this machine's build) and a3 (arm64 under %s): %v\n%s", qemu, pairs, raw)
+		}
+		for _, n := range doc.Notes {
+			if strings.Contains(n, "did not start") || strings.Contains(n, "left out of the mesh") {
+				t.Errorf("note %q\n%s", n, raw)
+			}
+		}
+	})
 }

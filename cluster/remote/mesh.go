@@ -39,6 +39,7 @@ func (s *SSH) Mesh(ctx context.Context, nodes []cluster.Node, master string) ([]
 	type member struct {
 		node cluster.Node
 		addr string
+		bin  binInfo
 	}
 	var ms []member
 	for _, n := range nodes {
@@ -50,7 +51,12 @@ func (s *SSH) Mesh(ctx context.Context, nodes []cluster.Node, master string) ([]
 			notes = append(notes, n.Name+": no IPv4 address on NCCL's interface; left out of the mesh")
 			continue
 		}
-		ms = append(ms, member{n, a})
+		b, why := s.meshBuild(ctx, n.Name)
+		if why != "" {
+			notes = append(notes, n.Name+": left out of the mesh: "+why)
+			continue
+		}
+		ms = append(ms, member{n, a, b})
 	}
 	if len(ms) > MaxMeshNodes {
 		return nil, append(notes, fmt.Sprintf("--mesh skipped: %d nodes, more than %d (N×(N-1) connections and N open sessions)", len(ms), MaxMeshNodes)), nil
@@ -63,9 +69,18 @@ func (s *SSH) Mesh(ctx context.Context, nodes []cluster.Node, master string) ([]
 		return nil, notes, err
 	}
 	defer cleanup(namesOf(nodes))
-	bin, err := os.ReadFile(s.opts.LocalBinary)
-	if err != nil {
-		return nil, notes, fmt.Errorf("read this ncclwiz: %w", err)
+	// Each node gets the build of its own architecture, as its check did:
+	// this machine's would end in exit 126 on a node of another one.
+	bins := map[string][]byte{}
+	for _, m := range ms {
+		if m.node.Delivery != "copied" || bins[m.bin.path] != nil {
+			continue
+		}
+		b, err := os.ReadFile(m.bin.path)
+		if err != nil {
+			return nil, notes, fmt.Errorf("read ncclwiz for copying: %w", err)
+		}
+		bins[m.bin.path] = b
 	}
 
 	// Phase 1: listeners, all at once (they must overlap).
@@ -75,7 +90,7 @@ func (s *SSH) Mesh(ctx context.Context, nodes []cluster.Node, master string) ([]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ls[i] = s.startListener(ctx, m.node, m.addr, bin)
+			ls[i] = s.startListener(ctx, m.node, m.addr, m.bin, bins[m.bin.path])
 		}()
 	}
 	wg.Wait()
@@ -105,7 +120,7 @@ func (s *SSH) Mesh(ctx context.Context, nodes []cluster.Node, master string) ([]
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			pairs[i] = s.probeFrom(ctx, m.node, targets, bin)
+			pairs[i] = s.probeFrom(ctx, m.node, m.bin, targets, bins[m.bin.path])
 		}()
 	}
 	wg.Wait()
@@ -117,25 +132,46 @@ func (s *SSH) Mesh(ctx context.Context, nodes []cluster.Node, master string) ([]
 	return out, notes, nil
 }
 
-// remoteScript runs ncclwiz args on the node the way the check got there.
-func (s *SSH) remoteScript(n cluster.Node, args []string) (string, bool) {
+// meshBuild is the build a node runs the mesh with, chosen from its
+// probe's architecture and C library as for the check (the node is probed
+// now if this engine has not); a reason instead when none fits, naming
+// the node's architecture and the --binary to pass.
+func (s *SSH) meshBuild(ctx context.Context, host string) (binInfo, string) {
+	p, ok := s.probed(host)
+	if !ok {
+		pctx, cancel := context.WithTimeout(ctx, s.opts.NodeTimeout)
+		defer cancel()
+		pr := s.run(pctx, host, probeScript(s.opts.RemotePath), nil)
+		if pr.exit != 0 || pr.timedOut {
+			return binInfo{}, "its architecture could not be probed: " + sshError(pr, s.opts)
+		}
+		p = parseProbe(pr.stdout)
+		s.remember(host, p)
+	}
+	b, reason, why := choose(s.bins, p)
+	if reason != "" {
+		return binInfo{}, why
+	}
+	return b, ""
+}
+
+// remoteScript runs ncclwiz args on the node the way the check got there:
+// the shared path (which held b), or a verified copy of b (bin, sent
+// first on stdin).
+func (s *SSH) remoteScript(n cluster.Node, b binInfo, bin []byte, args []string) (string, bool) {
 	if n.Delivery == "shared" {
 		return sharedScript(s.opts.RemotePath, args, s.opts.NodeTimeout), false
 	}
-	return copyScript(s.sum, args, s.opts.NodeTimeout), true
+	return copySizedScript(b.sum, len(bin), args, s.opts.NodeTimeout), true
 }
 
 // The listener binds addr only: the address of NCCL's interface there,
 // the one its peers connect to.
-func (s *SSH) startListener(ctx context.Context, n cluster.Node, addr string, bin []byte) *listener {
+func (s *SSH) startListener(ctx context.Context, n cluster.Node, addr string, b binInfo, bin []byte) *listener {
 	l := &listener{}
-	args := []string{"cluster", "mesh-listen", "--addr", addr, "--lifetime", s.opts.NodeTimeout.String()}
-	script, copied := s.remoteScript(n, append(args, "--lifeline"))
-	if copied {
-		// The copy arrives on stdin, so stdin cannot be the lifeline:
-		// the lifetime alone ends the listener.
-		script, _ = s.remoteScript(n, args)
-	}
+	// The copy, when there is one, takes the first len(bin) bytes of
+	// stdin; the rest of it is the lifeline, closed by stop.
+	script, copied := s.remoteScript(n, b, bin, []string{"cluster", "mesh-listen", "--addr", addr, "--lifetime", s.opts.NodeTimeout.String(), "--lifeline"})
 	s.opts.trace(s.opts.SSH, append(s.sshArgs(n.Name), wrap(script)))
 	cmd := exec.Command(s.opts.SSH, append(s.sshArgs(n.Name), wrap(script))...)
 	stdin, err := cmd.StdinPipe()
@@ -156,10 +192,7 @@ func (s *SSH) startListener(ctx context.Context, n cluster.Node, addr string, bi
 	}
 	l.cmd, l.stdin = cmd, stdin
 	if copied {
-		go func() {
-			_, _ = stdin.Write(bin)
-			_ = stdin.Close()
-		}()
+		go func() { _, _ = stdin.Write(bin) }()
 	}
 	port := make(chan int, 1)
 	go func() {
@@ -192,8 +225,9 @@ func (s *SSH) startListener(ctx context.Context, n cluster.Node, addr string, bi
 	return l
 }
 
-// stop ends the session: EOF on the lifeline ends a listener at once; a
-// copied one also ends at its lifetime, so the kill is a backstop only.
+// stop ends the session: EOF on the lifeline ends a listener at once,
+// a copied one too (its copy took only the binary's bytes of stdin); the
+// lifetime and the kill are backstops only.
 func (l *listener) stop() {
 	if l == nil || l.cmd == nil {
 		return
@@ -210,7 +244,7 @@ func (l *listener) stop() {
 	l.cmd = nil
 }
 
-func (s *SSH) probeFrom(ctx context.Context, n cluster.Node, targets []mesh.Target, bin []byte) []cluster.MeshPair {
+func (s *SSH) probeFrom(ctx context.Context, n cluster.Node, b binInfo, targets []mesh.Target, bin []byte) []cluster.MeshPair {
 	args := []string{"cluster", "mesh-probe", "--timeout", s.opts.ConnectTimeout.String()}
 	var ts []mesh.Target
 	for _, t := range targets {
@@ -226,7 +260,7 @@ func (s *SSH) probeFrom(ctx context.Context, n cluster.Node, targets []mesh.Targ
 		}
 		return out
 	}
-	script, copied := s.remoteScript(n, args)
+	script, copied := s.remoteScript(n, b, bin, args)
 	var stdin []byte
 	if copied {
 		stdin = bin

@@ -181,6 +181,7 @@ func (p *PDSH) Run(ctx context.Context, hosts []string) (Outcome, error) {
 		}
 		alive = append(alive, h)
 		probes[h] = parseProbe(pr.out[h].Bytes())
+		s.remember(h, probes[h])
 	}
 	// Phase 2: clocks over the open masters. One pdsh call for all nodes:
 	// the error bound is half of that call, not of one node's round trip.

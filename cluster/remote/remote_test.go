@@ -126,6 +126,28 @@ func TestCopyScriptRunsVerifiedAndRemoves(t *testing.T) {
 	}
 }
 
+// TestCopySizedScriptLeavesStdin: the sized copy takes exactly the
+// binary's bytes, so what follows on stdin reaches the program (a copied
+// mesh listener's lifeline).
+func TestCopySizedScriptLeavesStdin(t *testing.T) {
+	body := []byte("#!/bin/sh\nprintf 'rest: '; cat\n")
+	bin := filepath.Join(t.TempDir(), "ncclwiz")
+	if err := os.WriteFile(bin, body, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := FileSum(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", copySizedScript(sum, len(body), nil, time.Minute))
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	cmd.Stdin = bytes.NewReader(append(body, "lifeline\n"...))
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != "rest: lifeline\n" {
+		t.Fatalf("%v: %q", err, out)
+	}
+}
+
 func TestSharedScriptMissingBinary(t *testing.T) {
 	cmd := exec.Command("sh", "-c", sharedScript("/nonexistent/ncclwiz", checkCmd(nil), time.Minute))
 	var errb bytes.Buffer

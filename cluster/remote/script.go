@@ -87,16 +87,27 @@ func sharedScript(path string, args []string, d time.Duration) string {
 // copyScript receives the binary on stdin into a private temp directory,
 // verifies its checksum, runs it and removes the directory on any exit.
 func copyScript(sum string, args []string, d time.Duration) string {
+	return copySizedScript(sum, 0, args, d)
+}
+
+// copySizedScript is copyScript reading exactly size bytes of stdin (all
+// of it when size is 0), so what follows stays for ncclwiz: mesh-listen's
+// lifeline, which ends a copied listener when our ssh session closes.
+func copySizedScript(sum string, size int, args []string, d time.Duration) string {
+	read := "cat"
+	if size > 0 {
+		read = "head -c " + strconv.Itoa(size)
+	}
 	return fmt.Sprintf(`umask 077
 d=$(mktemp -d "${TMPDIR:-/tmp}/ncclwiz.XXXXXX") || { echo "mktemp failed on the node" >&2; exit %[1]d; }
 trap 'rm -rf "$d"' EXIT
 trap 'exit 143' HUP INT TERM
-cat > "$d/ncclwiz" || { echo "copy to $d failed" >&2; exit %[1]d; }
+%[7]s > "$d/ncclwiz" || { echo "copy to $d failed" >&2; exit %[1]d; }
 command -v sha256sum >/dev/null 2>&1 || { echo "no sha256sum on the node: an unverified copy is not run" >&2; exit %[2]d; }
 s=$(sha256sum "$d/ncclwiz" | cut -d ' ' -f 1)
 [ "$s" = %[3]s ] || { echo "checksum mismatch after copy: $s" >&2; exit %[4]d; }
 chmod 700 "$d/ncclwiz"
-%[5]s$T "$d/ncclwiz" %[6]s`, exitCopyFailed, exitNoSum, shellquote.Quote(sum), exitBadSum, timeoutPrefix(d), shellquote.Join(args))
+%[5]s$T "$d/ncclwiz" %[6]s`, exitCopyFailed, exitNoSum, shellquote.Quote(sum), exitBadSum, timeoutPrefix(d), shellquote.Join(args), read)
 }
 
 // probe is what the probe learned about one node.

@@ -96,11 +96,31 @@ type Outcome struct {
 // SSH reaches each node with plain ssh.
 type SSH struct {
 	opts Options
-	sum  string
 	bins map[string]binInfo
+	// probes keeps what each node's probe said (architecture, C library,
+	// the shared binary), so --mesh sends each node the build its check
+	// got without asking again.
+	mu     sync.Mutex
+	probes map[string]probe
 }
 
-// NewSSH prepares the ssh engine (checksums the local binary once).
+func (s *SSH) remember(host string, p probe) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.probes == nil {
+		s.probes = map[string]probe{}
+	}
+	s.probes[host] = p
+}
+
+func (s *SSH) probed(host string) (probe, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.probes[host]
+	return p, ok
+}
+
+// NewSSH prepares the ssh engine.
 func NewSSH(o Options) (*SSH, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
@@ -110,15 +130,12 @@ func NewSSH(o Options) (*SSH, error) {
 		return nil, fmt.Errorf("no ssh client (%s): install openssh-client, or use --slurm or --from-json: %w", o.SSH, err)
 	}
 	o.SSH = ssh
+	// loadBinaries checksums this binary and the --binary builds once.
 	bins, err := loadBinaries(o)
 	if err != nil {
 		return nil, err
 	}
-	sum, err := FileSum(o.LocalBinary)
-	if err != nil {
-		return nil, err
-	}
-	return &SSH{opts: o, sum: sum, bins: bins}, nil
+	return &SSH{opts: o, bins: bins}, nil
 }
 
 // sshArgs are the options every ssh call gets: never prompt, bounded
@@ -260,6 +277,7 @@ func (s *SSH) checkNode(parent context.Context, host string) (cluster.Node, stri
 		return n, ""
 	}
 	p := parseProbe(pr.stdout)
+	s.remember(host, p)
 	// The probe's round trip includes the handshake; a second call over
 	// the open master measures the clock tightly.
 	if cr := s.run(ctx, host, clockScript(), nil); cr.exit == 0 && !cr.timedOut {
