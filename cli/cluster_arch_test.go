@@ -86,32 +86,39 @@ exit 126
 	// --mesh across the two architectures: a3 is an aarch64 node that
 	// runs aarch64 programs, so its check, listener and probes must all
 	// get the arm64 build (this machine's would end in exit 126 there).
-	t.Run("mesh", func(t *testing.T) {
-		qemu, err := exec.LookPath("qemu-aarch64-static")
-		if err != nil {
-			t.Skip("needs qemu-aarch64-static (qemu-user-static) to run the arm64 build on the aarch64 node")
-		}
-		doc, raw, code := runClusterBinary(t, bin, "--engine", "ssh", "-F", c.SSHConfig, "--hosts", "a1,a3", "--connect-timeout", "3s",
-			"--timeout", "60s", "--only", "env.nccl,net.interfaces", "--binary", "arm64="+arm, "--mesh", "--json")
-		if code > 1 || len(doc.Nodes) != 2 {
-			t.Fatalf("exit %d\n%s", code, raw)
-		}
-		for _, n := range doc.Nodes {
-			if n.Status != "ok" || n.Name == "a3" && n.Delivery != "copied" {
-				t.Errorf("%s: %+v\n%s", n.Name, n.Node, raw)
+	// Both engines: with pdsh the probe ran through pdsh, and the mesh
+	// (over plain ssh) must still send a3 the arm64 build.
+	for _, engine := range []string{"ssh", "pdsh"} {
+		t.Run("mesh-"+engine, func(t *testing.T) {
+			qemu, err := exec.LookPath("qemu-aarch64-static")
+			if err != nil {
+				t.Skip("needs qemu-aarch64-static (qemu-user-static) to run the arm64 build on the aarch64 node")
 			}
-		}
-		var pairs []string
-		for _, p := range doc.Mesh {
-			pairs = append(pairs, fmt.Sprintf("%s->%s ok=%v %s %s", p.From, p.To, p.OK, p.Reason, p.Error))
-		}
-		if len(doc.Mesh) != 2 || doc.Summary.MeshFailures != 0 {
-			t.Errorf("mesh between a1 (this machine's build) and a3 (arm64 under %s): %v\n%s", qemu, pairs, raw)
-		}
-		for _, n := range doc.Notes {
-			if strings.Contains(n, "did not start") || strings.Contains(n, "left out of the mesh") {
-				t.Errorf("note %q\n%s", n, raw)
+			if _, err := exec.LookPath(engine); err != nil {
+				t.Skipf("needs %s", engine)
 			}
-		}
-	})
+			doc, raw, code := runClusterBinary(t, bin, "--engine", engine, "-F", c.SSHConfig, "--hosts", "a1,a3", "--connect-timeout", "3s",
+				"--timeout", "60s", "--only", "env.nccl,net.interfaces", "--binary", "arm64="+arm, "--mesh", "--json")
+			if code > 1 || len(doc.Nodes) != 2 {
+				t.Fatalf("exit %d\n%s", code, raw)
+			}
+			for _, n := range doc.Nodes {
+				if n.Status != "ok" || n.Name == "a3" && n.Delivery != "copied" {
+					t.Errorf("%s: %+v\n%s", n.Name, n.Node, raw)
+				}
+			}
+			var pairs []string
+			for _, p := range doc.Mesh {
+				pairs = append(pairs, fmt.Sprintf("%s->%s ok=%v %s %s", p.From, p.To, p.OK, p.Reason, p.Error))
+			}
+			if len(doc.Mesh) != 2 || doc.Summary.MeshFailures != 0 {
+				t.Errorf("mesh between a1 (this machine's build) and a3 (arm64 under %s): %v\n%s", qemu, pairs, raw)
+			}
+			for _, n := range doc.Notes {
+				if strings.Contains(n, "did not start") || strings.Contains(n, "left out of the mesh") {
+					t.Errorf("note %q\n%s", n, raw)
+				}
+			}
+		})
+	}
 }

@@ -1,7 +1,8 @@
 // Package release checks what ships: the release binaries' glibc needs,
 // that they start (LD_BIND_NOW=1, arm64 under qemu, an older Debian
-// userland), the .deb in a container, install.sh against a local file
-// server, the Python wheel in a venv, the release configs against each
+// userland), the .deb in a container, the .rpm installed with rpm into an
+// older Debian root, install.sh against a local file server, the Python
+// wheel in a venv and with pipx, the release configs against each
 // other, and the module versions against known advisories. It holds only
 // test helpers; scripts/release.sh makes the artifacts (NCCLWIZ_DIST points
 // the tests at them; without it they build the two binaries themselves and
