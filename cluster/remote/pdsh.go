@@ -197,7 +197,7 @@ func (p *PDSH) Run(ctx context.Context, hosts []string) (Outcome, error) {
 	}
 	// Phase 3: the check, with pdsh where the shared binary is there.
 	var shared, copyHosts []string
-	why := map[string]string{}
+	why := map[string]delivered{}
 	chosen := map[string]binInfo{}
 	for _, h := range alive {
 		pb := probes[h]
@@ -215,7 +215,7 @@ func (p *PDSH) Run(ctx context.Context, hosts []string) (Outcome, error) {
 			n.Error = fmt.Sprintf("%s on the node %s, and copying is off (--copy never)", s.opts.RemotePath, missingWhy(pb))
 		default:
 			copyHosts = append(copyHosts, h)
-			why[h] = missingWhy(pb)
+			why[h] = delivered{why: missingWhy(pb), bin: b}
 		}
 	}
 	if len(shared) > 0 {
@@ -262,7 +262,7 @@ func (p *PDSH) Run(ctx context.Context, hosts []string) (Outcome, error) {
 		}
 	}
 	out := Outcome{}
-	var notes []string
+	var notes []delivered
 	for _, h := range hosts {
 		out.Nodes = append(out.Nodes, *nodes[h])
 		notes = append(notes, why[h])

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -205,7 +206,7 @@ func (s *SSH) Run(ctx context.Context, hosts []string) (Outcome, error) {
 	// Fanout masters live at once however many nodes there are.
 	defer cleanup(nil)
 	nodes := make([]cluster.Node, len(hosts))
-	notes := make([]string, len(hosts))
+	notes := make([]delivered, len(hosts))
 	sem := make(chan struct{}, s.opts.Fanout)
 	var wg sync.WaitGroup
 	for i, h := range hosts {
@@ -264,9 +265,9 @@ func (s *SSH) closeMaster(host string) {
 }
 
 // checkNode probes, measures the clock, delivers and runs the check on
-// one node within the per-node timeout. The second result is a delivery
-// note ("copied", "shared", …) for the report.
-func (s *SSH) checkNode(parent context.Context, host string) (cluster.Node, string) {
+// one node within the per-node timeout. The second result says what was
+// copied there and why, for the report's delivery notes.
+func (s *SSH) checkNode(parent context.Context, host string) (cluster.Node, delivered) {
 	ctx, cancel := context.WithTimeout(parent, s.opts.NodeTimeout)
 	defer cancel()
 	n := cluster.Node{Name: host}
@@ -274,7 +275,7 @@ func (s *SSH) checkNode(parent context.Context, host string) (cluster.Node, stri
 	if pr.exit != 0 || pr.timedOut {
 		n.Status, n.Reason = classify(string(pr.stderr), pr.exit, pr.timedOut)
 		n.Error = sshError(pr, s.opts)
-		return n, ""
+		return n, delivered{}
 	}
 	p := parseProbe(pr.stdout)
 	s.remember(host, p)
@@ -289,11 +290,11 @@ func (s *SSH) checkNode(parent context.Context, host string) (cluster.Node, stri
 	b, reason, why := choose(s.bins, p)
 	if reason != "" {
 		n.Status, n.Reason, n.Error = cluster.StatusFailed, reason, why
-		return n, ""
+		return n, delivered{}
 	}
 	shared := p.present && p.sum == b.sum
 	var rr runResult
-	var note string
+	var note delivered
 	switch {
 	case shared && s.opts.Copy != CopyAlways:
 		n.Delivery = "shared"
@@ -301,15 +302,15 @@ func (s *SSH) checkNode(parent context.Context, host string) (cluster.Node, stri
 	case s.opts.Copy == CopyNever:
 		n.Status, n.Reason = cluster.StatusFailed, "no-binary"
 		n.Error = fmt.Sprintf("%s on the node %s, and copying is off (--copy never)", s.opts.RemotePath, missingWhy(p))
-		return n, ""
+		return n, delivered{}
 	default:
 		bin, err := os.ReadFile(b.path)
 		if err != nil {
 			n.Status, n.Reason, n.Error = cluster.StatusFailed, "local-error", err.Error()
-			return n, ""
+			return n, delivered{}
 		}
 		n.Delivery = "copied"
-		note = missingWhy(p)
+		note = delivered{why: missingWhy(p), bin: b}
 		rr = s.run(ctx, host, copyScript(b.sum, checkCmd(s.opts.CheckArgs), s.opts.NodeTimeout), bin)
 	}
 	return finish(n, rr, s.opts), note
@@ -362,24 +363,42 @@ func sshError(r runResult, o Options) string {
 	return "ssh exit status " + strconv.Itoa(r.exit)
 }
 
-// deliveryNotes says, never silently, how ncclwiz got onto the nodes.
-func deliveryNotes(o Options, nodes []cluster.Node, why []string) []string {
+// delivered is what was copied to one node and why (zero when nothing was).
+type delivered struct {
+	why string
+	bin binInfo
+}
+
+// deliveryNotes says, never silently, how ncclwiz got onto the nodes,
+// with the checksum of each build that was copied (an arm64 node gets
+// the --binary arm64 build, not this one).
+func deliveryNotes(o Options, nodes []cluster.Node, ds []delivered) []string {
 	var shared, copied []string
 	reasons := map[string]int{}
+	perBuild := map[string]int{}
+	var builds []binInfo
 	for i, n := range nodes {
 		switch n.Delivery {
 		case "shared":
 			shared = append(shared, n.Name)
 		case "copied":
 			copied = append(copied, n.Name)
-			if why[i] != "" {
-				reasons[why[i]]++
+			d := ds[i]
+			if d.why != "" {
+				reasons[d.why]++
 			}
+			if d.bin.sum == "" {
+				d.bin = binInfo{sum: sumOf(o.LocalBinary)} // no build recorded: this one
+			}
+			if perBuild[d.bin.sum] == 0 {
+				builds = append(builds, d.bin)
+			}
+			perBuild[d.bin.sum]++
 		}
 	}
 	var out []string
 	if len(shared) > 0 {
-		out = append(out, fmt.Sprintf("ncclwiz ran from the shared path %s (same checksum as this binary) on %d nodes", o.RemotePath, len(shared)))
+		out = append(out, fmt.Sprintf("ncclwiz ran from the shared path %s (same checksum as this binary) on %s", o.RemotePath, nodeCount(len(shared))))
 	}
 	if len(copied) > 0 {
 		w, best := "", 0
@@ -391,16 +410,40 @@ func deliveryNotes(o Options, nodes []cluster.Node, why []string) []string {
 		if o.Copy == CopyAlways {
 			w = " (--copy always)"
 		}
-		out = append(out, fmt.Sprintf("this ncclwiz was copied to a private temp directory on %d nodes (sha256 %s… verified there, removed afterwards)%s",
-			len(copied), shortSum(o.LocalBinary), w))
+		what := fmt.Sprintf("sha256 %s…", short(builds[0].sum))
+		if len(builds) > 1 {
+			parts := make([]string, len(builds))
+			for i, b := range builds {
+				parts[i] = fmt.Sprintf("the linux/%s build, sha256 %s…, on %d", b.arch, short(b.sum), perBuild[b.sum])
+			}
+			what = strings.Join(parts, "; ")
+		}
+		out = append(out, fmt.Sprintf("ncclwiz was copied to a private temp directory on %s (%s; verified there, removed afterwards)%s",
+			nodeCount(len(copied)), what, w))
 	}
 	return out
 }
 
-func shortSum(path string) string {
-	s, err := FileSum(path)
-	if err != nil || len(s) < 12 {
+func nodeCount(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return strconv.Itoa(n) + " nodes"
+}
+
+// short is the first 12 hex digits of a checksum, or "?".
+func short(sum string) string {
+	if len(sum) < 12 {
 		return "?"
 	}
-	return s[:12]
+	return sum[:12]
+}
+
+// sumOf is a file's checksum, or "" when it cannot be read.
+func sumOf(path string) string {
+	s, err := FileSum(path)
+	if err != nil {
+		return ""
+	}
+	return s
 }
