@@ -237,11 +237,7 @@ func (s *scan) recordCatalog(fs *fileState, h catalog.Hit, ev Evidence, m lineMe
 		a.fields["catalogue"] = h.Message.Source + " " + firstFile(h.Message.File)
 	}
 	s.failureSeen(def, func() Evidence { return ev }, m)
-	if k := [2]int{fs.idx, m.Rank}; def.Role != RoleContext && len(s.failAt) < maxRanksTracked {
-		if _, ok := s.failAt[k]; !ok {
-			s.failAt[k] = s.seq
-		}
-	}
+	s.markFailed(fs, def, m)
 	if def.Role == RoleWrapper {
 		fs.lastWrapper = a
 	}

@@ -85,17 +85,42 @@ func addCudaError(cat *catalog.Catalog, d *Diagnosis, texts ...string) {
 var exceptionCudaCauses = map[string]bool{"p2p-unsupported": true, "fabric-manager-not-ready": true,
 	"invalid-device-ordinal": true, "cuda-init-failure": true, "gpu-xid": true}
 
+// terminateCudaCauses are the CUDA errors a process that terminated on
+// them names as its cause: a kernel fault is the process's own, whatever
+// library met it first.
+var terminateCudaCauses = map[string]bool{"cuda-kernel-fault": true}
+
+// terminatePayload is the message of std::terminate's "what():" line,
+// nil for any other line.
+func terminatePayload(msg []byte) []byte {
+	p, ok := bytes.CutPrefix(bytes.TrimSpace(msg), []byte("what():"))
+	if !ok {
+		return nil
+	}
+	return bytes.TrimSpace(p)
+}
+
 // cudaCause records the cause a CUDA error in an exception or wrapper
 // line names; false when it names none.
 func (s *scan) cudaCause(fs *fileState, msg []byte, ev func() Evidence, m lineMeta) bool {
+	// A C++ exception that ended the process ("terminate called after
+	// throwing an instance of 'std::logic_error'", then "  what():  <its
+	// message>"): a CUDA error there is what the process died of, in any
+	// library's wording (Horovod's "cudaEventQuery failed: <text>"); the
+	// SIGABRT that follows is its consequence.
+	what := terminatePayload(msg)
 	// PyTorch's "CUDA error: <text>" and "cuda runtime error (N)";
 	// TensorRT-LLM's "CUDA runtime error in <call>: <text>".
-	if !bytes.Contains(msg, []byte("CUDA error")) && !bytes.Contains(msg, []byte("cuda runtime error")) &&
+	if what == nil && !bytes.Contains(msg, []byte("CUDA error")) && !bytes.Contains(msg, []byte("cuda runtime error")) &&
 		!bytes.Contains(msg, []byte("CUDA runtime error")) {
 		return false
 	}
-	c, ok := lookupCudaError(s.e.cat, string(truncText(msg)))
-	if !ok || !exceptionCudaCauses[c.Cause] {
+	text := msg
+	if what != nil {
+		text = what
+	}
+	c, ok := lookupCudaError(s.e.cat, string(truncText(text)))
+	if !ok || !exceptionCudaCauses[c.Cause] && !(what != nil && terminateCudaCauses[c.Cause]) {
 		return false
 	}
 	def := s.e.byID[c.Cause]

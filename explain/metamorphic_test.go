@@ -31,6 +31,7 @@ var (
 	reNumField   = regexp.MustCompile(`\b(?:0x[0-9a-fA-F]+|\d{3,})\b`)
 	reLauncherP  = regexp.MustCompile(`^(?:\[(?:rank\d+|default\d+|\d+,\d+)\](?:<std\w+>)?: ?|\d{1,4}: |\([\w.\-]+ pid=\d+(?:, ip=[\d.]+)?\) )`)
 	reRankP      = regexp.MustCompile(`^\[rank(\d+)\]: ?`)
+	reURL        = regexp.MustCompile(`https?://[^\s)>\]"']+[^\s)>\]"'.,:;]`)
 )
 
 var perturbations = []perturbation{
@@ -169,6 +170,95 @@ var perturbations = []perturbation{
 				f := other[r.IntN(len(other))]
 				out = append(out, fmt.Sprintf(f, r.IntN(60), r.IntN(60), r.IntN(999)))
 			}
+		}
+		return out
+	}},
+	{"pad-right", func(r *rand.Rand, lines []string) []string {
+		// A console's copy of its screen buffer (Windows conhost, tmux
+		// capture-pane -J without -N): every row right-padded with spaces
+		// to the terminal width, a long line to a multiple of it.
+		w := []int{80, 120, 160, 200}[r.IntN(4)]
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			n := max(1, (len(l)+w-1)/w) * w
+			out[i] = l + strings.Repeat(" ", n-len(l))
+		}
+		return out
+	}},
+	{"first-stamp", func(r *rand.Rand, lines []string) []string {
+		// A log viewer's copy (kubectl --timestamps, Loki, CloudWatch) of
+		// one record holding the whole paste: its stamp on the first line.
+		st := []string{"2025-02-11T08:14:52.317402911Z ", "[2025-02-11 08:14:52] ", "2025-02-11 08:14:52,317 "}[r.IntN(3)]
+		out := slices.Clone(lines)
+		if len(out) > 0 {
+			out[0] = st + out[0]
+		}
+		return out
+	}},
+	{"quote-links", func(r *rand.Rand, lines []string) []string {
+		// A GitHub comment quoting a log: "> " on every line, URLs turned
+		// into markdown links ([text](url)) or autolinks (<url>).
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			l = reURL.ReplaceAllStringFunc(l, func(u string) string {
+				if r.IntN(2) == 0 {
+					return "<" + u + ">"
+				}
+				return "[" + u + "](" + u + ")"
+			})
+			out[i] = "> " + l
+		}
+		return out
+	}},
+	{"ray", func(r *rand.Rand, lines []string) []string {
+		// Ray's driver relays every worker line with the actor and its
+		// pid (and ip on another node), and folds repeats across workers
+		// with a " [repeated Nx across cluster]" suffix.
+		pre := []string{"(RayWorkerWrapper pid=48213, ip=10.31.4.17) ", "(pid=48213) ", "(TrainTrainable pid=9127) "}[r.IntN(3)]
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			out[i] = pre + l
+			if len(l) > 20 && r.IntN(4) == 0 {
+				out[i] += fmt.Sprintf(" [repeated %dx across cluster]", 2+r.IntN(14))
+			}
+		}
+		return out
+	}},
+	{"mpi-midline", func(r *rand.Rand, lines []string) []string {
+		// Open MPI's --tag-output: each line tagged with its job and rank
+		// and stream; another rank's output that ended without a newline
+		// runs into the next line, so tags appear mid-line.
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			rank := "0"
+			if m := reRankP.FindStringSubmatch(l); m != nil {
+				rank, l = m[1], l[len(m[0]):]
+			}
+			out[i] = "[1," + rank + "]<stderr>:" + l
+			if r.IntN(4) == 0 {
+				out[i] = fmt.Sprintf("[1,%d]<stdout>:step %d loss 3.%02d ", 8+r.IntN(4), r.IntN(900), r.IntN(99)) + out[i]
+			}
+		}
+		return out
+	}},
+	{"cr-progress", func(r *rand.Rand, lines []string) []string {
+		// A progress bar redrawn with carriage returns and no newline
+		// until the next line overwrites it (tqdm to a file or a pipe).
+		out := slices.Clone(lines)
+		for k := 0; k < 3 && len(out) > 0; k++ {
+			i := r.IntN(len(out))
+			a := 10 + r.IntN(80)
+			out[i] = fmt.Sprintf(" %d%%|###       | %d/412 [00:%02d<03:10,  1.92it/s]\r %d%%|###       | %d/412 [00:%02d<03:09,  1.93it/s]\r", a, a*4, a%60, a+1, a*4+2, (a+1)%60) + out[i]
+		}
+		return out
+	}},
+	{"compose", func(r *rand.Rand, lines []string) []string {
+		// docker compose's service column ("trainer-1  | ") and batch
+		// runners' node and stream tag ("gpu-node07 [stderr] ").
+		pre := []string{"trainer-1  | ", "ddp_worker_2  | ", "gpu-node07 [stderr] "}[r.IntN(3)]
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			out[i] = pre + l
 		}
 		return out
 	}},

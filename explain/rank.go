@@ -317,10 +317,53 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 		}
 		out = append([]Diagnosis{d}, out...)
 	}
+	out = remotePeerRoot(out)
 	out = s.replaced(out)
 	out = s.crossChecks(out, r, wd)
 	s.culprits(out, wd)
 	return s.neverAllClear(out)
+}
+
+// remotePeerIDs are the consequences that say a remote rank went away, in
+// the order one is named root when nothing else is.
+var remotePeerIDs = []string{"peer-closed", "nccl-remote-error"}
+
+// remotePeerRoot names a remote peer's failure as the root when the log
+// holds nothing else: this rank saw its peer close or reset the connection
+// (gloo's "Connection closed by peer", NCCL's ncclRemoteError with
+// "Connection reset by peer"), so the failure is the peer's, and the log
+// of the rank that failed first is not here. Saying so beats a report
+// with consequences only; the confidence stays medium.
+func remotePeerRoot(out []Diagnosis) []Diagnosis {
+	for _, d := range out {
+		if d.RootCause {
+			return out
+		}
+	}
+	for _, id := range remotePeerIDs {
+		for i := range out {
+			d := &out[i]
+			if d.ID != id {
+				continue
+			}
+			d.RootCause, d.ConsequenceOf, d.Confidence = true, "", Medium
+			who := "its peer"
+			if p := d.Fields["peer"]; p != "" {
+				who = "its peer " + p
+			}
+			d.Advice = append([]string{"The rank that failed first is not in these logs: this rank only saw " + who + " close or reset the connection, so that rank crashed, was killed or lost its network first. Collect the output of every rank and node (e.g. torchrun --tee 3 or per-rank log files) and read that rank's own error."}, d.Advice...)
+			for j := range out {
+				if j != i && out[j].ConsequenceOf == "" {
+					out[j].ConsequenceOf = id
+				}
+			}
+			d0 := *d
+			copy(out[1:i+1], out[:i])
+			out[0] = d0
+			return out
+		}
+	}
+	return out
 }
 
 // replaced drops the diagnoses a catalogue cause found beside them reads
@@ -533,8 +576,11 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 		texts = append(texts, ev.Text)
 	}
 	addCudaError(s.e.cat, &d, texts...)
-	if d.ID == "store-rendezvous-timeout" {
+	switch d.ID {
+	case "store-rendezvous-timeout":
 		storeDetails(&d)
+	case idCollectiveDesync:
+		ddpModelDetails(&d)
 	}
 	return d
 }
