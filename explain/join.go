@@ -80,7 +80,7 @@ func cutShape(text []byte) bool {
 // message cut in two.
 var infoCutWords = [][]byte{[]byte("rror"), []byte("ailed")}
 
-var cutWords = [][]byte{[]byte("WARN"), []byte("rror"), []byte("ailed"), []byte("NCCL"), []byte("imed out"),
+var cutWords = [][]byte{[]byte("WARN"), []byte("rror"), []byte("ERROR"), []byte("ailed"), []byte("NCCL"), []byte("imed out"),
 	[]byte("imeout"), []byte("xception"), []byte("exitcode"), []byte("ignal"), []byte("Killed"), []byte("gloo")}
 
 // continuation returns the part of next that continues prev, or nil.

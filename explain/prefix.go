@@ -73,8 +73,9 @@ var (
 	// glog (PyTorch C++ and newer Python loggers): "[E1218 20:27:21.426415540 File.cpp:629] ",
 	// "[E ProcessGroupNCCL.cpp:1537] ", "I0527 15:16:52.212738 58631 File.cpp:878] ".
 	reGlog = mustFastRe(`^\[?([IWEF])(?:(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?)? ?(?:\d+ )?[\w./\-]+\.(?:cpp|hpp|cc|h|py):\d+\] ?`)
-	// Message-level rank: "[Rank 3]", "[PG 0 Rank 2]", "[PG ID 0 PG GUID 0(default_pg) Rank 1]".
-	reMsgRank = mustFastRe(`\[(?:PG [^\]]{0,80}? )?Rank (\d+)\]`)
+	// Message-level rank: "[Rank 3]", "[PG 0 Rank 2]", "[PG ID 0 PG GUID 0(default_pg) Rank 1]",
+	// Lightning's rank_prefixed_message "[rank: 1] ".
+	reMsgRank = mustFastRe(`\[(?:(?:PG [^\]]{0,80}? )?Rank |rank: )(\d+)\]`)
 	// Ray / vLLM workers: "(Worker_TP0 pid=1234)", "(RayWorkerWrapper pid=2345, ip=10.0.0.2)",
 	// a task's "(pid=45601)", an actor with its own __repr__ ("(MyActor(index=2) pid=482120)",
 	// Ray's logging docs) and fields after the ip ("(RayTrainWorker pid=7, ip=10.0.0.3, rank=1)").
