@@ -134,3 +134,28 @@ func (s *scan) cudaCause(fs *fileState, msg []byte, ev func() Evidence, m lineMe
 	s.failureSeen(def, ev, m)
 	return true
 }
+
+// driverDetails words the commonest CUDA init failure precisely: a driver
+// older than the CUDA runtime (cudaErrorInsufficientDriver, 35, or
+// torch.cuda's own driver check), whose fix is the driver or the build.
+func driverDetails(d *Diagnosis) {
+	f := d.Fields
+	if f["cuda_code"] != "35" && f["driver_version"] == "" {
+		return
+	}
+	d.Title = "The NVIDIA driver is older than the CUDA runtime this build needs"
+	if v := f["driver_version"]; v != "" {
+		d.Title += " (the driver supports CUDA " + cudaVersion(v) + ")"
+	}
+	d.Advice = append(d.Advice, "nvidia-smi shows the newest CUDA the driver supports (\"CUDA Version\"); python -c 'import torch; print(torch.version.cuda)' the CUDA the build needs. Upgrade the driver, or install the PyTorch (and NCCL) build for a CUDA the driver supports; in a container, the host's driver is the one that counts.")
+}
+
+// cudaVersion turns torch's driver version number (CUDA_VERSION style,
+// 11040) into "11.4".
+func cudaVersion(v string) string {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1000 {
+		return v
+	}
+	return strconv.Itoa(n/1000) + "." + strconv.Itoa(n%1000/10)
+}

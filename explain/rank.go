@@ -581,6 +581,8 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 		storeDetails(&d)
 	case idCollectiveDesync:
 		ddpModelDetails(&d)
+	case "cuda-init-failure":
+		driverDetails(&d)
 	}
 	return d
 }
