@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"github.com/ncclwiz/ncclwiz/explain/internal/phrase"
 	"path"
 	"regexp"
 	"sort"
@@ -379,7 +380,7 @@ func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
 		r := rank
 		d.Culprit = &r
 	}
-	d.Ranks = sortedKeys(ranks)
+	d.Ranks = phrase.SortedKeys(ranks)
 	if guessed {
 		d.Advice = append(d.Advice, "The log does not say which rank raised it: torchrun's \"first observed failure\" (rank "+strconv.Itoa(s.root.Rank)+") is only the lowest rank it saw fail, and several ranks failed the same way. Rerun with torchrun --tee 3 (every line prefixed with its rank) or decorate main with torch.distributed.elastic.multiprocessing.errors.record.")
 	}
@@ -453,7 +454,7 @@ func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
 				d.Fields["signal"] = sm[2]
 			}
 		}
-		what := orDefault(d.Fields["worker"], "exited unexpectedly")
+		what := phrase.Or(d.Fields["worker"], "exited unexpectedly")
 		if strings.Contains(strings.ToLower(c.msg), "bus error") {
 			d.Fields["signal"] = "Bus error"
 			what = "Bus error: its batches did not fit in /dev/shm"

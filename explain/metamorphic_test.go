@@ -99,41 +99,21 @@ var perturbations = []perturbation{
 		return out
 	}},
 	{"strip-prefix", func(r *rand.Rand, lines []string) []string {
-		out := make([]string, len(lines))
-		for i, l := range lines {
-			out[i] = reLauncherP.ReplaceAllString(l, "")
-		}
-		return out
+		return mapLines(lines, func(l string) string { return reLauncherP.ReplaceAllString(l, "") })
 	}},
 	{"change-prefix", func(r *rand.Rand, lines []string) []string {
 		// torchrun's [rankN]: becomes srun's "N: ".
-		out := make([]string, len(lines))
-		for i, l := range lines {
-			out[i] = reRankP.ReplaceAllString(l, "$1: ")
-		}
-		return out
+		return mapLines(lines, func(l string) string { return reRankP.ReplaceAllString(l, "$1: ") })
 	}},
 	{"indent", func(r *rand.Rand, lines []string) []string {
 		ind := []string{"    ", "\t", "  "}[r.IntN(3)]
-		out := make([]string, len(lines))
-		for i, l := range lines {
-			out[i] = ind + l
-		}
-		return out
+		return mapLines(lines, func(l string) string { return ind + l })
 	}},
 	{"quote", func(r *rand.Rand, lines []string) []string {
-		out := make([]string, len(lines))
-		for i, l := range lines {
-			out[i] = "> " + l
-		}
-		return out
+		return mapLines(lines, func(l string) string { return "> " + l })
 	}},
 	{"crlf", func(r *rand.Rand, lines []string) []string {
-		out := make([]string, len(lines))
-		for i, l := range lines {
-			out[i] = l + "\r"
-		}
-		return out
+		return mapLines(lines, func(l string) string { return l + "\r" })
 	}},
 	{"ansi", func(r *rand.Rand, lines []string) []string {
 		out := make([]string, len(lines))
@@ -256,12 +236,17 @@ var perturbations = []perturbation{
 		// docker compose's service column ("trainer-1  | ") and batch
 		// runners' node and stream tag ("gpu-node07 [stderr] ").
 		pre := []string{"trainer-1  | ", "ddp_worker_2  | ", "gpu-node07 [stderr] "}[r.IntN(3)]
-		out := make([]string, len(lines))
-		for i, l := range lines {
-			out[i] = pre + l
-		}
-		return out
+		return mapLines(lines, func(l string) string { return pre + l })
 	}},
+}
+
+// mapLines changes every line the same way.
+func mapLines(lines []string, f func(string) string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = f(l)
+	}
+	return out
 }
 
 // weaker ids are what a perturbed log may fall back to: a generic
@@ -288,12 +273,12 @@ var weakerOf = map[string][]string{
 const metamorphicRounds = 2
 
 // lostBudget is how many runs of a perturbation may still lose their root
-// (all 3408 runs of the others keep it or a declared weaker one): the
-// cases left at the end of issue 24, each logged by the test — lines
+// (every run of the others keeps it or a declared weaker one): the cases
+// left at the end of issue 24 (fewer since the second blind set's classes), each logged by the test — lines
 // joined across an exception or a kill line, a field elided inside a
 // signature's number, a traceback wrapped at a colon, a hang's last line
 // wrapped or quoted. The budget only goes down.
-var lostBudget = map[string]int{"elide": 5, "join": 13, "rewrap-punct": 3, "rewrap-width": 1}
+var lostBudget = map[string]int{"elide": 5, "join": 12, "rewrap-punct": 2}
 
 func TestMetamorphic(t *testing.T) {
 	e := testExplainer(t)

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"github.com/ncclwiz/ncclwiz/explain/internal/phrase"
 	"sort"
 	"strings"
 
@@ -171,7 +172,7 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 		}
 	}
 	if wdMerged != nil {
-		wd = decodeWatchdog(watchdogInput{records: s.wd, seqs: s.wdSeq, ranksSeen: sortedKeys(s.ranks),
+		wd = decodeWatchdog(watchdogInput{records: s.wd, seqs: s.wdSeq, ranksSeen: phrase.SortedKeys(s.ranks),
 			crashed: s.crashedBefore(wdMerged.primary), transports: s.digest.transports})
 	}
 
@@ -530,7 +531,7 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 		}
 	}
 	sort.Strings(d.AlsoMatched)
-	d.Ranks = sortedKeys(ranks)
+	d.Ranks = phrase.SortedKeys(ranks)
 	for h := range hosts {
 		d.Hosts = append(d.Hosts, h)
 	}
@@ -666,7 +667,7 @@ func (s *scan) buildNotes(diags []Diagnosis) []Note {
 			n.Text = "An old PyTorch variable name is still set; it works today but should be renamed to its TORCH_ form."
 			if v := a.fields; len(v) > 0 {
 				var parts []string
-				for _, k := range sortedStringKeys(v) {
+				for _, k := range phrase.SortedKeys(v) {
 					parts = append(parts, k+"="+v[k])
 				}
 				n.Text += " (" + strings.Join(parts, ", ") + ")"
@@ -680,15 +681,6 @@ func (s *scan) buildNotes(diags []Diagnosis) []Note {
 		out = append(out, n)
 	}
 	return out
-}
-
-func sortedStringKeys(m map[string]string) []string {
-	var k []string
-	for x := range m {
-		k = append(k, x)
-	}
-	sort.Strings(k)
-	return k
 }
 
 // summary says what happened in plain words.
@@ -726,7 +718,7 @@ func (s *scan) summary(r *Report) string {
 		fmt.Fprintf(&b, "Root cause: %s [%s], %s confidence", root.Title, root.ID, root.Confidence)
 		if len(root.Evidence) > 0 {
 			ev := root.Evidence[0]
-			fmt.Fprintf(&b, ", first seen %s at %s:%d", whereEv(ev), ev.File, ev.Line)
+			fmt.Fprintf(&b, ", first seen %s at %s:%d", ev.Where(), ev.File, ev.Line)
 		}
 		b.WriteString(".")
 		if w := root.Watchdog; w != nil && len(w.Reasons) > 0 {
@@ -748,42 +740,17 @@ func (s *scan) summary(r *Report) string {
 		}
 		fmt.Fprintf(&b, "Only consequences of a failure were found (%s): the rank that failed first is not in these logs. Collect the output of every rank and node (e.g. torchrun --tee 3 or per-rank log files).", strings.Join(ids, ", "))
 		if r.FirstError != nil {
-			fmt.Fprintf(&b, " The first other error, likely the cause: %s at %s:%d.", errWords(r.FirstError), r.FirstError.File, r.FirstError.Line)
+			fmt.Fprintf(&b, " The first other error, likely the cause: %s at %s:%d.", r.FirstError.Words(), r.FirstError.File, r.FirstError.Line)
 		}
 	default:
 		fmt.Fprintf(&b, "No NCCL failure found in %s.", units.Count(lines, "line"))
 		if r.FirstError != nil {
-			fmt.Fprintf(&b, " The job failed elsewhere: the first error is %s at %s:%d.", errWords(r.FirstError), r.FirstError.File, r.FirstError.Line)
+			fmt.Fprintf(&b, " The job failed elsewhere: the first error is %s at %s:%d.", r.FirstError.Words(), r.FirstError.File, r.FirstError.Line)
 		} else {
 			b.WriteString(" No other error was found either.")
 		}
 	}
 	return b.String()
-}
-
-func errWords(e *ErrorLine) string {
-	kind := map[string]string{"python-exception": "a Python exception", "cuda-oom": "CUDA running out of memory in the model",
-		"killed": "a process killed by SIGKILL", "segfault": "a segmentation fault", "cuda-assert": "a device-side assert in a CUDA kernel"}[e.Kind]
-	if kind == "" {
-		kind = e.Kind
-	}
-	if w := whereEv(e.Evidence); w != "" {
-		kind += " on " + w
-	}
-	return kind
-}
-
-// whereEv names the rank/host of a line, or "".
-func whereEv(ev Evidence) string {
-	switch {
-	case ev.Rank >= 0 && ev.Host != "":
-		return fmt.Sprintf("rank %d (%s)", ev.Rank, ev.Host)
-	case ev.Rank >= 0:
-		return fmt.Sprintf("rank %d", ev.Rank)
-	case ev.Host != "":
-		return ev.Host
-	}
-	return ""
 }
 
 // cleanReport sanitises and redacts every string that came from a log.
