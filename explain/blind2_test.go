@@ -19,19 +19,21 @@ import (
 // edited to match the explainer, and a miss is not to be fixed by a pattern
 // for one log.
 
-// Blind2 floors and ceilings: measured once when the set was frozen (top-1
+// Blind2 floors and ceilings. Scored once when the set was frozen (top-1
 // 40/46, rank 9/11, one false all-clear, no false alarm, three NCCL
-// failures called not NCCL; docs/explain.md), the floors a log under that,
-// so that a change that loses ground fails.
+// failures called not NCCL; docs/explain.md), then again after the classes
+// behind its misses were fixed — no longer a blind measure — at top-1
+// 46/46, rank 10/11, no false all-clear, no false alarm either way. The
+// floors are a log under that; any false all-clear or alarm fails.
 // blind2Digest pins the set itself: a log or label edited after scoring
 // changes it (a fix of a transcription mistake must say so where it
 // updates the digest).
 const (
-	blind2MinTop1    = 0.84
-	blind2MinRank    = 0.72
-	blind2MaxClears  = 1
+	blind2MinTop1    = 0.97
+	blind2MinRank    = 0.80
+	blind2MaxClears  = 0
 	blind2MaxAlarms  = 0
-	blind2MaxNotNCCL = 3
+	blind2MaxNotNCCL = 0
 	blind2Frozen     = 46
 	blind2Digest     = "f3f3734037096c457dfe6215318576b2b508e313da362fa7166f3e7fd7fd748a"
 )

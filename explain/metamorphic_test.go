@@ -274,10 +274,10 @@ const metamorphicRounds = 2
 
 // lostBudget is how many runs of a perturbation may still lose their root
 // (every run of the others keeps it or a declared weaker one): the cases
-// left at the end of issue 24 (fewer since the second blind set's classes), each logged by the test — lines
-// joined across an exception or a kill line, a field elided inside a
-// signature's number, a traceback wrapped at a colon, a hang's last line
-// wrapped or quoted. The budget only goes down.
+// left after the second blind set's classes were fixed, each logged by the
+// test — lines joined across an exception or a kill line, a field elided
+// inside a signature's number, a traceback wrapped at a colon. The budget
+// only goes down.
 var lostBudget = map[string]int{"elide": 5, "join": 12, "rewrap-punct": 2}
 
 func TestMetamorphic(t *testing.T) {
