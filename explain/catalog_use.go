@@ -2,6 +2,7 @@ package explain
 
 import (
 	"bytes"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -36,6 +37,9 @@ type catState struct {
 	// namedFailed is a rank a launcher reported as the one that failed
 	// (Paddle's "trainer process with rank=[N] was aborted"), -1 none.
 	namedFailed int
+	// subprocs counts DeepSpeed's launcher's "Killing subprocess N": one
+	// per subprocess it started.
+	subprocs int
 	// inits counts framework "starting the process group" lines.
 	inits int
 	// retries counts retry warnings by format.
@@ -237,11 +241,7 @@ func (s *scan) recordCatalog(fs *fileState, h catalog.Hit, ev Evidence, m lineMe
 		a.fields["catalogue"] = h.Message.Source + " " + firstFile(h.Message.File)
 	}
 	s.failureSeen(def, func() Evidence { return ev }, m)
-	if k := [2]int{fs.idx, m.Rank}; def.Role != RoleContext && len(s.failAt) < maxRanksTracked {
-		if _, ok := s.failAt[k]; !ok {
-			s.failAt[k] = s.seq
-		}
-	}
+	s.markFailed(fs, def, m)
 	if def.Role == RoleWrapper {
 		fs.lastWrapper = a
 	}
@@ -265,6 +265,8 @@ func (s *scan) catalogContext(fs *fileState, h catalog.Hit) {
 		if r, err := strconv.Atoi(f["rank"]); err == nil {
 			fs.spawnRank, fs.spawnLeft = r, 60
 		}
+	case strings.HasPrefix(h.Message.Formats()[0], "Killing subprocess"):
+		s.cat.subprocs++
 	case strings.HasPrefix(h.Message.Formats()[0], "Process name:"):
 		if r, err := strconv.Atoi(f["rank"]); err == nil && s.cat.mpiFirst < 0 {
 			s.cat.mpiFirst = r
@@ -275,6 +277,10 @@ func (s *scan) catalogContext(fs *fileState, h catalog.Hit) {
 		}
 	}
 }
+
+// reLocalRankArg is the local rank in a launcher's command list
+// ("'--local_rank=3'").
+var reLocalRankArg = regexp.MustCompile(`'--local_rank=(\d+)'`)
 
 // signalNames maps the names launchers print to signals.
 var signalNames = map[string]int{"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGTRAP": 5, "SIGABRT": 6,
@@ -304,9 +310,19 @@ func (s *scan) death(fs *fileState, h catalog.Hit, ev Evidence, m lineMeta) {
 		sig = signalNames[name]
 	}
 	rank := -1
-	if r, err := strconv.Atoi(f["rank"]); err == nil {
+	global, local := f["rank"], f["local_rank"]
+	if sm := reLocalRankArg.FindStringSubmatch(f["cmd"]); sm != nil && s.cat.subprocs == 1 {
+		// DeepSpeed's launcher ran one subprocess: its command is the
+		// failed one's. Without a pdsh host prefix it is one node, where
+		// the local rank is the rank.
+		local = sm[1]
+		if m.Host == "" && m.Rank < 0 {
+			global = sm[1]
+		}
+	}
+	if r, err := strconv.Atoi(global); err == nil {
 		rank = r
-	} else if r, err := strconv.Atoi(f["local_rank"]); err == nil {
+	} else if r, err := strconv.Atoi(local); err == nil {
 		rank = r
 		if len(s.cat.failedLocal) < maxRanksTracked {
 			s.cat.failedLocal[r] = f["exitcode"]

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"github.com/ncclwiz/ncclwiz/explain/internal/phrase"
 	"path"
 	"regexp"
 	"sort"
@@ -186,6 +187,12 @@ func (s *scan) nonNCCLCause() []causeHit {
 		if ch.id == idPythonException && (s.raisedAfterFailure(e) || s.timedOutItself(e)) {
 			continue
 		}
+		// An allocation after the rank's own collective timed out sized
+		// itself from what that collective left (a garbage size: "Tried
+		// to allocate more than 1EB"): the timeout is the root.
+		if ch.id == idCudaOOM && s.afterOwnTimeout(e) {
+			continue
+		}
 		// A kill stamped after a collective already timed out is the
 		// teardown of a hung job (a scheduler or the user), not its cause.
 		if (ch.id == idHostOOMKill || ch.id == idSegfault || ch.id == idKilledBySignal) && e.ts.OK {
@@ -249,6 +256,23 @@ func (s *scan) raisedAfterFailure(e *errorHit) bool {
 	return false
 }
 
+// afterOwnTimeout tells whether an error line came after a collective
+// timeout of its own rank: by timestamp when both have one, else later in
+// the same input (on the same rank, or on any when the line names none).
+func (s *scan) afterOwnTimeout(e *errorHit) bool {
+	if e.ts.OK {
+		if w := s.firstTimeoutTS(); w.OK {
+			return w.Before(e.ts)
+		}
+	}
+	for k, at := range s.timeoutAt {
+		if k[0] == e.file && (e.line.Rank < 0 || k[1] == e.line.Rank) && at < e.seq {
+			return true
+		}
+	}
+	return false
+}
+
 // timedOutItself tells whether the rank of an exception later reported a
 // collective timeout of its own: a rank that died of its exception never
 // does, so the exception was caught (or raised in a helper thread) and is
@@ -303,6 +327,11 @@ func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
 		// prefix, or its entry's @record traceback in torchrun's summary.
 		rank = sameCauseRank(hits)
 	}
+	if rank < 0 && terminatePayload(parseMeta([]byte(ev.Text)).Msg) != nil {
+		// std::terminate ends the process with SIGABRT: the one death by
+		// signal 6 a launcher reported is this process's.
+		rank = s.abortedRank()
+	}
 	if rank < 0 && ev.LocalRank != nil && s.oneNode() {
 		rank = *ev.LocalRank // torchrun --tee's [defaultN]: on one node
 	}
@@ -351,7 +380,7 @@ func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
 		r := rank
 		d.Culprit = &r
 	}
-	d.Ranks = sortedKeys(ranks)
+	d.Ranks = phrase.SortedKeys(ranks)
 	if guessed {
 		d.Advice = append(d.Advice, "The log does not say which rank raised it: torchrun's \"first observed failure\" (rank "+strconv.Itoa(s.root.Rank)+") is only the lowest rank it saw fail, and several ranks failed the same way. Rerun with torchrun --tee 3 (every line prefixed with its rank) or decorate main with torch.distributed.elastic.multiprocessing.errors.record.")
 	}
@@ -425,7 +454,7 @@ func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
 				d.Fields["signal"] = sm[2]
 			}
 		}
-		what := orDefault(d.Fields["worker"], "exited unexpectedly")
+		what := phrase.Or(d.Fields["worker"], "exited unexpectedly")
 		if strings.Contains(strings.ToLower(c.msg), "bus error") {
 			d.Fields["signal"] = "Bus error"
 			what = "Bus error: its batches did not fit in /dev/shm"
@@ -467,6 +496,22 @@ func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
 		d.Title = c.id
 	}
 	return d
+}
+
+// abortedRank is the rank of the only process a launcher reported dead of
+// SIGABRT; -1 when none or several were.
+func (s *scan) abortedRank() int {
+	rank := -1
+	for _, e := range s.errs {
+		if e.line.Frame != "signal 6" || e.line.Rank < 0 {
+			continue
+		}
+		if rank >= 0 && e.line.Rank != rank {
+			return -1
+		}
+		rank = e.line.Rank
+	}
+	return rank
 }
 
 // rootMatches tells whether torchrun's first observed failure is the same

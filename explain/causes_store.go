@@ -8,11 +8,19 @@ import (
 // storeDetails says which side of the rendezvous failed (the TCPStore
 // server waiting for ranks, or a rank that never reached it) and what the
 // counts in the message tell.
+// storeReachAdvice is what to check when a rank cannot connect to the store.
+const storeReachAdvice = "The store runs on MASTER_ADDR:MASTER_PORT (or --rdzv-endpoint): check from this node that the address routes and the port is open, that no firewall or security group drops it (ncclwiz check --only net.rendezvous), and that the node hosting the store started."
+
 func storeDetails(d *Diagnosis) {
 	f := d.Fields
 	if f["host"] != "" && f["joined"] == "" && f["barrier_rank"] == "" {
 		d.Title = fmt.Sprintf("A rank could not reach the rendezvous store at %s:%s", f["host"], f["port"])
-		d.Advice = append(d.Advice, "The store runs on MASTER_ADDR:MASTER_PORT (or --rdzv-endpoint): check from this node that the address routes and the port is open (ncclwiz check --only net.rendezvous), and that the node hosting the store started.")
+		d.Advice = append(d.Advice, storeReachAdvice)
+	}
+	if f["connect_timeout_ms"] != "" && f["host"] == "" {
+		// torch before 2.0 does not say where it tried to connect.
+		d.Title = fmt.Sprintf("A rank could not connect to the rendezvous store (connect() timed out after %s ms)", f["connect_timeout_ms"])
+		d.Advice = append(d.Advice, storeReachAdvice)
 	}
 	if f["wait_ms"] != "" {
 		d.Title = "A rank waited for a store key that another rank never wrote (store wait timeout)"

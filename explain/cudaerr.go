@@ -85,17 +85,42 @@ func addCudaError(cat *catalog.Catalog, d *Diagnosis, texts ...string) {
 var exceptionCudaCauses = map[string]bool{"p2p-unsupported": true, "fabric-manager-not-ready": true,
 	"invalid-device-ordinal": true, "cuda-init-failure": true, "gpu-xid": true}
 
+// terminateCudaCauses are the CUDA errors a process that terminated on
+// them names as its cause: a kernel fault is the process's own, whatever
+// library met it first.
+var terminateCudaCauses = map[string]bool{"cuda-kernel-fault": true}
+
+// terminatePayload is the message of std::terminate's "what():" line,
+// nil for any other line.
+func terminatePayload(msg []byte) []byte {
+	p, ok := bytes.CutPrefix(bytes.TrimSpace(msg), []byte("what():"))
+	if !ok {
+		return nil
+	}
+	return bytes.TrimSpace(p)
+}
+
 // cudaCause records the cause a CUDA error in an exception or wrapper
 // line names; false when it names none.
 func (s *scan) cudaCause(fs *fileState, msg []byte, ev func() Evidence, m lineMeta) bool {
+	// A C++ exception that ended the process ("terminate called after
+	// throwing an instance of 'std::logic_error'", then "  what():  <its
+	// message>"): a CUDA error there is what the process died of, in any
+	// library's wording (Horovod's "cudaEventQuery failed: <text>"); the
+	// SIGABRT that follows is its consequence.
+	what := terminatePayload(msg)
 	// PyTorch's "CUDA error: <text>" and "cuda runtime error (N)";
 	// TensorRT-LLM's "CUDA runtime error in <call>: <text>".
-	if !bytes.Contains(msg, []byte("CUDA error")) && !bytes.Contains(msg, []byte("cuda runtime error")) &&
+	if what == nil && !bytes.Contains(msg, []byte("CUDA error")) && !bytes.Contains(msg, []byte("cuda runtime error")) &&
 		!bytes.Contains(msg, []byte("CUDA runtime error")) {
 		return false
 	}
-	c, ok := lookupCudaError(s.e.cat, string(truncText(msg)))
-	if !ok || !exceptionCudaCauses[c.Cause] {
+	text := msg
+	if what != nil {
+		text = what
+	}
+	c, ok := lookupCudaError(s.e.cat, string(truncText(text)))
+	if !ok || !exceptionCudaCauses[c.Cause] && !(what != nil && terminateCudaCauses[c.Cause]) {
 		return false
 	}
 	def := s.e.byID[c.Cause]
@@ -108,4 +133,29 @@ func (s *scan) cudaCause(fs *fileState, msg []byte, ev func() Evidence, m lineMe
 	}
 	s.failureSeen(def, ev, m)
 	return true
+}
+
+// driverDetails words the commonest CUDA init failure precisely: a driver
+// older than the CUDA runtime (cudaErrorInsufficientDriver, 35, or
+// torch.cuda's own driver check), whose fix is the driver or the build.
+func driverDetails(d *Diagnosis) {
+	f := d.Fields
+	if f["cuda_code"] != "35" && f["driver_version"] == "" {
+		return
+	}
+	d.Title = "The NVIDIA driver is older than the CUDA runtime this build needs"
+	if v := f["driver_version"]; v != "" {
+		d.Title += " (the driver supports CUDA " + cudaVersion(v) + ")"
+	}
+	d.Advice = append(d.Advice, "nvidia-smi shows the newest CUDA the driver supports (\"CUDA Version\"); python -c 'import torch; print(torch.version.cuda)' the CUDA the build needs. Upgrade the driver, or install the PyTorch (and NCCL) build for a CUDA the driver supports; in a container, the host's driver is the one that counts.")
+}
+
+// cudaVersion turns torch's driver version number (CUDA_VERSION style,
+// 11040) into "11.4".
+func cudaVersion(v string) string {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1000 {
+		return v
+	}
+	return strconv.Itoa(n/1000) + "." + strconv.Itoa(n%1000/10)
 }

@@ -148,14 +148,22 @@ func TestUnknownPayloadStaysWithWrapper(t *testing.T) {
 	}
 }
 
+// Consequences only: a remote peer's going away is named root (medium,
+// the peer's failure, whose log is missing); any other consequence alone
+// stays a consequence.
 func TestOnlyConsequences(t *testing.T) {
 	e := miniExplainer(t)
 	r := analyze(t, e, "node0:20:21 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer node1<4444>\n")
-	if rootOf(r) != nil || len(r.Diagnoses) != 1 {
+	root := rootOf(r)
+	if root == nil || root.ID != "peer-closed" || root.Confidence != Medium || len(r.Diagnoses) != 1 {
 		t.Fatalf("diagnoses = %+v", r.Diagnoses)
 	}
-	if !strings.Contains(r.Summary, "Only consequences") {
-		t.Errorf("summary = %q", r.Summary)
+	if !strings.Contains(strings.Join(root.Advice, " "), "node1<4444>") {
+		t.Errorf("advice = %q", root.Advice)
+	}
+	r = analyze(t, e, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n")
+	if rootOf(r) != nil {
+		t.Fatalf("diagnoses = %+v", r.Diagnoses)
 	}
 }
 

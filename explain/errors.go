@@ -5,7 +5,10 @@ import "regexp"
 // Non-NCCL failures: what the job died of when NCCL was not involved, or
 // what a straggler rank died of before the others timed out.
 var (
-	reCudaOOM   = regexp.MustCompile(`CUDA out of memory|OutOfMemoryError`)
+	// PyTorch's allocator says "CUDA out of memory"; a CUDA call checked
+	// by C10_CUDA_CHECK says "CUDA error: out of memory" (a C++ exception
+	// that may end the process through std::terminate).
+	reCudaOOM   = regexp.MustCompile(`CUDA out of memory|OutOfMemoryError|CUDA error: out of memory`)
 	reException = regexp.MustCompile(`^\s*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?::(?:\s(.*))?)?\s*$`)
 	// torchrun, DeepSpeed's launcher, Slurm and the kernel name a SIGKILL.
 	reKilled = regexp.MustCompile(`exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|^\s*Killed\s*$|Out of memory: Killed process|invoked oom-killer|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>|exits with return code = -9\b|oom[-_]kill event|tasks? [\d\-,]+: Out Of Memory|line \d+: +\d+ Killed +\S`)
@@ -32,8 +35,9 @@ func stripLogLevel(msg []byte) []byte {
 }
 
 // errorLiterals trigger the checks above (lower case; the prefilter folds
-// case).
-var errorLiterals = []string{"error", "exception", "interrupt", "out of memory", "killed", "sigkill", "exitcode", "segmentation fault", "sigsegv", "oom-killer", "assertion"}
+// case). "what():" is std::terminate's line with the exception that ended
+// a process, in whatever words its library chose (cudaerr.go).
+var errorLiterals = []string{"error", "exception", "interrupt", "out of memory", "killed", "sigkill", "exitcode", "segmentation fault", "sigsegv", "oom-killer", "assertion", "what():"}
 
 // classifyError names the kind of a non-NCCL error line, or "".
 func classifyError(msg []byte) (kind string) {

@@ -3,6 +3,7 @@ package explain
 import (
 	"bytes"
 	"fmt"
+	"github.com/ncclwiz/ncclwiz/explain/internal/phrase"
 	"regexp"
 	"sort"
 	"strings"
@@ -373,7 +374,7 @@ func (h *hangAcc) judge(nranks, nnodes int) (hangState, bool) {
 	for r := range complete {
 		delete(pending, r) // the rank's default communicator completed; a later one did not
 	}
-	stop := &LogStop{Interrupted: interrupted, CompleteRanks: sortedKeys(complete), PendingRanks: sortedKeys(pending), LastLines: st.lastEvs}
+	stop := &LogStop{Interrupted: interrupted, CompleteRanks: phrase.SortedKeys(complete), PendingRanks: phrase.SortedKeys(pending), LastLines: st.lastEvs}
 	if nranks > 0 && nranks <= maxRanksTracked && (nnodes <= 1 || len(hosts) >= nnodes) {
 		for r := 0; r < nranks; r++ {
 			if !complete[r] && !pending[r] {
@@ -443,7 +444,7 @@ func (s *scan) hangDiagnosis(r *Report, failures bool) *Diagnosis {
 		d.Title = "The log stops while the process group starts: a hang in its set-up"
 		d.Explanation = "No error and no timeout: the last lines are the framework starting its process group (init_process_group, the rendezvous, NCCL's communicator), and nothing follows. Set-up waits for every rank: one rank that never arrives, a rendezvous that cannot be reached or a connection that does not work holds all of them. Rerun with NCCL_DEBUG=INFO to see how far NCCL got."
 		if len(stop.MissingRanks) > 0 {
-			d.Explanation += " " + rankList(stop.MissingRanks) + " never said it started."
+			d.Explanation += " " + phrase.RankList(stop.MissingRanks) + " never said it started."
 			if len(stop.MissingRanks) == 1 {
 				c := stop.MissingRanks[0]
 				d.Culprit = &c
@@ -468,10 +469,10 @@ func (s *scan) hangDiagnosis(r *Report, failures bool) *Diagnosis {
 		}
 	}
 	if len(stop.PendingRanks) > 0 {
-		d.Fields["pending_ranks"] = intList(stop.PendingRanks)
+		d.Fields["pending_ranks"] = phrase.IntList(stop.PendingRanks)
 	}
 	if len(stop.MissingRanks) > 0 {
-		d.Fields["missing_ranks"] = intList(stop.MissingRanks)
+		d.Fields["missing_ranks"] = phrase.IntList(stop.MissingRanks)
 	}
 	d.Evidence = append(d.Evidence, stop.LastLines...)
 	if st.interEv != nil {
@@ -494,7 +495,7 @@ func (s *scan) hangDiagnosis(r *Report, failures bool) *Diagnosis {
 			hosts[ev.Host] = true
 		}
 	}
-	d.Ranks = sortedKeys(ranks)
+	d.Ranks = phrase.SortedKeys(ranks)
 	for k := range hosts {
 		d.Hosts = append(d.Hosts, k)
 	}
@@ -531,11 +532,11 @@ func (s *scan) hangSuspects(d *Digest, stop *LogStop) []Suspect {
 		if n == 0 {
 			n, who = h.initWorld, "The job has"
 		}
-		add("rank-missing", fmt.Sprintf("%s %d ranks, but %s never printed an init line", who, n, rankList(stop.MissingRanks)),
+		add("rank-missing", fmt.Sprintf("%s %d ranks, but %s never printed an init line", who, n, phrase.RankList(stop.MissingRanks)),
 			"find where those ranks run and read their output; `ncclwiz check` on that node (a rank that crashed or never started holds every other rank in init)", "hang")
 	}
 	if len(stop.PendingRanks) > 0 && len(stop.CompleteRanks) > 0 {
-		add("rank-behind", fmt.Sprintf("%s finished init but %s did not", rankList(stop.CompleteRanks), rankList(stop.PendingRanks)),
+		add("rank-behind", fmt.Sprintf("%s finished init but %s did not", phrase.RankList(stop.CompleteRanks), phrase.RankList(stop.PendingRanks)),
 			"read the pending ranks' last lines: the transport they were connecting names the link that does not work", "hang")
 	}
 	if len(d.Versions) > 1 {

@@ -146,6 +146,11 @@ func classifyEnd(file string, lines [][]byte, firstLine int64, isInit func([]byt
 			text = bytes.TrimRight(clean, "\r")
 		}
 		text = trimQuote(text)
+		// What ends the line is the last process's output (an Open MPI
+		// tag inside a line starts another's).
+		for j := midTag(text); j >= 0; j = midTag(text) {
+			text = text[j:]
+		}
 		m := parseMeta(text)
 		msg := bytes.TrimSpace(m.Msg)
 		ev := func() *Evidence {

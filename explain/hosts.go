@@ -2,7 +2,9 @@ package explain
 
 import (
 	"fmt"
+	"github.com/ncclwiz/ncclwiz/explain/internal/phrase"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -277,7 +279,7 @@ func subnetDisagreement(vals map[string]*factVal) (Disagreement, bool) {
 				x = &FactValue{Value: key + " (" + name + ")", Evidence: &e}
 				byNet[key] = x
 			}
-			if !contains(x.Where, host) {
+			if !slices.Contains(x.Where, host) {
 				x.Where = append(x.Where, host)
 			}
 		}
@@ -396,7 +398,7 @@ func versionDisagreement(d *Digest, h *hostsAcc) *Disagreement {
 func disagreementText(d Disagreement) string {
 	var parts []string
 	for _, v := range d.Values {
-		parts = append(parts, fmt.Sprintf("%s on %s", v.Value, strings.Join(limit(v.Where, 4), ", ")))
+		parts = append(parts, fmt.Sprintf("%s on %s", v.Value, strings.Join(phrase.Limit(v.Where, 4), ", ")))
 	}
 	return d.Fact + ": " + strings.Join(parts, "; ")
 }

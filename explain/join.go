@@ -80,7 +80,7 @@ func cutShape(text []byte) bool {
 // message cut in two.
 var infoCutWords = [][]byte{[]byte("rror"), []byte("ailed")}
 
-var cutWords = [][]byte{[]byte("WARN"), []byte("rror"), []byte("ailed"), []byte("NCCL"), []byte("imed out"),
+var cutWords = [][]byte{[]byte("WARN"), []byte("rror"), []byte("ERROR"), []byte("ailed"), []byte("NCCL"), []byte("imed out"),
 	[]byte("imeout"), []byte("xception"), []byte("exitcode"), []byte("ignal"), []byte("Killed"), []byte("gloo")}
 
 // continuation returns the part of next that continues prev, or nil.
@@ -136,7 +136,7 @@ func wrapWidth(data []byte) int {
 		if nl < 0 {
 			break
 		}
-		lines[n] = bytes.TrimRight(data[off:off+nl], "\r")
+		lines[n] = trimEnd(data[off : off+nl])
 		n++
 		off += nl + 1
 	}
@@ -168,9 +168,10 @@ func foldWidth(lines [][]byte, tail bool) int {
 	return best
 }
 
-// oneChar tells a separator line ("-----", "=====", quoted or not).
+// oneChar tells a separator line ("-----", "=====", quoted or not, after
+// a launcher's prefix: a prefix makes no cut width of the separators).
 func oneChar(l []byte) bool {
-	l = trimQuote(l)
+	l = trimQuote(parseMetaRaw(l).m.Msg)
 	return len(l) > 0 && len(bytes.Trim(l, string(l[:1]))) == 0
 }
 
@@ -234,7 +235,7 @@ func (s *scan) joinBack(fs *fileState, skipped, text []byte, n int64) {
 	if i := bytes.LastIndexByte(prev, '\n'); i >= 0 {
 		prev = prev[i+1:]
 	}
-	prev = bytes.TrimRight(prev, "\r")
+	prev = trimEnd(prev)
 	if !mayBeCut(prev) || continuation(prev, text, len(prev), fs.wrapWidth) == nil {
 		return
 	}

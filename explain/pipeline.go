@@ -285,6 +285,21 @@ func (p *producer) prep(b *prepped) {
 		}
 		off = at + 1
 	}
+	// Open MPI's tags inside a line: another rank's output without a
+	// newline ran into it, and the line is read in its parts.
+	for off := 0; off < len(data); {
+		i := bytes.Index(data[off:], []byte("]<std"))
+		if i < 0 {
+			break
+		}
+		at := off + i
+		start := bytes.LastIndexByte(data[:at], '\n') + 1
+		if midTag(data[start:at+5]) >= 0 {
+			off = mark(at)
+			continue
+		}
+		off = at + 5
+	}
 	// A paste folded at a fixed width: its cut lines are visited so that
 	// their parts are joined, whatever literal the cut split.
 	if b.wrapWidth = wrapWidth(data); b.wrapWidth > 0 {
@@ -294,7 +309,7 @@ func (p *producer) prep(b *prepped) {
 			if nl >= 0 {
 				end = off + nl
 			}
-			if l := bytes.TrimRight(data[off:end], "\r"); len(l) == b.wrapWidth {
+			if l := trimEnd(data[off:end]); len(l) == b.wrapWidth {
 				b.events = append(b.events, event{start: off, special: true, tagOff: -1})
 				sorted = false
 			}
@@ -577,21 +592,58 @@ func (s *scan) visitLine(fs *fileState, text []byte, n int64, trunc bool, cand [
 		s.clean = stripANSI(s.clean, text)
 		text = s.clean
 	}
-	if bytes.IndexByte(text, '\r') < 0 {
+	if bytes.IndexByte(text, '\r') < 0 && midTag(text) < 0 {
 		setClear(s.cand)
 		hit := s.e.ac.scan(text, s.cand)
 		s.line(fs, text, n, trunc, hit)
 		return
 	}
 	// Progress bars redraw a line with \r; each segment is what the
-	// terminal showed. Match them separately under one line number.
+	// terminal showed. An Open MPI tag inside a line starts another
+	// process's output. Match the parts separately under one line number.
 	for _, seg := range bytes.Split(text, []byte{'\r'}) {
-		if len(seg) > 0 {
+		for len(seg) > 0 {
+			part := seg
+			if i := midTag(seg); i >= 0 {
+				part, seg = seg[:i], seg[i:]
+			} else {
+				seg = nil
+			}
 			setClear(s.cand)
-			hit := s.e.ac.scan(seg, s.cand)
-			s.line(fs, seg, n, trunc, hit)
+			hit := s.e.ac.scan(part, s.cand)
+			s.line(fs, part, n, trunc, hit)
 		}
 	}
+}
+
+// midTag is the offset of the first Open MPI --tag-output tag
+// ("[1,3]<stderr>:") in text after its first byte, -1 when there is none.
+func midTag(text []byte) int {
+	for off := 1; off < len(text); {
+		i := bytes.Index(text[off:], []byte("]<std"))
+		if i < 0 {
+			return -1
+		}
+		at := off + i
+		// Back over "[digits,digits".
+		j := at - 1
+		for j >= 0 && text[j] >= '0' && text[j] <= '9' {
+			j--
+		}
+		if j < 0 || j == at-1 || text[j] != ',' {
+			off = at + 5
+			continue
+		}
+		k := j - 1
+		for k >= 0 && text[k] >= '0' && text[k] <= '9' {
+			k--
+		}
+		if k >= 1 && k < j-1 && text[k] == '[' {
+			return k
+		}
+		off = at + 5
+	}
+	return -1
 }
 
 // analyze runs the pipeline over the inputs, in order.

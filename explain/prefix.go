@@ -73,10 +73,13 @@ var (
 	// glog (PyTorch C++ and newer Python loggers): "[E1218 20:27:21.426415540 File.cpp:629] ",
 	// "[E ProcessGroupNCCL.cpp:1537] ", "I0527 15:16:52.212738 58631 File.cpp:878] ".
 	reGlog = mustFastRe(`^\[?([IWEF])(?:(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?)? ?(?:\d+ )?[\w./\-]+\.(?:cpp|hpp|cc|h|py):\d+\] ?`)
-	// Message-level rank: "[Rank 3]", "[PG 0 Rank 2]", "[PG ID 0 PG GUID 0(default_pg) Rank 1]".
-	reMsgRank = mustFastRe(`\[(?:PG [^\]]{0,80}? )?Rank (\d+)\]`)
-	// Ray / vLLM workers: "(Worker_TP0 pid=1234)", "(RayWorkerWrapper pid=2345, ip=10.0.0.2)".
-	reRay = mustFastRe(`^\(([\w.\-]+) pid=(\d+)(?:, ip=([\w.:\-]+))?\) ?`)
+	// Message-level rank: "[Rank 3]", "[PG 0 Rank 2]", "[PG ID 0 PG GUID 0(default_pg) Rank 1]",
+	// Lightning's rank_prefixed_message "[rank: 1] ".
+	reMsgRank = mustFastRe(`\[(?:(?:PG [^\]]{0,80}? )?Rank |rank: )(\d+)\]`)
+	// Ray / vLLM workers: "(Worker_TP0 pid=1234)", "(RayWorkerWrapper pid=2345, ip=10.0.0.2)",
+	// a task's "(pid=45601)", an actor with its own __repr__ ("(MyActor(index=2) pid=482120)",
+	// Ray's logging docs) and fields after the ip ("(RayTrainWorker pid=7, ip=10.0.0.3, rank=1)").
+	reRay = mustFastRe(`^\((?:[\w.\-]+(?:\([^()]{0,80}\))? )?pid=(\d+)(?:, ip=([\w.:\-]+))?(?:, \w+=[^,()\s]{1,40})*\) ?`)
 	// mpirun --tag-output: "[1,0]<stdout>:"; torchrun: "[rank3]:", --tee role prefix "[default0]:".
 	// A launcher's "[host|N]:" (TorchX and others: host name and rank).
 	reBracket = mustFastRe(`^\[(?:rank(\d+)|(\d+),(\d+)|([A-Za-z_][\w\-]*?)(\d+)|([A-Za-z0-9][\w.\-]*)\|(\d+))\](?:<(?:stdout|stderr|stddiag)>)?: ?`)
@@ -275,9 +278,12 @@ func parseMetaRaw(line []byte) rawMeta {
 			continue
 		}
 		if sm := reRay.FindSubmatchIndex(rest); sm != nil {
-			m.PID = atoi(rest[sm[4]:sm[5]])
-			if sm[6] >= 0 {
-				host = rest[sm[6]:sm[7]]
+			m.PID = atoi(rest[sm[2]:sm[3]])
+			if sm[4] >= 0 {
+				host = rest[sm[4]:sm[5]]
+			}
+			if r, ok := rayRank(rest[:sm[1]]); ok {
+				m.Rank = r
 			}
 			if launchStart < 0 {
 				launchStart = consumed
@@ -303,6 +309,14 @@ func parseMetaRaw(line []byte) rawMeta {
 			}
 			launchEnd = consumed + sm[1]
 			rest = rest[sm[1]:]
+			continue
+		}
+		if n, ok := composePrefix(rest); ok {
+			if launchStart < 0 {
+				launchStart = consumed
+			}
+			launchEnd = consumed + n
+			rest = rest[n:]
 			continue
 		}
 		if !labelShape(rest) {
@@ -437,6 +451,46 @@ func rankPrefix(b []byte) (n, rank int, ok bool) {
 		n++
 	}
 	return n, atoi(b[5:d]), true
+}
+
+// rayRank reads the rank a Ray prefix names ("rank=3" in the actor's
+// repr or a field after the pid); false when it names none.
+func rayRank(prefix []byte) (int, bool) {
+	for off := 0; ; {
+		i := bytes.Index(prefix[off:], []byte("rank="))
+		if i < 0 {
+			return 0, false
+		}
+		at := off + i
+		// "rank=", not "local_rank=" or "world_rank=".
+		if at == 0 || !isWordByte(prefix[at-1]) {
+			if _, ok := skipDigits(prefix[at+5:]); ok {
+				return atoi(prefix[at+5:]), true
+			}
+		}
+		off = at + 5
+	}
+}
+
+// composePrefix reads docker compose's service column, "trainer-1  | "
+// (the name padded to the longest service's): a name, blanks, "| ". It
+// returns the prefix length.
+func composePrefix(b []byte) (int, bool) {
+	if len(b) == 0 || !isAlnum(b[0]) {
+		return 0, false
+	}
+	i := 1
+	for i < len(b) && i < 64 && (isWordByte(b[i]) || b[i] == '.' || b[i] == '-') {
+		i++
+	}
+	j := i
+	for j < len(b) && b[j] == ' ' {
+		j++
+	}
+	if j == i || j+1 >= len(b) || b[j] != '|' || b[j+1] != ' ' {
+		return 0, false
+	}
+	return j + 2, true
 }
 
 // labelShape is a necessary condition for reLabel: a run of

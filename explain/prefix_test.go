@@ -36,6 +36,14 @@ func TestParseMeta(t *testing.T) {
 			rank: -1, local: -1, pid: 4308, host: "dgx3", level: "WARN", msg: "Failed to open libibverbs.so[.1]", dev: 1},
 		{line: "WARN src/core.cu:47 ftruncate failed to allocate 1048576 bytes",
 			rank: -1, local: -1, level: "WARN", msg: "ftruncate failed to allocate 1048576 bytes", dev: -1},
+		// Ray's task prefix without an actor name, an actor's own repr with
+		// its rank, a field after the ip (Ray's logging docs).
+		{line: "(pid=48213) [rank1]: ValueError: bad", rank: 1, local: -1, pid: 48213, msg: "ValueError: bad", launcher: "(pid=48213) [rank1]: ", dev: -1},
+		{line: "(TrainWorker(rank=3) pid=9127) loss 2.1", rank: 3, local: -1, pid: 9127, msg: "loss 2.1", launcher: "(TrainWorker(rank=3) pid=9127) ", dev: -1},
+		{line: "(RayTrainWorker pid=77, ip=10.2.0.9, rank=5) boom", rank: 5, local: -1, pid: 77, host: "10.2.0.9", msg: "boom", launcher: "(RayTrainWorker pid=77, ip=10.2.0.9, rank=5) ", dev: -1},
+		// docker compose's service column; Lightning's rank_prefixed_message.
+		{line: "trainer-1  | RuntimeError: boom", rank: -1, local: -1, msg: "RuntimeError: boom", launcher: "trainer-1  | ", dev: -1},
+		{line: "[rank: 2] Child process with PID 61207 terminated with code -9.", rank: 2, local: -1, msg: "[rank: 2] Child process with PID 61207 terminated with code -9.", dev: -1},
 		// Not prefixes: an exception name, a log level, a bare word.
 		{line: "INFO starting epoch 3", rank: -1, local: -1, msg: "INFO starting epoch 3", dev: -1},
 		{line: "WARN disk almost full", rank: -1, local: -1, msg: "WARN disk almost full", dev: -1},

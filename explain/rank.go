@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"github.com/ncclwiz/ncclwiz/explain/internal/phrase"
 	"sort"
 	"strings"
 
@@ -171,7 +172,7 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 		}
 	}
 	if wdMerged != nil {
-		wd = decodeWatchdog(watchdogInput{records: s.wd, seqs: s.wdSeq, ranksSeen: sortedKeys(s.ranks),
+		wd = decodeWatchdog(watchdogInput{records: s.wd, seqs: s.wdSeq, ranksSeen: phrase.SortedKeys(s.ranks),
 			crashed: s.crashedBefore(wdMerged.primary), transports: s.digest.transports})
 	}
 
@@ -317,10 +318,53 @@ func (s *scan) diagnoses(r *Report) []Diagnosis {
 		}
 		out = append([]Diagnosis{d}, out...)
 	}
+	out = remotePeerRoot(out)
 	out = s.replaced(out)
 	out = s.crossChecks(out, r, wd)
 	s.culprits(out, wd)
 	return s.neverAllClear(out)
+}
+
+// remotePeerIDs are the consequences that say a remote rank went away, in
+// the order one is named root when nothing else is.
+var remotePeerIDs = []string{"peer-closed", "nccl-remote-error"}
+
+// remotePeerRoot names a remote peer's failure as the root when the log
+// holds nothing else: this rank saw its peer close or reset the connection
+// (gloo's "Connection closed by peer", NCCL's ncclRemoteError with
+// "Connection reset by peer"), so the failure is the peer's, and the log
+// of the rank that failed first is not here. Saying so beats a report
+// with consequences only; the confidence stays medium.
+func remotePeerRoot(out []Diagnosis) []Diagnosis {
+	for _, d := range out {
+		if d.RootCause {
+			return out
+		}
+	}
+	for _, id := range remotePeerIDs {
+		for i := range out {
+			d := &out[i]
+			if d.ID != id {
+				continue
+			}
+			d.RootCause, d.ConsequenceOf, d.Confidence = true, "", Medium
+			who := "its peer"
+			if p := d.Fields["peer"]; p != "" {
+				who = "its peer " + p
+			}
+			d.Advice = append([]string{"The rank that failed first is not in these logs: this rank only saw " + who + " close or reset the connection, so that rank crashed, was killed or lost its network first. Collect the output of every rank and node (e.g. torchrun --tee 3 or per-rank log files) and read that rank's own error."}, d.Advice...)
+			for j := range out {
+				if j != i && out[j].ConsequenceOf == "" {
+					out[j].ConsequenceOf = id
+				}
+			}
+			d0 := *d
+			copy(out[1:i+1], out[:i])
+			out[0] = d0
+			return out
+		}
+	}
+	return out
 }
 
 // replaced drops the diagnoses a catalogue cause found beside them reads
@@ -487,7 +531,7 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 		}
 	}
 	sort.Strings(d.AlsoMatched)
-	d.Ranks = sortedKeys(ranks)
+	d.Ranks = phrase.SortedKeys(ranks)
 	for h := range hosts {
 		d.Hosts = append(d.Hosts, h)
 	}
@@ -533,8 +577,13 @@ func (s *scan) diagnosis(m *merged) Diagnosis {
 		texts = append(texts, ev.Text)
 	}
 	addCudaError(s.e.cat, &d, texts...)
-	if d.ID == "store-rendezvous-timeout" {
+	switch d.ID {
+	case "store-rendezvous-timeout":
 		storeDetails(&d)
+	case idCollectiveDesync:
+		ddpModelDetails(&d)
+	case "cuda-init-failure":
+		driverDetails(&d)
 	}
 	return d
 }
@@ -618,7 +667,7 @@ func (s *scan) buildNotes(diags []Diagnosis) []Note {
 			n.Text = "An old PyTorch variable name is still set; it works today but should be renamed to its TORCH_ form."
 			if v := a.fields; len(v) > 0 {
 				var parts []string
-				for _, k := range sortedStringKeys(v) {
+				for _, k := range phrase.SortedKeys(v) {
 					parts = append(parts, k+"="+v[k])
 				}
 				n.Text += " (" + strings.Join(parts, ", ") + ")"
@@ -632,15 +681,6 @@ func (s *scan) buildNotes(diags []Diagnosis) []Note {
 		out = append(out, n)
 	}
 	return out
-}
-
-func sortedStringKeys(m map[string]string) []string {
-	var k []string
-	for x := range m {
-		k = append(k, x)
-	}
-	sort.Strings(k)
-	return k
 }
 
 // summary says what happened in plain words.
@@ -678,7 +718,7 @@ func (s *scan) summary(r *Report) string {
 		fmt.Fprintf(&b, "Root cause: %s [%s], %s confidence", root.Title, root.ID, root.Confidence)
 		if len(root.Evidence) > 0 {
 			ev := root.Evidence[0]
-			fmt.Fprintf(&b, ", first seen %s at %s:%d", whereEv(ev), ev.File, ev.Line)
+			fmt.Fprintf(&b, ", first seen %s at %s:%d", ev.Where(), ev.File, ev.Line)
 		}
 		b.WriteString(".")
 		if w := root.Watchdog; w != nil && len(w.Reasons) > 0 {
@@ -700,42 +740,17 @@ func (s *scan) summary(r *Report) string {
 		}
 		fmt.Fprintf(&b, "Only consequences of a failure were found (%s): the rank that failed first is not in these logs. Collect the output of every rank and node (e.g. torchrun --tee 3 or per-rank log files).", strings.Join(ids, ", "))
 		if r.FirstError != nil {
-			fmt.Fprintf(&b, " The first other error, likely the cause: %s at %s:%d.", errWords(r.FirstError), r.FirstError.File, r.FirstError.Line)
+			fmt.Fprintf(&b, " The first other error, likely the cause: %s at %s:%d.", r.FirstError.Words(), r.FirstError.File, r.FirstError.Line)
 		}
 	default:
 		fmt.Fprintf(&b, "No NCCL failure found in %s.", units.Count(lines, "line"))
 		if r.FirstError != nil {
-			fmt.Fprintf(&b, " The job failed elsewhere: the first error is %s at %s:%d.", errWords(r.FirstError), r.FirstError.File, r.FirstError.Line)
+			fmt.Fprintf(&b, " The job failed elsewhere: the first error is %s at %s:%d.", r.FirstError.Words(), r.FirstError.File, r.FirstError.Line)
 		} else {
 			b.WriteString(" No other error was found either.")
 		}
 	}
 	return b.String()
-}
-
-func errWords(e *ErrorLine) string {
-	kind := map[string]string{"python-exception": "a Python exception", "cuda-oom": "CUDA running out of memory in the model",
-		"killed": "a process killed by SIGKILL", "segfault": "a segmentation fault", "cuda-assert": "a device-side assert in a CUDA kernel"}[e.Kind]
-	if kind == "" {
-		kind = e.Kind
-	}
-	if w := whereEv(e.Evidence); w != "" {
-		kind += " on " + w
-	}
-	return kind
-}
-
-// whereEv names the rank/host of a line, or "".
-func whereEv(ev Evidence) string {
-	switch {
-	case ev.Rank >= 0 && ev.Host != "":
-		return fmt.Sprintf("rank %d (%s)", ev.Rank, ev.Host)
-	case ev.Rank >= 0:
-		return fmt.Sprintf("rank %d", ev.Rank)
-	case ev.Host != "":
-		return ev.Host
-	}
-	return ""
 }
 
 // cleanReport sanitises and redacts every string that came from a log.

@@ -248,16 +248,35 @@ func (lr *LineReader) Next() bool {
 	return true
 }
 
-// capLine removes a trailing '\r' and cuts the line at max bytes (on a rune
-// boundary).
+// capLine removes a trailing '\r' and the blanks before it and cuts the
+// line at max bytes (on a rune boundary). A console's copy of its screen
+// pads every row with spaces to the width; the padding is no text, and a
+// padded row is not one cut at the width (join.go).
 func capLine(line []byte, max int) ([]byte, bool) {
 	if len(line) > max {
 		return trimPartialRune(line[:max]), true
 	}
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
+	return trimEnd(line), false
+}
+
+// trimEnd removes a trailing '\r' and the spaces and tabs before it.
+func trimEnd(line []byte) []byte {
+	n := len(line)
+	if n > 0 && line[n-1] == '\r' {
+		n--
 	}
-	return line, false
+	for n > 0 && (line[n-1] == ' ' || line[n-1] == '\t') {
+		n--
+	}
+	line = line[:n]
+	// Ray folds a line repeated by several workers into one with this
+	// suffix: no part of the message.
+	if n > 0 && line[n-1] == ']' && bytes.HasSuffix(line, []byte("x across cluster]")) {
+		if i := bytes.LastIndex(line, []byte(" [repeated ")); i >= 0 {
+			line = trimEnd(line[:i])
+		}
+	}
+	return line
 }
 
 // lineStats counts NUL bytes and checks UTF-8 validity.

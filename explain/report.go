@@ -1,5 +1,7 @@
 package explain
 
+import "fmt"
+
 // SchemaVersion is the version of the JSON report; it changes only when a
 // field changes meaning or disappears.
 const SchemaVersion = 1
@@ -291,4 +293,30 @@ type PeerLink struct {
 	From int      `json:"from"`
 	To   int      `json:"to"`
 	Via  []string `json:"via"`
+}
+
+// Words names an error line in words: its kind and where it happened.
+func (e *ErrorLine) Words() string {
+	kind := map[string]string{"python-exception": "a Python exception", "cuda-oom": "CUDA running out of memory in the model",
+		"killed": "a process killed by SIGKILL", "segfault": "a segmentation fault", "cuda-assert": "a device-side assert in a CUDA kernel"}[e.Kind]
+	if kind == "" {
+		kind = e.Kind
+	}
+	if w := e.Where(); w != "" {
+		kind += " on " + w
+	}
+	return kind
+}
+
+// Where names the rank and host of a line ("rank 3 (node2)"), or "".
+func (ev Evidence) Where() string {
+	switch {
+	case ev.Rank >= 0 && ev.Host != "":
+		return fmt.Sprintf("rank %d (%s)", ev.Rank, ev.Host)
+	case ev.Rank >= 0:
+		return fmt.Sprintf("rank %d", ev.Rank)
+	case ev.Host != "":
+		return ev.Host
+	}
+	return ""
 }

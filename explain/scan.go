@@ -73,6 +73,9 @@ type scan struct {
 	// (rank -1: not known), to tell an exception raised after its own
 	// rank failed (a knock-on) from one raised before.
 	failAt map[[2]int]int64
+	// timeoutAt is the same for a waiter's failure (a timeout): what a
+	// rank reports after its own collective timed out is its knock-on.
+	timeoutAt map[[2]int]int64
 	// cat is the catalogue analysis (catalog_use.go); failures is every
 	// entry of torchrun's failure summaries (ranks.go).
 	cat      *catState
@@ -98,7 +101,7 @@ func (e *Explainer) newScan() *scan {
 		e: e, cand: make([]uint64, e.words), cand2: make([]uint64, e.words),
 		aggs: map[string]*sigAgg{}, notes: map[string]*sigAgg{}, digest: newDigestAcc(),
 		ranks: map[int]bool{}, wd: map[int]wdRecord{}, wdSeq: map[int]seqRecord{},
-		failAt: map[[2]int]int64{}, cat: newCatState(), seenRanks: map[int]bool{}, seenLocal: map[int]bool{}, desyncOps: map[int]string{},
+		failAt: map[[2]int]int64{}, timeoutAt: map[[2]int]int64{}, cat: newCatState(), seenRanks: map[int]bool{}, seenLocal: map[int]bool{}, desyncOps: map[int]string{},
 	}
 	s.digest.hang.isInit = s.isInitLine
 	return s
@@ -216,11 +219,7 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 		}
 		a := s.record(s.aggs, h, ev(), m, fs, false)
 		s.failureSeen(h.def, ev, m)
-		if k := [2]int{fs.idx, m.Rank}; h.def.Role != RoleContext && len(s.failAt) < maxRanksTracked {
-			if _, ok := s.failAt[k]; !ok {
-				s.failAt[k] = s.seq
-			}
-		}
+		s.markFailed(fs, h.def, m)
 		if h.def.Role == RoleWrapper {
 			fs.lastWrapper = a
 		}
@@ -449,6 +448,27 @@ func (s *scan) failureSeen(d *sigDef, ev func() Evidence, m lineMeta) {
 		e := ev()
 		e.Signature = d.ID
 		s.earliest, s.earliestTS = &e, m.TS
+	}
+}
+
+// markFailed records the first failure (and the first timeout) line of
+// this input and rank.
+func (s *scan) markFailed(fs *fileState, d *sigDef, m lineMeta) {
+	if len(s.failAt) >= maxRanksTracked {
+		return
+	}
+	k := [2]int{fs.idx, m.Rank}
+	// The watchdog's "Timeout at NCCL work: N" is context for a diagnosis
+	// but still says this rank's collective timed out (its timeout line
+	// may be wrapped or elided past reading).
+	if _, ok := s.timeoutAt[k]; !ok && (d.waiter || d.ID == "watchdog-seq-status") {
+		s.timeoutAt[k] = s.seq
+	}
+	if d.Role == RoleContext {
+		return
+	}
+	if _, ok := s.failAt[k]; !ok {
+		s.failAt[k] = s.seq
 	}
 }
 

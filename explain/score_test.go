@@ -27,17 +27,23 @@ type corpusLabel struct {
 
 func readLabel(t *testing.T, name string) corpusLabel {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "labels", name+".yaml"))
-	if err != nil {
-		t.Fatalf("%s: no label: %v", name, err)
-	}
 	var l corpusLabel
+	decodeLabel(t, filepath.Join("testdata", "labels", name+".yaml"), &l)
+	return l
+}
+
+// decodeLabel reads a label file into v, every field known.
+func decodeLabel(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%s: no label: %v", filepath.Base(path), err)
+	}
 	dec := yaml.NewDecoder(strings.NewReader(string(b)))
 	dec.KnownFields(true)
-	if err := dec.Decode(&l); err != nil {
-		t.Fatalf("%s: label: %v", name, err)
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("%s: label: %v", filepath.Base(path), err)
 	}
-	return l
 }
 
 // Score bars from issue 15: top-1 on the corpus, and how often a "high"

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"github.com/ncclwiz/ncclwiz/explain/internal/phrase"
 	"regexp"
 	"sort"
 	"strconv"
@@ -102,7 +103,7 @@ func decodeWatchdog(in watchdogInput) *Watchdog {
 	}
 	w := &Watchdog{SeqNum: -1, NumelIn: -1, NumelOut: -1}
 	// The representative record: the lowest known rank.
-	ranks := sortedKeys(in.records)
+	ranks := phrase.SortedKeys(in.records)
 	if len(ranks) > 0 {
 		r := in.records[ranks[0]]
 		for _, k := range ranks {
@@ -149,11 +150,11 @@ func decodeWatchdog(in watchdogInput) *Watchdog {
 	}
 	if len(seqs) > 1 {
 		var parts []string
-		for _, s := range sortedKeys64(seqs) {
-			parts = append(parts, fmt.Sprintf("SeqNum=%d on %s", s, rankList(seqs[s])))
+		for _, s := range phrase.SortedKeys(seqs) {
+			parts = append(parts, fmt.Sprintf("SeqNum=%d on %s", s, phrase.RankList(seqs[s])))
 		}
 		reason("ranks timed out on different collectives (%s): they took different code paths or one fell behind", strings.Join(parts, ", "))
-		lowest := sortedKeys64(seqs)[0]
+		lowest := phrase.SortedKeys(seqs)[0]
 		for _, r := range seqs[lowest] {
 			stragglers[r] = true
 		}
@@ -163,7 +164,7 @@ func decodeWatchdog(in watchdogInput) *Watchdog {
 		w.SeqByRank = map[string]SeqStatus{}
 		enq := map[int64][]int{}
 		allIdle := true
-		for _, k := range sortedKeys(in.seqs) {
+		for _, k := range phrase.SortedKeys(in.seqs) {
 			s := in.seqs[k]
 			if k >= 0 {
 				w.SeqByRank[strconv.Itoa(k)] = SeqStatus{TimeoutSeq: s.TimeoutSeq, LastEnqueued: s.LastEnq, LastCompleted: s.LastComplete}
@@ -174,10 +175,10 @@ func decodeWatchdog(in watchdogInput) *Watchdog {
 			}
 		}
 		if len(enq) > 1 {
-			keys := sortedKeys64(enq)
+			keys := phrase.SortedKeys(enq)
 			low := keys[0]
 			reason("%s enqueued work only up to %d while %s reached %d: the lower rank never reached the collective",
-				rankList(enq[low]), low, rankList(enq[keys[len(keys)-1]]), keys[len(keys)-1])
+				phrase.RankList(enq[low]), low, phrase.RankList(enq[keys[len(keys)-1]]), keys[len(keys)-1])
 			for _, r := range enq[low] {
 				stragglers[r] = true
 			}
@@ -207,17 +208,17 @@ func decodeWatchdog(in watchdogInput) *Watchdog {
 		sort.Ints(w.SilentRanks)
 		if n := len(w.SilentRanks); n > 0 {
 			if len(w.TimedOutRanks) >= 2 && len(w.TimedOutRanks) >= 2*n {
-				reason("%s printed output but never timed out while %d other ranks did: it never reached the collective", rankList(w.SilentRanks), len(w.TimedOutRanks))
+				reason("%s printed output but never timed out while %d other ranks did: it never reached the collective", phrase.RankList(w.SilentRanks), len(w.TimedOutRanks))
 				for _, r := range w.SilentRanks {
 					stragglers[r] = true
 				}
 			} else {
-				w.Reasons = append(w.Reasons, fmt.Sprintf("%s printed output but no timeout: either they never reached the collective or the launcher stopped them before their own watchdog fired", rankList(w.SilentRanks)))
+				w.Reasons = append(w.Reasons, fmt.Sprintf("%s printed output but no timeout: either they never reached the collective or the launcher stopped them before their own watchdog fired", phrase.RankList(w.SilentRanks)))
 			}
 		}
 	}
 	// A rank that failed with its own error before the timeout.
-	for _, r := range sortedKeys(in.crashed) {
+	for _, r := range phrase.SortedKeys(in.crashed) {
 		if r >= 0 {
 			reason("rank %d failed first (%s), so it never joined the collective", r, in.crashed[r])
 			stragglers[r] = true
@@ -226,11 +227,11 @@ func decodeWatchdog(in watchdogInput) *Watchdog {
 	// Bandwidth.
 	if need, ok := w.NeededBytesPerSec["float32"]; ok {
 		if need < hangBandwidth {
-			reason("finishing in time needed only %s even as float32; every NCCL transport is faster, so data was not moving", humanRate(need))
+			reason("finishing in time needed only %s even as float32; every NCCL transport is faster, so data was not moving", phrase.Rate(need))
 		}
 	}
 	if w.OpType == "BARRIER" || (numel >= 0 && numel <= 1) {
-		reason("a %s of %s cannot take %s unless a rank is missing", strings.ToLower(orDefault(w.OpType, "collective")), units.Count(max(numel, 0), "element"), humanMS(w.TimeoutMS))
+		reason("a %s of %s cannot take %s unless a rank is missing", strings.ToLower(phrase.Or(w.OpType, "collective")), units.Count(max(numel, 0), "element"), phrase.Millis(w.TimeoutMS))
 	}
 
 	for r := range stragglers {
@@ -243,7 +244,7 @@ func decodeWatchdog(in watchdogInput) *Watchdog {
 	case len(w.NeededBytesPerSec) > 0:
 		w.Verdict = "too-slow"
 		w.Reasons = append(w.Reasons, fmt.Sprintf("moving %s within %s needs %s (float32): a slow transport could plausibly miss that",
-			humanBytes(w.Bytes["float32"]), humanMS(w.TimeoutMS), humanRate(w.NeededBytesPerSec["float32"])))
+			phrase.Bytes(w.Bytes["float32"]), phrase.Millis(w.TimeoutMS), phrase.Rate(w.NeededBytesPerSec["float32"])))
 	default:
 		w.Verdict = "unknown"
 		w.Reasons = append(w.Reasons, "the log does not give the tensor sizes (older PyTorch) and all ranks agree; compare SeqNum and last enqueued work across every rank's log")
@@ -259,7 +260,7 @@ func watchdogAdvice(w *Watchdog, in watchdogInput) []string {
 	switch w.Verdict {
 	case "hang", "unknown":
 		if len(w.Stragglers) > 0 {
-			a = append(a, fmt.Sprintf("Look at what %s was doing before the timeout: its own traceback, an OOM kill (exitcode -9), or a long step only it runs (checkpointing, evaluation, data preparation on rank 0).", rankList(w.Stragglers)))
+			a = append(a, fmt.Sprintf("Look at what %s was doing before the timeout: its own traceback, an OOM kill (exitcode -9), or a long step only it runs (checkpointing, evaluation, data preparation on rank 0).", phrase.RankList(w.Stragglers)))
 		} else {
 			a = append(a, "Find the rank that did not arrive: compare SeqNum and last enqueued work across every rank's log; the lowest is the straggler.")
 		}
@@ -279,91 +280,6 @@ func watchdogAdvice(w *Watchdog, in watchdogInput) []string {
 	return a
 }
 
-func rankList(rs []int) string {
-	if len(rs) == 0 {
-		return "no rank"
-	}
-	s := append([]int(nil), rs...)
-	sort.Ints(s)
-	var parts []string
-	for i, r := range s {
-		if i == 8 {
-			parts = append(parts, fmt.Sprintf("… (%d ranks)", len(s)))
-			break
-		}
-		parts = append(parts, strconv.Itoa(r))
-	}
-	if len(s) == 1 {
-		return "rank " + parts[0]
-	}
-	return "ranks " + strings.Join(parts, ", ")
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
-}
-
-func sortedKeys[V any](m map[int]V) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
-}
-
-func sortedKeys64[V any](m map[int64]V) []int64 {
-	out := make([]int64, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
-
-// humanBytes renders a byte count in binary units.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
-}
-
-// humanRate renders bytes per second in decimal units, as link speeds are.
-func humanRate(bps float64) string {
-	switch {
-	case bps >= 1e9:
-		return fmt.Sprintf("%.1f GB/s", bps/1e9)
-	case bps >= 1e6:
-		return fmt.Sprintf("%.1f MB/s", bps/1e6)
-	case bps >= 1e3:
-		return fmt.Sprintf("%.1f kB/s", bps/1e3)
-	case bps > 0 && bps < 1:
-		// A 4-byte collective: not "0 B/s", which reads as nothing needed.
-		return "less than 1 B/s"
-	}
-	return fmt.Sprintf("%.0f B/s", bps)
-}
-
-func humanMS(ms int64) string {
-	switch {
-	case ms >= 60000 && ms%60000 == 0:
-		return fmt.Sprintf("%d min", ms/60000)
-	case ms >= 1000:
-		return fmt.Sprintf("%.1f s", float64(ms)/1000)
-	}
-	return fmt.Sprintf("%d ms", ms)
-}
-
 // desyncDiagnosis: ranks that timed out at the same sequence number of the
 // same process group in different collectives (another OpType, or other
 // sizes) run different code — a program-order bug, not the network
@@ -378,7 +294,7 @@ func (s *scan) desyncDiagnosis(wd *Watchdog) *Diagnosis {
 	}
 	groups := map[key]map[string][]int{}
 	evs := map[string]Evidence{}
-	for _, rank := range sortedKeys(s.wd) {
+	for _, rank := range phrase.SortedKeys(s.wd) {
 		r := s.wd[rank]
 		if rank < 0 || r.Seq < 0 || r.Op == "" {
 			continue
@@ -437,7 +353,7 @@ func (s *scan) desyncDiagnosis(wd *Watchdog) *Diagnosis {
 		dis.Values = append(dis.Values, FactValue{Value: w, Where: where, Evidence: &ev})
 		d.Evidence = append(d.Evidence, ev)
 		d.Ranks = append(d.Ranks, ranks...)
-		parts = append(parts, fmt.Sprintf("%s in %s", rankList(ranks), w))
+		parts = append(parts, fmt.Sprintf("%s in %s", phrase.RankList(ranks), w))
 	}
 	sort.Ints(d.Ranks)
 	d.Count = len(d.Ranks)

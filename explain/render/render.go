@@ -3,7 +3,9 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ncclwiz/ncclwiz/explain/internal/phrase"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -75,7 +77,7 @@ func WritePlain(w io.Writer, r *explain.Report, o PlainOptions) error {
 	for _, in := range r.Inputs {
 		lines, bytes = lines+in.Lines, bytes+in.Bytes
 	}
-	head := fmt.Sprintf("ncclwiz explain: %s, %s, %s", units.Count(len(r.Inputs), "input"), units.Count(lines, "line"), humanBytes(bytes))
+	head := fmt.Sprintf("ncclwiz explain: %s, %s, %s", units.Count(len(r.Inputs), "input"), units.Count(lines, "line"), phrase.Bytes(bytes))
 	if r.NCCLVersion != "" {
 		head += dot + "NCCL " + r.NCCLVersion
 	}
@@ -125,10 +127,10 @@ func WritePlain(w io.Writer, r *explain.Report, o PlainOptions) error {
 		if len(d.Ranks) > 0 || len(d.Hosts) > 0 {
 			var parts []string
 			if len(d.Ranks) > 0 {
-				parts = append(parts, rankList(d.Ranks))
+				parts = append(parts, phrase.RankList(d.Ranks))
 			}
 			if len(d.Hosts) > 0 {
-				parts = append(parts, "host "+strings.Join(limit(d.Hosts, 6), ", "))
+				parts = append(parts, "host "+strings.Join(phrase.Limit(d.Hosts, 6), ", "))
 			}
 			p("%s%s %s\n", ind, st.dim.Render("Where:   "), strings.Join(parts, dot))
 		}
@@ -164,7 +166,7 @@ func WritePlain(w io.Writer, r *explain.Report, o PlainOptions) error {
 		}
 		var advice []string
 		for _, a := range d.Advice {
-			if d.Watchdog == nil || !contains(d.Watchdog.Advice, a) {
+			if d.Watchdog == nil || !slices.Contains(d.Watchdog.Advice, a) {
 				advice = append(advice, a)
 			}
 		}
@@ -180,7 +182,7 @@ func WritePlain(w io.Writer, r *explain.Report, o PlainOptions) error {
 		if len(r.Diagnoses) > 0 {
 			label = "First non-NCCL error"
 		}
-		p("\n%s %s\n", st.head.Render(label+":"), errWords(e))
+		p("\n%s %s\n", st.head.Render(label+":"), e.Words())
 		p("  %s\n  %s\n", evHead(e.Evidence, dot), shorten(e.Text, o.Width-2, !o.CutLines))
 		if e.Frame != "" {
 			p("  %s %s\n", st.dim.Render("at"), shorten(e.Frame, o.Width-6, !o.CutLines))
@@ -200,7 +202,7 @@ func WritePlain(w io.Writer, r *explain.Report, o PlainOptions) error {
 		p("\n")
 	}
 	if e := r.EarliestFailure; e != nil && len(r.Diagnoses) > 0 && !rootShows(r, e) && rootTimed(r) {
-		p("%s %s at %s:%d [%s]\n", st.head.Render("Earliest timestamped failure:"), orDefault(whereEv(*e), "unknown rank"), e.File, e.Line, e.Signature)
+		p("%s %s at %s:%d [%s]\n", st.head.Render("Earliest timestamped failure:"), phrase.Or(e.Where(), "unknown rank"), e.File, e.Line, e.Signature)
 	}
 
 	if len(r.Notes) > 0 {
@@ -249,19 +251,19 @@ func writeWatchdog(b *strings.Builder, w *explain.Watchdog, ind string, st plain
 		}
 	}
 	if w.TimeoutMS > 0 {
-		work = append(work, "timeout "+humanMS(w.TimeoutMS))
+		work = append(work, "timeout "+phrase.Millis(w.TimeoutMS))
 	}
 	if w.RanForMS > 0 {
-		work = append(work, "ran for "+humanMS(w.RanForMS))
+		work = append(work, "ran for "+phrase.Millis(w.RanForMS))
 	}
 	p("%s%s %s\n", ind, st.dim.Render("Work:    "), strings.Join(work, dot))
 	if len(w.Bytes) > 0 {
 		var parts []string
 		for _, d := range explain.DTypeSizes {
-			parts = append(parts, fmt.Sprintf("%s as %s", humanBytes(w.Bytes[d.Name]), d.Name))
+			parts = append(parts, fmt.Sprintf("%s as %s", phrase.Bytes(w.Bytes[d.Name]), d.Name))
 		}
 		p("%s%s %s\n", ind, st.dim.Render("Size:    "), strings.Join(parts, dot))
-		p("%s%s %s (float32) to finish within the timeout\n", ind, st.dim.Render("Needed:  "), humanRate(w.NeededBytesPerSec["float32"]))
+		p("%s%s %s (float32) to finish within the timeout\n", ind, st.dim.Render("Needed:  "), phrase.Rate(w.NeededBytesPerSec["float32"]))
 	}
 	verdict := strings.ToUpper(w.Verdict)
 	if w.Verdict == "hang" {
@@ -275,10 +277,10 @@ func writeWatchdog(b *strings.Builder, w *explain.Watchdog, ind string, st plain
 	}
 	var rk []string
 	if len(w.TimedOutRanks) > 0 {
-		rk = append(rk, "timed out: "+intList(w.TimedOutRanks))
+		rk = append(rk, "timed out: "+phrase.IntList(w.TimedOutRanks))
 	}
 	if len(w.Stragglers) > 0 {
-		rk = append(rk, st.err.Render("behind: "+intList(w.Stragglers)))
+		rk = append(rk, st.err.Render("behind: "+phrase.IntList(w.Stragglers)))
 	}
 	if len(w.SeqByRank) > 0 {
 		keys := make([]int, 0, len(w.SeqByRank))
@@ -323,7 +325,7 @@ func writeDigest(b *strings.Builder, d *explain.Digest, st plainStyles, dot, bul
 		for _, v := range d.Versions {
 			s := v.Version
 			if len(d.Versions) > 1 && len(v.Where) > 0 {
-				s += " (" + strings.Join(limit(v.Where, 4), ", ") + ")"
+				s += " (" + strings.Join(phrase.Limit(v.Where, 4), ", ") + ")"
 			}
 			vs = append(vs, s)
 		}
@@ -349,13 +351,13 @@ func writeDigest(b *strings.Builder, d *explain.Digest, st plainStyles, dot, bul
 		row("Network", d.Network)
 	}
 	if len(d.Bootstrap) > 0 {
-		row("Bootstrap", strings.Join(limit(d.Bootstrap, 6), ", "))
+		row("Bootstrap", strings.Join(phrase.Limit(d.Bootstrap, 6), ", "))
 	}
 	if len(d.SocketIfs) > 0 {
-		row("Sockets", strings.Join(limit(d.SocketIfs, 6), ", "))
+		row("Sockets", strings.Join(phrase.Limit(d.SocketIfs, 6), ", "))
 	}
 	if len(d.IBDevices) > 0 {
-		row("IB devices", strings.Join(limit(d.IBDevices, 8), ", "))
+		row("IB devices", strings.Join(phrase.Limit(d.IBDevices, 8), ", "))
 	}
 	if len(d.Transports) > 0 {
 		var parts []string
@@ -381,13 +383,13 @@ func writeDigest(b *strings.Builder, d *explain.Digest, st plainStyles, dot, bul
 	}
 	if len(d.Env) > 0 {
 		var parts []string
-		for _, k := range sortedStringKeys(d.Env) {
+		for _, k := range phrase.SortedKeys(d.Env) {
 			parts = append(parts, k+"="+d.Env[k])
 		}
 		row("Env", strings.Join(parts, " "))
 	}
 	if len(d.CuMemFallback) > 0 {
-		row("cuMem host", "fell back to /dev/shm on "+strings.Join(limit(d.CuMemFallback, 8), ", "))
+		row("cuMem host", "fell back to /dev/shm on "+strings.Join(phrase.Limit(d.CuMemFallback, 8), ", "))
 	}
 	if d.ErrorOrigin != "" {
 		row("Error from", d.ErrorOrigin)
@@ -468,10 +470,10 @@ func roleWord(d explain.Diagnosis) string {
 
 func fieldsText(f map[string]string) string {
 	var parts []string
-	for _, k := range sortedStringKeys(f) {
+	for _, k := range phrase.SortedKeys(f) {
 		v := f[k]
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && (strings.Contains(k, "bytes") || strings.HasSuffix(k, "size")) && n >= 1024 {
-			v += " (" + humanBytes(n) + ")"
+			v += " (" + phrase.Bytes(n) + ")"
 		}
 		parts = append(parts, k+"="+v)
 	}
@@ -490,34 +492,6 @@ func shorten(s string, n int, full bool) string {
 // wrap breaks s at spaces to width, indenting continuation lines.
 func wrap(s string, width int, indent string) string {
 	return textwrap.String(s, max(width, 30), indent)
-}
-
-func intList(v []int) string {
-	var parts []string
-	for i, x := range v {
-		if i == 12 {
-			parts = append(parts, fmt.Sprintf("… (%d)", len(v)))
-			break
-		}
-		parts = append(parts, strconv.Itoa(x))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func limit(s []string, n int) []string {
-	if len(s) <= n {
-		return s
-	}
-	return append(append([]string{}, s[:n]...), fmt.Sprintf("… (%d)", len(s)))
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // notNCCLRoot reports whether the root cause is outside NCCL.

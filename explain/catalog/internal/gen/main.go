@@ -285,35 +285,28 @@ func clean(f string) string {
 	return strings.Join(strings.Fields(f), " ")
 }
 
+// quotedEnd is the index of the quote that closes the string or character
+// literal opening at s[i] (escapes skipped; a literal left open ends at
+// the line's end or the text's last byte).
+func quotedEnd(s string, i int) int {
+	q := s[i]
+	j := i + 1
+	for j < len(s) && s[j] != q && s[j] != '\n' {
+		if s[j] == '\\' {
+			j++
+		}
+		j++
+	}
+	return min(j, len(s)-1)
+}
+
 // stripComments removes // and /* */ comments outside string literals.
 func stripComments(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		switch {
-		case s[i] == '"':
-			j := i + 1
-			for j < len(s) && s[j] != '"' && s[j] != '\n' {
-				if s[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			if j >= len(s) {
-				j = len(s) - 1
-			}
-			b.WriteString(s[i : j+1])
-			i = j
-		case s[i] == '\'':
-			j := i + 1
-			for j < len(s) && s[j] != '\'' && s[j] != '\n' {
-				if s[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			if j >= len(s) {
-				j = len(s) - 1
-			}
+		case s[i] == '"' || s[i] == '\'':
+			j := quotedEnd(s, i)
 			b.WriteString(s[i : j+1])
 			i = j
 		case strings.HasPrefix(s[i:], "//"):
