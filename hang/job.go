@@ -103,6 +103,24 @@ func (j Job) WorldSize() string {
 	return ""
 }
 
+// SlurmStep is the ranks' Slurm job and step ("JOBID.STEPID", from
+// SLURM_JOB_ID and SLURM_STEP_ID), or "".
+func (j Job) SlurmStep() string {
+	id, step := j.Env("SLURM_JOB_ID"), j.Env("SLURM_STEP_ID")
+	if id == "" || step == "" {
+		return ""
+	}
+	return id + "." + step
+}
+
+// SlurmJobID is the ranks' SLURM_JOB_ID, or "".
+func (j Job) SlurmJobID() string { return j.Env("SLURM_JOB_ID") }
+
+// stepDaemon: Slurm's slurmstepd. It is the launcher of an srun step's
+// ranks, but one that started no rank runs a batch script or a step of
+// other programs: it never waits in a rendezvous.
+func stepDaemon(p proctab.Process) bool { return p.Comm == "slurmstepd" }
+
 // Number returns the global rank of p (a rank of j), or -1.
 func (j Job) Number(p proctab.Process) int {
 	if n, ok := j.Numbers[p.PID]; ok {
@@ -389,7 +407,7 @@ func FindJobs(t *proctab.Table) []Job {
 	// rendezvous (a younger one is still starting: importing torch takes
 	// seconds on a loaded machine).
 	for _, p := range t.All() {
-		if inJob[p.PID] || cand[p.PID] || p.Exited() || !procs.IsLauncher(p) || (t.Self > 0 && p.PID == t.Self) || t.Age(p) < launcherGrace {
+		if inJob[p.PID] || cand[p.PID] || p.Exited() || !procs.IsLauncher(p) || stepDaemon(p) || (t.Self > 0 && p.PID == t.Self) || t.Age(p) < launcherGrace {
 			continue
 		}
 		if l, ok := launcherOf(t, p); ok && (inJob[l.PID] || procs.IsLauncher(l)) {

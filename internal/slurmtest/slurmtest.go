@@ -5,6 +5,7 @@
 package slurmtest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -36,7 +37,13 @@ func Start(t testing.TB) *Slurm {
 			t.Skipf("needs %s (apt-get install slurm-wlm munge)", p)
 		}
 	}
-	dir := t.TempDir()
+	// Not t.TempDir: a subtest's name puts commas and spaces in it, and
+	// slurm.conf cannot hold a path with a comma (slurmctld never starts).
+	dir, err := os.MkdirTemp("", "slurmtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	host, err := os.Hostname()
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +97,9 @@ PartitionName=debug Nodes=%s Default=YES MaxTime=INFINITE State=UP
 	daemon(t, dir, "slurmctld", "slurmctld", "-D", "-i", "-f", conf)
 	daemon(t, dir, "slurmd", "slurmd", "-D", "-N", host, "-f", conf)
 	waitFor(t, func() bool {
-		cmd := exec.Command("sinfo", "-h", "-N", "-o", "%T")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "sinfo", "-h", "-N", "-o", "%T")
 		cmd.Env = s.Env()
 		out, err := cmd.Output()
 		return err == nil && strings.TrimSpace(string(out)) == "idle"
@@ -124,9 +133,11 @@ func daemon(t testing.TB, dir, name string, args ...string) {
 	})
 }
 
+// waitFor polls ok for up to 30 s: the daemons are up in about a second
+// even on 2 loaded cores.
 func waitFor(t testing.TB, ok func() bool, what string) {
 	t.Helper()
-	for range 150 {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		if ok() {
 			return
 		}
