@@ -23,7 +23,7 @@ import (
 // the job's RAS service and flight-recorder dumps are.
 var EnvKeys = append(append([]string(nil), procs.EnvKeys...),
 	"OMPI_COMM_WORLD_SIZE", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMI_SIZE",
-	"SLURM_PROCID", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_NTASKS",
+	"SLURM_PROCID", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_NTASKS", "SLURM_CLUSTER_NAME",
 	"NCCL_RAS_ADDR", "NCCL_RAS_ENABLE",
 	"TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_FR_DUMP_TEMP_FILE",
 	"TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT",
@@ -286,7 +286,9 @@ func jobKeys(t *proctab.Table, p proctab.Process, launcher *proctab.Process) []s
 		keys = append(keys, "X"+ns+"/"+p.PIDNS)
 	}
 	if id := p.Env["SLURM_JOB_ID"]; id != "" && p.Env["SLURM_STEP_ID"] != "" {
-		keys = append(keys, "S"+id+"."+p.Env["SLURM_STEP_ID"])
+		// Job ids are unique within a cluster only: two clusters' job 1
+		// may run on one machine.
+		keys = append(keys, "S"+p.Env["SLURM_CLUSTER_NAME"]+"/"+id+"."+p.Env["SLURM_STEP_ID"])
 	}
 	if parent, ok := t.Lookup(p.PPID); ok && p.PPID > 1 && !procs.IsReaper(t, parent) && (len(keys) == 0 || RankOf(p) < 0) {
 		keys = append(keys, "P"+strconv.Itoa(p.PPID))
