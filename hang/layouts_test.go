@@ -11,16 +11,18 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ncclwiz/ncclwiz/internal/realjob"
 )
 
-// TestRealLayouts runs the layouts the first real-job matrix left out: a
-// Slurm step (srun, and srun inside sbatch) on a single-host Slurm, a
-// rank in uninterruptible sleep (D), and a job in a PID and network
+// realLayouts are the layouts the first real-job matrix left out, run as
+// parallel subtests of TestRealJobs (their jobs overlap the others'): a
+// Slurm step (srun, and srun inside sbatch) on a single-host Slurm of its
+// own, a rank in uninterruptible sleep (D), and a job in a PID and network
 // namespace of its own inspected from the host, from inside (nsenter) and
 // as nobody, who cannot enter its network namespace to ask RAS.
-func TestRealLayouts(t *testing.T) {
+func realLayouts(t *testing.T) {
 	t.Run("srun, rank 1 sleeps", func(t *testing.T) {
 		t.Parallel()
 		j := start(t, realjob.Spec{Launcher: realjob.SlurmStep, Behave: map[int]realjob.Behaviour{1: realjob.Sleep}})
@@ -28,7 +30,7 @@ func TestRealLayouts(t *testing.T) {
 		expect(t, r, VerdictSuspect, "[1]")
 		slurmJob(t, r, j)
 		// The step's slurmstepd names the same job.
-		if r2 := inspect(t, j.Launchers()[0], Options{Interval: 1}); r2.Job.LocalRanks != 3 || r2.Job.SlurmStep != r.Job.SlurmStep {
+		if r2 := inspect(t, j.Launchers()[0], Options{Interval: time.Second}); r2.Job.LocalRanks != 3 || r2.Job.SlurmStep != r.Job.SlurmStep {
 			t.Errorf("--pid of slurmstepd: %d ranks, step %q\n%s", r2.Job.LocalRanks, r2.Job.SlurmStep, plain(r2))
 		}
 	})
