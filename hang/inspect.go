@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ncclwiz/ncclwiz/checks/procs"
 	"github.com/ncclwiz/ncclwiz/hang/flightrec"
 	"github.com/ncclwiz/ncclwiz/hang/ras"
 	"github.com/ncclwiz/ncclwiz/host"
@@ -52,6 +53,9 @@ type JobInfo struct {
 	WorldSize    string  `json:"world_size,omitempty"`
 	LocalRanks   int     `json:"local_ranks"`
 	PIDNS        string  `json:"pid_namespace,omitempty"`
+	// SlurmStep is the ranks' Slurm "JOBID.STEPID" (their launcher is
+	// that step's slurmstepd).
+	SlurmStep string `json:"slurm_step,omitempty"`
 	// Orphaned says the launcher is gone, and how that is known.
 	Orphaned string `json:"orphaned,omitempty"`
 	// Unreadable names the processes whose environment could not be read.
@@ -137,7 +141,7 @@ func Inspect(ctx context.Context, h *host.Host, j Job, o Options) (*Report, erro
 		r.Simulated = h.Name
 	}
 	r.Job = JobInfo{ID: j.ID(), Command: j.Command(), AgeSeconds: j.Age.Round(time.Second).Seconds(),
-		WorldSize: j.WorldSize(), LocalRanks: len(j.Ranks), Orphaned: j.Orphaned, LauncherPIDs: []int{},
+		WorldSize: j.WorldSize(), LocalRanks: len(j.Ranks), Orphaned: j.Orphaned, LauncherPIDs: []int{}, SlurmStep: j.SlurmStep(),
 		Unreadable: UnreadableNote(o.Unreadable, h.IsRoot()), UnreadableCount: len(o.Unreadable)}
 	if len(j.Ranks) > 0 {
 		r.Job.PIDNS = j.Ranks[0].PIDNS
@@ -173,7 +177,7 @@ func Inspect(ctx context.Context, h *host.Host, j Job, o Options) (*Report, erro
 	if storeGone != "" {
 		orphan = strings.TrimPrefix(strings.Join([]string{orphan, storeGone}, "; "), "; ")
 	}
-	jd := Judge(ss, Facts{Backend: r.Runtime.Backend, Orphaned: orphan, WorldSize: ws, Hidden: hidden, Interval: o.Interval.String()})
+	jd := Judge(ss, Facts{Backend: r.Runtime.Backend, Orphaned: orphan, WorldSize: ws, Hidden: hidden, Interval: o.Interval.String(), SlurmJob: textsafe.Clean(j.SlurmJobID())})
 	ev := jd.Evidence
 	if r.Job.Unreadable != "" {
 		ev = append(ev, Evidence{Rank: -1, Source: "job", Text: r.Job.Unreadable})
@@ -283,7 +287,20 @@ func askRAS(ctx context.Context, h *host.Host, j Job, rt Runtime, o Options) *RA
 	theirs, err2 := h.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/net")
 	switch {
 	case err2 != nil:
-		res.Namespace = "ncclwiz's own (the job's could not be read)"
+		// Another user's rank: its ns/net link is hidden, but whether it
+		// shares ncclwiz's namespace shows in files anyone may read.
+		switch same, known := procnet.SameNamespace(h, pid); {
+		case known && same:
+			res.Namespace = "ncclwiz's own, which the job shares (the same kernel netlink sockets)"
+		case known:
+			// Its localhost is not ours: asking ours would ask another
+			// program, or nothing, and pass for the job's answer.
+			res.Namespace = "the job's, another network namespace than ncclwiz's (its link could not be read)"
+			res.Error = enterNote(h, pid, addr, "its /proc/"+strconv.Itoa(pid)+"/ns/net cannot be read and setns needs root (CAP_SYS_ADMIN)")
+			return res
+		default:
+			res.Namespace = "ncclwiz's own — the job's could not be read, so it may be another (run as root to be sure)"
+		}
 	case err1 == nil && ours == theirs:
 		res.Namespace = theirs + " (the job's, which ncclwiz shares)"
 	case h.Root != "" && h.Root != "/":
@@ -298,7 +315,7 @@ func askRAS(ctx context.Context, h *host.Host, j Job, rt Runtime, o Options) *RA
 	}
 	switch {
 	case err != nil && errors.Is(err, unix.EPERM) && ro.Dial != nil:
-		res.Error = fmt.Sprintf("the job runs in another network namespace (%s), which ncclwiz cannot enter without root (setns needs CAP_SYS_ADMIN): %s; run as root, or `nsenter -t %d -n ncclwiz hang`", theirs, listenNote(h, pid, addr), pid)
+		res.Error = enterNote(h, pid, addr, theirs+": setns needs root (CAP_SYS_ADMIN)")
 	case errors.Is(err, ras.ErrClosed):
 		res.Error = fmt.Sprintf("nothing listens on %s: RAS is off (NCCL_RAS_ENABLE=0), the job's NCCL is older than 2.24 (RAS arrived in 2.24), NCCL_RAS_ADDR points elsewhere, or NCCL is not initialised yet", addr)
 	case errors.Is(err, ras.ErrNotRAS):
@@ -309,6 +326,13 @@ func askRAS(ctx context.Context, h *host.Host, j Job, rt Runtime, o Options) *RA
 		res.Reply = rep
 	}
 	return res
+}
+
+// enterNote says that RAS was not asked because the job's network
+// namespace, which ncclwiz cannot enter (why), is not ncclwiz's own, and
+// how to ask it as root.
+func enterNote(h *host.Host, pid int, addr, why string) string {
+	return fmt.Sprintf("not asked: the job runs in another network namespace (a container's), whose localhost is not ncclwiz's, and ncclwiz cannot enter it as this user (%s); %s. As root, ask it from inside: `sudo nsenter -t %d -n ncclwiz hang --pid %d`", why, listenNote(h, pid, addr), pid, pid)
 }
 
 // listenNote says, from /proc/PID/net/tcp (readable by anyone), whether
@@ -491,7 +515,7 @@ func (r *Report) conclude(h *host.Host, j Job, why string) {
 		case s.Stopped():
 			r.NextSteps = append(r.NextSteps, fmt.Sprintf("Rank %d (pid %d) is stopped: if you stopped it (Ctrl-Z, a debugger), resume it (`kill -CONT %d`, or detach the debugger); ncclwiz does not signal it.", rank, s.PID, s.PID))
 		case class(s) == "blocked":
-			r.NextSteps = append(r.NextSteps, fmt.Sprintf("Rank %d (pid %d) waits in the kernel: look for Xid, I/O or hung-task lines in `dmesg` (or `journalctl -k`).", rank, s.PID))
+			r.NextSteps = append(r.NextSteps, fmt.Sprintf("Rank %d (pid %d) is in uninterruptible sleep (D): %s; %s. Find what it waits for: Xid, I/O, NFS or hung-task lines in `dmesg` (or `journalctl -k`), and `cat /proc/%d/stack` (root).", rank, s.PID, procs.KernelWait(textsafe.Clean(s.Wchan)), procs.Unkillable, s.PID))
 		default:
 			r.NextSteps = append(r.NextSteps, fmt.Sprintf("Look at where rank %d (pid %d) is: %s", rank, s.PID, pySpyAdvice(h, s.PID)))
 		}
@@ -499,6 +523,11 @@ func (r *Report) conclude(h *host.Host, j Job, why string) {
 			r.NextSteps = append(r.NextSteps, fmt.Sprintf("Its %s goes to %s: `ncclwiz explain %s` reads it.", fdName(o.FD), textsafe.Clean(o.Path), textsafe.Clean(o.Path)))
 			break
 		}
+	}
+	if id := j.SlurmJobID(); r.ExitCode != 0 && id != "" {
+		// Slurm started the ranks: it ends them on every node, and
+		// restarts nothing behind the user's back.
+		r.NextSteps = append(r.NextSteps, fmt.Sprintf("The ranks are Slurm job %s's step %s: `scancel %s` ends the job on every node (ncclwiz signals nothing); `squeue -j %s` and `sacct -j %s` show its state.", textsafe.Clean(id), textsafe.Clean(r.Job.SlurmStep), textsafe.Clean(id), textsafe.Clean(id), textsafe.Clean(id)))
 	}
 	if r.ExitCode != 0 {
 		switch r.Runtime.Backend {
@@ -643,7 +672,7 @@ func (r *Report) fill() {
 func (r *Report) sanitize() {
 	c := textsafe.Clean
 	r.Job.Command, r.Job.WorldSize = c(r.Job.Command), c(r.Job.WorldSize)
-	r.Job.Orphaned, r.Job.Unreadable = c(r.Job.Orphaned), c(r.Job.Unreadable)
+	r.Job.Orphaned, r.Job.Unreadable, r.Job.SlurmStep = c(r.Job.Orphaned), c(r.Job.Unreadable), c(r.Job.SlurmStep)
 	r.Runtime.Torch, r.Runtime.NCCL = c(r.Runtime.Torch), c(r.Runtime.NCCL)
 	for i := range r.Evidence {
 		r.Evidence[i].Text = c(r.Evidence[i].Text)

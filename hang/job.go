@@ -23,7 +23,7 @@ import (
 // the job's RAS service and flight-recorder dumps are.
 var EnvKeys = append(append([]string(nil), procs.EnvKeys...),
 	"OMPI_COMM_WORLD_SIZE", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMI_SIZE",
-	"SLURM_PROCID", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_NTASKS",
+	"SLURM_PROCID", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_NTASKS", "SLURM_CLUSTER_NAME",
 	"NCCL_RAS_ADDR", "NCCL_RAS_ENABLE",
 	"TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_FR_DUMP_TEMP_FILE",
 	"TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT",
@@ -102,6 +102,24 @@ func (j Job) WorldSize() string {
 	}
 	return ""
 }
+
+// SlurmStep is the ranks' Slurm job and step ("JOBID.STEPID", from
+// SLURM_JOB_ID and SLURM_STEP_ID), or "".
+func (j Job) SlurmStep() string {
+	id, step := j.Env("SLURM_JOB_ID"), j.Env("SLURM_STEP_ID")
+	if id == "" || step == "" {
+		return ""
+	}
+	return id + "." + step
+}
+
+// SlurmJobID is the ranks' SLURM_JOB_ID, or "".
+func (j Job) SlurmJobID() string { return j.Env("SLURM_JOB_ID") }
+
+// stepDaemon: Slurm's slurmstepd. It is the launcher of an srun step's
+// ranks, but one that started no rank runs a batch script or a step of
+// other programs: it never waits in a rendezvous.
+func stepDaemon(p proctab.Process) bool { return p.Comm == "slurmstepd" }
 
 // Number returns the global rank of p (a rank of j), or -1.
 func (j Job) Number(p proctab.Process) int {
@@ -268,7 +286,9 @@ func jobKeys(t *proctab.Table, p proctab.Process, launcher *proctab.Process) []s
 		keys = append(keys, "X"+ns+"/"+p.PIDNS)
 	}
 	if id := p.Env["SLURM_JOB_ID"]; id != "" && p.Env["SLURM_STEP_ID"] != "" {
-		keys = append(keys, "S"+id+"."+p.Env["SLURM_STEP_ID"])
+		// Job ids are unique within a cluster only: two clusters' job 1
+		// may run on one machine.
+		keys = append(keys, "S"+p.Env["SLURM_CLUSTER_NAME"]+"/"+id+"."+p.Env["SLURM_STEP_ID"])
 	}
 	if parent, ok := t.Lookup(p.PPID); ok && p.PPID > 1 && !procs.IsReaper(t, parent) && (len(keys) == 0 || RankOf(p) < 0) {
 		keys = append(keys, "P"+strconv.Itoa(p.PPID))
@@ -389,7 +409,7 @@ func FindJobs(t *proctab.Table) []Job {
 	// rendezvous (a younger one is still starting: importing torch takes
 	// seconds on a loaded machine).
 	for _, p := range t.All() {
-		if inJob[p.PID] || cand[p.PID] || p.Exited() || !procs.IsLauncher(p) || (t.Self > 0 && p.PID == t.Self) || t.Age(p) < launcherGrace {
+		if inJob[p.PID] || cand[p.PID] || p.Exited() || !procs.IsLauncher(p) || stepDaemon(p) || (t.Self > 0 && p.PID == t.Self) || t.Age(p) < launcherGrace {
 			continue
 		}
 		if l, ok := launcherOf(t, p); ok && (inJob[l.PID] || procs.IsLauncher(l)) {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ncclwiz/ncclwiz/checks/procs"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
@@ -64,6 +65,9 @@ type Facts struct {
 	Hidden bool
 	// Interval is the sample's length, for the text.
 	Interval string
+	// SlurmJob is the ranks' SLURM_JOB_ID: srun reaches the job's other
+	// nodes.
+	SlurmJob string
 }
 
 // Judgement is the verdict drawn from the samples and the facts.
@@ -165,7 +169,7 @@ func describe(s RankSample) string {
 	case "stopped":
 		return "it is stopped (state T: SIGSTOP, Ctrl-Z or a debugger)"
 	case "blocked":
-		return fmt.Sprintf("its main thread is in uninterruptible wait (D%s)", wchanNote(s.Wchan))
+		return fmt.Sprintf("its main thread is in uninterruptible sleep (D in %d of %d reads): %s", s.StateCounts["D"], s.Reads, procs.KernelWait(s.Wchan))
 	case "gone":
 		return "it exited"
 	}
@@ -490,7 +494,11 @@ func surer(jd Judgement, f Facts) []string {
 		}
 	}
 	if f.WorldSize > f.Local && jd.Verdict != VerdictNoHang && jd.Verdict != VerdictEnded {
-		out = append(out, "`ncclwiz hang` on the job's other machines, if it has any")
+		if f.SlurmJob != "" {
+			out = append(out, fmt.Sprintf("`ncclwiz hang` on the job's other nodes: `srun --jobid %s --overlap --ntasks-per-node 1 ncclwiz hang` runs it beside the ranks on each", f.SlurmJob))
+		} else {
+			out = append(out, "`ncclwiz hang` on the job's other machines, if it has any")
+		}
 	}
 	return out
 }
@@ -500,13 +508,6 @@ func fdName(fd int) string {
 		return "stderr"
 	}
 	return "stdout"
-}
-
-func wchanNote(w string) string {
-	if w == "" {
-		return ""
-	}
-	return ", waiting in " + w
 }
 
 // Suspects returns the ranks named by suspect evidence, by rank.

@@ -185,3 +185,45 @@ func TestJudgeTolerantOfTransients(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeWords: what the verdict says about a rank in uninterruptible
+// sleep (the wait channel read as what it waits for), and where a Slurm
+// job's other nodes are reached.
+func TestJudgeWords(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ss    []RankSample
+		f     Facts
+		rank  int
+		wants []string
+	}{
+		{"D in a vfork", []RankSample{sample(0, "S", futex), sample(1, "D", "kernel_clone"), sample(2, "S", futex)}, Facts{Backend: "gloo"}, 1,
+			[]string{"uninterruptible sleep (D in 20 of 20 reads): the kernel waits on its behalf for a child it started with vfork", "(in kernel_clone)", "blocks every collective"}},
+		{"D on the GPU driver", []RankSample{sample(0, "R", ""), sample(1, "D", "os_acquire_spinlock")}, Facts{Backend: "nccl"}, 1,
+			[]string{"uninterruptible sleep (D in 20 of 20 reads): the kernel waits on its behalf for the NVIDIA driver (the GPU)"}},
+		{"D, wait channel hidden", []RankSample{sample(0, "S", futex), sample(1, "D", "")}, Facts{Backend: "gloo"}, 1,
+			[]string{"for storage, a network filesystem, a driver or the GPU"}},
+		{"Slurm job on other nodes", []RankSample{sample(0, "S", futex), sample(1, "S", nanosleep)}, Facts{Backend: "gloo", WorldSize: 8, SlurmJob: "42"}, -1,
+			[]string{"`srun --jobid 42 --overlap --ntasks-per-node 1 ncclwiz hang`"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jd := Judge(tc.ss, tc.f)
+			text := strings.Join(jd.Surer, "\n")
+			if tc.rank >= 0 {
+				if fmt.Sprint(jd.Suspects) != fmt.Sprintf("[%d]", tc.rank) {
+					t.Fatalf("suspects %v, want [%d]", jd.Suspects, tc.rank)
+				}
+				for _, e := range jd.Evidence {
+					if e.Suspect {
+						text = e.Text
+					}
+				}
+			}
+			for _, w := range tc.wants {
+				if !strings.Contains(text, w) {
+					t.Errorf("%q lacks %q", text, w)
+				}
+			}
+		})
+	}
+}

@@ -31,6 +31,9 @@ func WritePlain(w io.Writer, r *Report, raw bool, width int) error {
 		fmt.Fprintf(&b, " of WORLD_SIZE %s", textsafe.Clean(r.Job.WorldSize))
 	}
 	b.WriteString("\n")
+	if r.Job.SlurmStep != "" {
+		fmt.Fprintf(&b, "  Slurm step %s\n", textsafe.Clean(r.Job.SlurmStep))
+	}
 	if n := len(r.Job.LauncherPIDs); n > 1 {
 		fmt.Fprintf(&b, "  %d launchers of this job run here (pids %s)\n", n, joinRanks(r.Job.LauncherPIDs))
 	}

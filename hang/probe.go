@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncclwiz/ncclwiz/checks/procs"
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
 )
@@ -160,18 +161,6 @@ func readFD(h *host.Host, pid, fd int) fdPos {
 	return fdPos{}
 }
 
-func readWchan(h *host.Host, pid int) string {
-	b, err := h.ReadFile("/proc/" + strconv.Itoa(pid) + "/wchan")
-	if err != nil {
-		return ""
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "0" {
-		return "" // running, or hidden (another user's process)
-	}
-	return s
-}
-
 // snap is one full read of a rank: its threads, I/O and outputs.
 type snap struct {
 	ok      bool
@@ -253,7 +242,7 @@ func Sample(ctx context.Context, h *host.Host, j Job, interval time.Duration) ([
 			s.Reads++
 			s.StateCounts[p.State]++
 			if p.State != "R" {
-				if w := readWchan(h, r.PID); w != "" {
+				if w := procs.ReadWchan(h, r.PID); w != "" {
 					s.WchanCounts[w]++
 				}
 			}

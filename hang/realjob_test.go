@@ -63,6 +63,7 @@ func start(t *testing.T, s realjob.Spec) *realjob.Job {
 }
 
 func TestRealJobs(t *testing.T) {
+	realLayouts(t)
 	t.Run("torchrun static, rank 1 sleeps; then its launcher is SIGKILLed", func(t *testing.T) {
 		t.Parallel()
 		j := start(t, realjob.Spec{Launcher: realjob.TorchrunStatic, Behave: map[int]realjob.Behaviour{1: realjob.Sleep}})

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ncclwiz/ncclwiz/checks/procs"
 	"github.com/ncclwiz/ncclwiz/checks/shm"
 	"github.com/ncclwiz/ncclwiz/host"
 	"github.com/ncclwiz/ncclwiz/internal/proctab"
@@ -214,6 +215,12 @@ func applyStale(ctx context.Context, h *host.Host, targets []rank, o ApplyOption
 			continue
 		}
 		q := fmt.Sprintf("pid %d (%s) ignored SIGTERM for %s. Send SIGKILL (it cannot clean up)?", t.PID, clipText(t.Command, 60), grace)
+		dNote := inKernelWait(h, t)
+		if dNote != "" {
+			// SIGTERM did not end it because it cannot handle a signal now:
+			// SIGKILL may not either, and the user must know before agreeing.
+			q = fmt.Sprintf("pid %d (%s) did not end %s after SIGTERM: %s. Send SIGKILL anyway (it ends only if the wait is killable)?", t.PID, clipText(t.Command, 60), grace, dNote)
+		}
 		if !o.Kill && (o.Confirm == nil || !o.Confirm(q)) {
 			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d still running: SIGKILL not agreed (kill -KILL %d by hand, or --kill)", t.PID, t.PID))
 			continue
@@ -231,12 +238,32 @@ func applyStale(ctx context.Context, h *host.Host, targets []rank, o ApplyOption
 		for i := 0; i < 50 && sameProcess(ctx, h, t); i++ {
 			time.Sleep(20 * time.Millisecond)
 		}
+		if sameProcess(ctx, h, t) {
+			// Never reported as killed while it still runs: a task in D
+			// dies only when its kernel wait returns.
+			why := "it may still be exiting"
+			if d := inKernelWait(h, t); d != "" {
+				why = d
+			}
+			out.Skipped = append(out.Skipped, fmt.Sprintf("pid %d still running 1 s after SIGKILL: %s", t.PID, why))
+			continue
+		}
 		ended++
 		out.Changed = append(out.Changed, fmt.Sprintf("pid %d killed (SIGKILL): %s", t.PID, clipText(t.Command, 60)))
 	}
 	out.After = map[string]any{"ended": ended}
 	out.Summary = fmt.Sprintf("ended %d of %s", ended, units.Count(len(targets), "leftover rank"))
 	return out, nil
+}
+
+// inKernelWait says why a signal cannot end t now when its main thread is
+// in uninterruptible sleep (D), or "".
+func inKernelWait(h *host.Host, t rank) string {
+	p, err := proctab.ReadStat(h, t.PID)
+	if err != nil || p.StartTicks != t.Start || p.State != "D" {
+		return ""
+	}
+	return "it is in uninterruptible sleep (D): " + procs.KernelWait(procs.ReadWchan(h, t.PID)) + "; " + procs.Unkillable
 }
 
 // clipText sanitises and shortens text from the machine for one line.

@@ -182,3 +182,39 @@ func TestClipTextCJK(t *testing.T) {
 		t.Fatalf("clipText = %q (%d cells)", got, ansi.StringWidth(got))
 	}
 }
+
+// A rank that SIGTERM did not end because it sits in uninterruptible sleep
+// (D) is asked about with that said — SIGKILL may not end it either — and
+// a SIGKILL that leaves it running is never reported as a kill.
+func TestStaleUninterruptible(t *testing.T) {
+	t.Parallel()
+	h := fixtureHost(t)
+	ctx := context.Background()
+	fx, ok := ByID(PlanFor(ctx, h, nil, []string{"proc.stale"}), "proc.stale")
+	if !ok {
+		t.Fatal("not planned")
+	}
+	var sent []syscall.Signal
+	h.Act.Signal = func(pid int, sig syscall.Signal) error {
+		sent = append(sent, sig)
+		// It enters D on the way out (an NFS close, say) and stays.
+		if err := os.WriteFile(h.Path("/proc/777/wchan"), []byte("nfs_wait_bit_killable"), 0o644); err != nil {
+			t.Error(err)
+		}
+		return os.WriteFile(h.Path("/proc/777/stat"), []byte(strings.Replace(staleStat, "(python) S ", "(python) D ", 1)), 0o644)
+	}
+	var asked string
+	out, err := fx.Apply(ctx, h, ApplyOptions{Yes: true, Grace: 100 * time.Millisecond, Confirm: func(q string) bool { asked = q; return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"did not end", "uninterruptible sleep (D)", "an NFS server (in nfs_wait_bit_killable)", "SIGTERM or Ctrl-C does not end it", "only if the wait is killable"} {
+		if !strings.Contains(asked, want) {
+			t.Errorf("question lacks %q: %s", want, asked)
+		}
+	}
+	skipped := strings.Join(out.Skipped, "\n")
+	if fmt.Sprint(sent) != "[terminated killed]" || len(out.Changed) != 0 || !strings.Contains(skipped, "pid 777 still running 1 s after SIGKILL: it is in uninterruptible sleep (D)") {
+		t.Errorf("signals %v, outcome %+v", sent, out)
+	}
+}

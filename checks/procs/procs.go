@@ -84,7 +84,8 @@ func IsRank(p proctab.Process) bool {
 
 // IsLauncher reports whether p is a launcher of distributed ranks:
 // torchrun (also as python -m torch.distributed.run), accelerate, deepspeed,
-// mpirun and relatives.
+// mpirun and relatives, and Slurm's slurmstepd (the parent of an srun
+// step's tasks on each node).
 func IsLauncher(p proctab.Process) bool {
 	cmd := " " + strings.Join(p.Cmdline, " ") + " "
 	for _, l := range []string{"torchrun", "torch.distributed.run", "torch.distributed.launch", "accelerate launch", "accelerate-launch",
@@ -94,7 +95,7 @@ func IsLauncher(p proctab.Process) bool {
 		}
 	}
 	switch p.Comm {
-	case "torchrun", "accelerate", "deepspeed", "mpirun", "mpiexec", "orterun", "prterun", "orted", "prted":
+	case "torchrun", "accelerate", "deepspeed", "mpirun", "mpiexec", "orterun", "prterun", "orted", "prted", "slurmstepd":
 		return true
 	}
 	return false
@@ -294,7 +295,12 @@ func JudgeWith(t *proctab.Table, o Options, pr Probe) ([]Assessment, error) {
 					a.Verdict = Zombie
 					a.why("it has exited; only its parent (pid %d) can reap it", a.PPID)
 				default:
-					if busy, why := working(a.Process, pg, pr); busy {
+					if len(pg.Blocked) > 0 {
+						// Not work, but not something a signal ends: a D
+						// thread holds the process until the kernel wait returns.
+						a.Verdict = Busy
+						a.why("but it is in uninterruptible sleep (D, %s during the sample): %s; %s — so it is not offered for ending (`dmesg` and /proc/%d/stack say what it waits for)", units.Count(len(pg.Blocked), "thread"), KernelWait(""), Unkillable, a.PID)
+					} else if busy, why := working(a.Process, pg, pr); busy {
 						a.Verdict = Busy
 						a.why("but it is working: %s, so it is not offered for ending", why)
 					} else {
@@ -311,7 +317,7 @@ func JudgeWith(t *proctab.Table, o Options, pr Probe) ([]Assessment, error) {
 }
 
 // working decides from the sample whether a rank whose launcher is gone
-// still does something: I/O in the kernel (D), writes, new threads, its
+// still does something: I/O in the kernel (D; the caller says so apart), writes, new threads, its
 // main thread computing, or another thread computing — but not a thread
 // that spins on a connection the other end closed (torch 1.13's store
 // thread polls its socket to a dead launcher's store forever).

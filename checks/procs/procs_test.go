@@ -142,6 +142,7 @@ func TestJudge(t *testing.T) {
 		extra  map[string]any
 		procs  []fp
 		busy   []int
+		dstate []int          // in uninterruptible sleep during the sample
 		want   map[int]string // pid -> verdict
 		reason map[int]string // pid -> part of the evidence
 	}{
@@ -170,6 +171,16 @@ func TestJudge(t *testing.T) {
 			want:  map[int]string{401: Stale, 402: Busy},
 			reason: map[int]string{402: "but it is working: used 120ms of CPU",
 				401: "1 of the job's 1 other local ranks still run (pid 402)"}},
+		{name: "launcher died, one rank in uninterruptible sleep: not offered, and a signal would not help",
+			procs:  []fp{tini, rank(401, 400, 0, old, elastic), rank(402, 400, 1, old, elastic)},
+			dstate: []int{402},
+			want:   map[int]string{401: Stale, 402: Busy},
+			reason: map[int]string{402: "but it is in uninterruptible sleep (D, 1 thread during the sample): the kernel waits on its behalf — for storage, a network filesystem, a driver or the GPU; it handles no signal until that wait returns: SIGTERM or Ctrl-C does not end it"}},
+		{name: "srun step: the ranks' slurmstepd runs",
+			procs: []fp{systemd, {pid: 60, ppid: 1, comm: "slurmd", cmd: "/usr/sbin/slurmd -D", age: old},
+				{pid: 61, ppid: 60, comm: "slurmstepd", cmd: "slurmstepd: [7.0]", age: old},
+				rank(62, 61, 0, old, "SLURM_PROCID=0 SLURM_JOB_ID=7 SLURM_STEP_ID=0 MASTER_ADDR=n1 MASTER_PORT=29500")},
+			want: map[int]string{62: Live}, reason: map[int]string{62: "its launcher slurmstepd (pid 61) is running"}},
 		{name: "launcher died on a bare host: re-parented to systemd, peer gone",
 			procs:  []fp{systemd, rank(900, 1, 1, old, elastic)},
 			want:   map[int]string{900: Stale},
@@ -243,7 +254,20 @@ func TestJudge(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			as, err := Judge(tab, Options{}, sampler(tc.busy...))
+			sample := sampler(tc.busy...)
+			if len(tc.dstate) > 0 {
+				sample = func(pids []int) (map[int]proctab.Progress, error) {
+					out, _ := sampler(tc.busy...)(pids)
+					for _, pid := range tc.dstate {
+						if pr, ok := out[pid]; ok {
+							pr.Blocked = []int{pid}
+							out[pid] = pr
+						}
+					}
+					return out, nil
+				}
+			}
+			as, err := Judge(tab, Options{}, sample)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -349,5 +373,25 @@ func TestLongCJKCommandLineIsNotCutMidRune(t *testing.T) {
 	body, cut := strings.CutSuffix(cmd, "...")
 	if !cut || !strings.HasPrefix(args, body) || ansi.StringWidth(cmd) > 160 || ansi.StringWidth(cmd) < 155 {
 		t.Fatalf("command %q (%d cells) is not the start of %q within 160 cells", cmd, ansi.StringWidth(cmd), args)
+	}
+}
+
+func TestKernelWait(t *testing.T) {
+	for wchan, want := range map[string]string{
+		"kernel_clone":             "a child it started with vfork (posix_spawn, a subprocess) to exec or exit (in kernel_clone)",
+		"nfs_wait_bit_killable":    "an NFS server (in nfs_wait_bit_killable)",
+		"rpc_wait_bit_killable":    "an NFS server",
+		"request_wait_answer":      "a FUSE filesystem's daemon",
+		"os_acquire_spinlock":      "the NVIDIA driver (the GPU)",
+		"nvme_poll":                "disk or filesystem I/O",
+		"folio_wait_bit_common":    "disk or filesystem I/O",
+		"io_schedule":              "disk or filesystem I/O",
+		"rwsem_down_read_slowpath": "a kernel lock another task holds",
+		"something_new":            "the kernel waits on its behalf (in something_new) — for storage, a network filesystem, a driver or the GPU",
+		"":                         "the kernel waits on its behalf — for storage",
+	} {
+		if got := KernelWait(wchan); !strings.Contains(got, want) {
+			t.Errorf("KernelWait(%q) = %q, want %q in it", wchan, got, want)
+		}
 	}
 }

@@ -154,3 +154,44 @@ func Held(h *host.Host, pid int) ([]Socket, error) {
 func Namespace(h *host.Host, pid int) (string, error) {
 	return h.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/net")
 }
+
+// SameNamespace says whether pid's network namespace is ncclwiz's own when
+// its ns/net link cannot be read (another user's process, without root):
+// each namespace has kernel netlink sockets of its own (Pid 0 in
+// /proc/PID/net/netlink, which every user may read), so the same inodes
+// mean the same namespace. known is false when either file is unreadable
+// or lists no kernel socket.
+func SameNamespace(h *host.Host, pid int) (same, known bool) {
+	ours, err1 := h.ReadFile("/proc/self/net/netlink")
+	theirs, err2 := h.ReadFile("/proc/" + strconv.Itoa(pid) + "/net/netlink")
+	if err1 != nil || err2 != nil {
+		return false, false
+	}
+	a, b := KernelNetlink(string(ours)), KernelNetlink(string(theirs))
+	if len(a) == 0 || len(b) == 0 {
+		return false, false
+	}
+	for ino := range b {
+		if a[ino] {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// KernelNetlink returns the inodes of the kernel's own netlink sockets
+// (port id 0) in the text of a /proc/net/netlink file:
+// "sk Eth Pid Groups Rmem Wmem Dump Locks Drops Inode".
+func KernelNetlink(text string) map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 10 || f[2] != "0" {
+			continue
+		}
+		if ino, err := strconv.ParseUint(f[9], 10, 64); err == nil && ino != 0 {
+			out[ino] = true
+		}
+	}
+	return out
+}

@@ -51,3 +51,19 @@ func TestHeldReal(t *testing.T) {
 	}
 	t.Fatalf("listener on %d not among %+v", port, ss)
 }
+
+// TestKernelNetlink: the kernel's own netlink sockets (port id 0) of a
+// namespace's /proc/net/netlink, which tell two namespaces apart for a
+// user who cannot read another user's ns/net link.
+func TestKernelNetlink(t *testing.T) {
+	text := `sk               Eth Pid        Groups   Rmem     Wmem     Dump  Locks    Drops    Inode
+00000000d374912c 0   0          00000000 0        0        0     2        0        4
+00000000b0a8f6f6 4   0          00000000 0        0        0     2        0        1437
+0000000012345678 0   2771       00000011 0        0        0     2        0        55012
+short line
+`
+	got := KernelNetlink(text)
+	if len(got) != 2 || !got[4] || !got[1437] {
+		t.Errorf("KernelNetlink = %v, want inodes 4 and 1437 (not the process's socket 55012)", got)
+	}
+}

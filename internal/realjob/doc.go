@@ -45,12 +45,24 @@
 //   - Subprocess — a python parent that Popen()s each rank with RANK; host.
 //   - MPI — mpirun --allow-run-as-root --oversubscribe -np N (each rank in
 //     its own process group); host, docker.
+//   - SlurmStep — srun --overcommit -n N on a single-host Slurm 22.05
+//     (internal/slurmtest, started for the job and stopped after it; up in
+//     about a second): the ranks are children of "slurmstepd: [J.0]" and
+//     read SLURM_PROCID; host. SlurmBatch — sbatch --wait of the same srun
+//     (a second slurmstepd, [J.batch], runs the script); host.
 //
 // Behaviours (torchrun static and the subprocess launcher, on the host):
 //
 //   - Healthy, and Healthy with Steps (ends with exit 0).
 //   - Sleep (main thread in hrtimer_nanosleep, the others in
 //     futex_do_wait), Spin (R), BlockIO (pipe_read), StopSelf (T) and Job.Stop.
+//   - DState: the main thread in D, wait channel kernel_clone (Linux 6.18):
+//     clone(CLONE_VM|CLONE_VFORK) of a child that runs libc's pause() on its
+//     own stack. Chosen over a FUSE mount whose daemon is stopped or an NFS
+//     hard mount: no daemon, module or mount to leave behind, and the vfork
+//     wait is killable (TASK_KILLABLE), so Close always ends it. SIGTERM
+//     ends it too here, because Python has no SIGTERM handler and a fatal
+//     signal ends a killable wait; a truly uninterruptible wait would not.
 //   - Exit (status 3), Raise (IndexError: list index out of range; the
 //     others fail with gloo's "Connection closed by peer"), SigKill,
 //     SigSegv (torchrun: "exitcode: -11"; the others "Connection reset by
@@ -71,7 +83,8 @@
 // Host jobs lead their own process group and get SIGKILL if the test binary
 // dies (Pdeathsig). PIDNamespace wraps the launcher in `unshare -fp
 // --mount-proc --kill-child` (and `setpriv` for another user): the launcher
-// is PID 1 of the namespace. Docker runs `docker import` of an empty rootfs
+// is PID 1 of the namespace. NetNamespace adds -n (a network namespace with
+// its own loopback, brought up by a sh that then execs the launcher). Docker runs `docker import` of an empty rootfs
 // (bin, lib, lib64, sbin as links into usr, like Debian's merged /usr) with
 // the host's /usr and /etc bind-mounted read-only and the job's directory
 // at the same path: no registry, no copy of torch, the container's own PID,

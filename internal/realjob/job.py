@@ -1,13 +1,14 @@
 # The job of ncclwiz's real-job test bed (internal/realjob): one file, three
 # modes, chosen by the first argument.
-#   rank    one rank of a gloo job (started by torchrun or mpirun, or by the
-#           two modes below); its rank comes from RANK, OMPI_COMM_WORLD_RANK
-#           or PMI_RANK
+#   rank    one rank of a gloo job (started by torchrun, mpirun or srun, or
+#           by the two modes below); its rank comes from RANK,
+#           OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID
 #   spawn   torch.multiprocessing.spawn of the ranks (the rank is an argument)
 #   launch  a custom launcher: subprocess.Popen of each rank with RANK set
 # REALJOB_PLAN (JSON, written by realjob.Start) says what each rank does;
 # markers in REALJOB_DIR say where each rank is, so a test samples a job that
 # has reached the state it wants, never one still starting.
+import ctypes
 import json
 import os
 import signal
@@ -43,6 +44,23 @@ class Numbers:
         return i
 
 
+def vfork_pause():
+    # Uninterruptible sleep (D) without slow storage: clone(CLONE_VM |
+    # CLONE_VFORK) suspends this thread in the kernel until the child execs
+    # or exits, and the child runs libc's pause() on a stack of its own (no
+    # Python runs in it). The wait is killable: SIGKILL of either ends it.
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.clone.restype = ctypes.c_int
+    libc.clone.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+    stack = ctypes.create_string_buffer(1 << 16)
+    top = ctypes.addressof(stack) + len(stack) - 64
+    CLONE_VM, CLONE_VFORK = 0x100, 0x4000
+    pid = libc.clone(ctypes.cast(libc.pause, ctypes.c_void_p), top, CLONE_VM | CLONE_VFORK | signal.SIGCHLD, None)
+    if pid < 0:
+        sys.exit("clone: errno %d" % ctypes.get_errno())
+    time.sleep(1e6)  # the child was killed: stay away from the collective
+
+
 def act(rank, beh, loader_iter):
     if beh == "sleep":
         time.sleep(1e6)
@@ -55,6 +73,8 @@ def act(rank, beh, loader_iter):
         os.mkfifo(fifo)
         fd = os.open(fifo, os.O_RDWR)  # nobody else writes: read blocks
         os.read(fd, 1)
+    elif beh == "d-state":
+        vfork_pause()
     elif beh == "sigstop":
         os.kill(os.getpid(), signal.SIGSTOP)
     elif beh == "exit":
@@ -117,7 +137,7 @@ def spawned(index):
 def main():
     mode = sys.argv[1]
     if mode == "rank":
-        for k in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
+        for k in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
             if k in os.environ:
                 run(int(os.environ[k]))
                 return

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ncclwiz/ncclwiz/internal/shellquote"
+	"github.com/ncclwiz/ncclwiz/internal/slurmtest"
 )
 
 //go:embed job.py
@@ -32,6 +33,8 @@ const (
 	Python   = "/usr/bin/python3"
 	Torchrun = "/usr/bin/torchrun" // Debian's console script; its shebang is /usr/bin/python3.11
 	Mpirun   = "/usr/bin/mpirun"
+	Srun     = "/usr/bin/srun"
+	Sbatch   = "/usr/bin/sbatch"
 )
 
 // Launcher is how the ranks are started.
@@ -59,10 +62,17 @@ const (
 	// MPI is mpirun --allow-run-as-root --oversubscribe -np N: the ranks read
 	// OMPI_COMM_WORLD_RANK and meet through gloo (MASTER_ADDR/PORT).
 	MPI Launcher = "mpirun"
+	// SlurmStep is `srun --overcommit -n N` on a single-host Slurm the job
+	// starts for itself (internal/slurmtest): the ranks are children of
+	// slurmstepd, read SLURM_PROCID and meet through gloo.
+	SlurmStep Launcher = "srun"
+	// SlurmBatch is `sbatch --wait` of a script that runs the same srun:
+	// the step runs beside the batch script's own slurmstepd.
+	SlurmBatch Launcher = "sbatch"
 )
 
 // Launchers lists every launcher, for table tests.
-var Launchers = []Launcher{TorchrunStatic, TorchrunC10d, TorchrunTwo, Spawn, Subprocess, MPI}
+var Launchers = []Launcher{TorchrunStatic, TorchrunC10d, TorchrunTwo, Spawn, Subprocess, MPI, SlurmStep, SlurmBatch}
 
 // Behaviour is what one rank does from step Spec.At on.
 type Behaviour string
@@ -96,15 +106,20 @@ const (
 	// LoaderKilled: its DataLoader worker (num_workers=1) is SIGKILLed; the
 	// next batch raises "DataLoader worker (pid N) is killed by signal".
 	LoaderKilled Behaviour = "loader-killed"
+	// DState: its main thread sits in uninterruptible sleep (D, wait
+	// channel kernel_clone): it clone()s a CLONE_VFORK child that runs
+	// pause() and never execs. No slow storage needed, and unlike a hung
+	// NFS or FUSE wait it is killable, so the test can always clean up.
+	DState Behaviour = "d-state"
 )
 
 // Behaviours lists every behaviour, for table tests.
-var Behaviours = []Behaviour{Healthy, Sleep, Spin, BlockIO, StopSelf, Exit, Raise, SigKill, SigSegv, Absent, Mismatch, LoaderKilled}
+var Behaviours = []Behaviour{Healthy, Sleep, Spin, BlockIO, StopSelf, Exit, Raise, SigKill, SigSegv, Absent, Mismatch, LoaderKilled, DState}
 
 // blocks: the rank stays (alive) where its behaviour put it.
 func (b Behaviour) blocks() bool {
 	switch b {
-	case Sleep, Spin, BlockIO, StopSelf, Absent:
+	case Sleep, Spin, BlockIO, StopSelf, Absent, DState:
 		return true
 	}
 	return false
@@ -131,6 +146,10 @@ const (
 	// PIDNamespace: unshare -fp --mount-proc: the launcher is PID 1 of a new
 	// PID namespace (two launchers: a sh that waits for both is PID 1).
 	PIDNamespace Where = "pid-namespace"
+	// NetNamespace: PIDNamespace in a network namespace of its own too
+	// (unshare -fpn, loopback brought up), as a container without a
+	// network has: its 127.0.0.1 is not the host's.
+	NetNamespace Where = "pid-net-namespace"
 	// Docker: a container whose PID 1 is the launcher, in its own network
 	// namespace (--network none); the image is an empty rootfs (docker
 	// import) with the host's /usr and /etc bind-mounted read-only.
@@ -287,6 +306,9 @@ func Require(t testing.TB, s Spec) {
 			t.Skipf("no %s (apt-get install openmpi-bin)", Mpirun)
 		}
 	}
+	if (s.Launcher == SlurmStep || s.Launcher == SlurmBatch) && s.Where != Host {
+		t.Fatalf("realjob: a Slurm job runs on the host (slurmd starts its ranks)")
+	}
 	if strings.HasPrefix(string(s.Launcher), "torchrun") {
 		if _, err := os.Stat(Torchrun); err != nil {
 			t.Skipf("no %s (apt-get install python3-torch)", Torchrun)
@@ -296,9 +318,12 @@ func Require(t testing.TB, s Spec) {
 		t.Skipf("a job as %q in %s needs root", s.User, s.Where)
 	}
 	switch s.Where {
-	case PIDNamespace:
+	case PIDNamespace, NetNamespace:
 		if _, err := exec.LookPath("unshare"); err != nil {
 			t.Skip("unshare is not installed (util-linux)")
+		}
+		if _, err := exec.LookPath("ip"); err != nil && s.Where == NetNamespace {
+			t.Skip("ip is not installed (iproute2)")
 		}
 		if _, err := exec.LookPath("setpriv"); err != nil && s.User != "" {
 			t.Skip("setpriv is not installed (util-linux)")
@@ -409,9 +434,15 @@ func Start(t testing.TB, s Spec) *Job {
 		// The launcher's own prints (torchrun's tee of the ranks) reach output.log as they happen.
 		"PYTHONUNBUFFERED": "1",
 	}
-	if s.Launcher == MPI {
-		// mpirun starts the ranks directly; they meet through gloo.
+	switch s.Launcher {
+	case MPI, SlurmStep, SlurmBatch:
+		// mpirun and srun start the ranks directly; they meet through gloo.
 		env["MASTER_ADDR"], env["MASTER_PORT"] = masterAddr, strconv.Itoa(masterPort)
+	}
+	if s.Launcher == SlurmStep || s.Launcher == SlurmBatch {
+		// Its own Slurm, stopped after the job (cleanups run last first).
+		// srun passes the whole environment, the token too, to the ranks.
+		env["SLURM_CONF"] = slurmtest.Start(j.t).Conf
 	}
 	for k, v := range s.Env {
 		env[k] = v
@@ -465,6 +496,13 @@ func (j *Job) commands(masterAddr string, masterPort, rdzvPort int) [][]string {
 		return [][]string{{Python, j.script(), "launch"}}
 	case MPI:
 		return [][]string{{Mpirun, "--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(s.Ranks), Python, j.script(), "rank"}}
+	case SlurmStep:
+		// --overcommit: the node has fewer CPUs than ranks.
+		return [][]string{{Srun, "--overcommit", "-n", strconv.Itoa(s.Ranks), "--job-name", "realjob-" + j.token, Python, j.script(), "rank"}}
+	case SlurmBatch:
+		script := shellquote.Join([]string{Srun, Python, j.script(), "rank"})
+		return [][]string{{Sbatch, "--wait", "--overcommit", "-n", strconv.Itoa(s.Ranks), "--job-name", "realjob-" + j.token,
+			"--output", j.outPath(), "--open-mode", "append", "--wrap", script}}
 	}
 	j.t.Fatalf("realjob: unknown launcher %q", s.Launcher)
 	return nil
@@ -497,8 +535,13 @@ func envList(env map[string]string) []string {
 
 func (j *Job) startLocal(cmds [][]string, env map[string]string, uid, gid int) {
 	s := j.spec
-	if s.Where == PIDNamespace {
+	if s.Where == PIDNamespace || s.Where == NetNamespace {
 		argv := []string{"unshare", "-fp", "--mount-proc", "--kill-child", "--"}
+		if s.Where == NetNamespace {
+			// A new network namespace has loopback down; sh brings it up
+			// and execs the launcher, which stays PID 1.
+			argv = []string{"unshare", "-fpn", "--mount-proc", "--kill-child", "--", "/bin/sh", "-c", `ip link set lo up && exec "$@"`, "sh"}
+		}
 		if s.User != "" {
 			argv = append(argv, "setpriv", "--reuid", strconv.Itoa(uid), "--regid", strconv.Itoa(gid), "--clear-groups", "--")
 		}
@@ -735,6 +778,8 @@ func (j *Job) waitReady(limit time.Duration) error {
 		switch {
 		case b == StopSelf:
 			expect[r] = "T"
+		case b == DState:
+			expect[r] = "D"
 		case b == Sleep || b == BlockIO || b == Absent:
 			expect[r] = "S"
 		case (b == Healthy || b == Mismatch) && j.spec.blocked():
@@ -794,7 +839,7 @@ func (j *Job) Rank(r int) int {
 }
 
 // Launchers returns the host PIDs of the job's launchers (torchrun, the
-// mp.spawn or subprocess parent, mpirun; in a PID namespace or container,
+// mp.spawn or subprocess parent, mpirun, the step's slurmstepd; in a PID namespace or container,
 // the launcher that is PID 1 there, or the sh that waits for two), as
 // found when the job became ready. They stay listed after they exit.
 func (j *Job) Launchers() []int {
@@ -898,11 +943,23 @@ func (j *Job) findLaunchers(ranks map[int]int) []int {
 	for _, p := range ps {
 		byPID[p.pid] = p
 	}
+	seen := map[int]bool{}
+	if j.spec.Launcher == SlurmStep || j.spec.Launcher == SlurmBatch {
+		// The step's slurmstepd (slurmd's child, no token) starts the ranks.
+		out := []int{}
+		for _, pid := range ranks {
+			if pp := byPID[pid].ppid; pp > 0 && !seen[pp] {
+				seen[pp] = true
+				out = append(out, pp)
+			}
+		}
+		sort.Ints(out)
+		return out
+	}
 	isRank := map[int]bool{}
 	for _, pid := range ranks {
 		isRank[pid] = true
 	}
-	seen := map[int]bool{}
 	var out []int
 	for _, pid := range ranks {
 		parent, ok := byPID[byPID[pid].ppid]

@@ -5,13 +5,17 @@
 package slurmtest
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -36,7 +40,13 @@ func Start(t testing.TB) *Slurm {
 			t.Skipf("needs %s (apt-get install slurm-wlm munge)", p)
 		}
 	}
-	dir := t.TempDir()
+	// Not t.TempDir: a subtest's name puts commas and spaces in it, and
+	// slurm.conf cannot hold a path with a comma (slurmctld never starts).
+	dir, err := os.MkdirTemp("", "slurmtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	host, err := os.Hostname()
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +65,8 @@ func Start(t testing.TB) *Slurm {
 	waitFor(t, func() bool { _, err := os.Stat(sock); return err == nil }, "munged socket")
 
 	conf := filepath.Join(dir, "slurm.conf")
-	body := fmt.Sprintf(`ClusterName=ncclwiz%d
+	// A cluster name of its own: two tests' clusters both run a job 1.
+	body := fmt.Sprintf(`ClusterName=ncclwiz%s
 SlurmctldHost=%s(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
@@ -80,7 +91,7 @@ ReturnToService=2
 MpiDefault=none
 NodeName=%s NodeAddr=127.0.0.1 CPUs=%d State=UNKNOWN
 PartitionName=debug Nodes=%s Default=YES MaxTime=INFINITE State=UP
-`, os.Getpid(), host, freePort(t), freePort(t), sock, filepath.Join(dir, "state"), filepath.Join(dir, "spool"),
+`, strings.TrimPrefix(filepath.Base(dir), "slurmtest-"), host, freePort(t), freePort(t), sock, filepath.Join(dir, "state"), filepath.Join(dir, "spool"),
 		filepath.Join(dir, "slurmctld.pid"), filepath.Join(dir, "slurmd.pid"), filepath.Join(dir, "slurmctld.log"), filepath.Join(dir, "slurmd.log"),
 		host, runtime.NumCPU(), host)
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
@@ -90,12 +101,77 @@ PartitionName=debug Nodes=%s Default=YES MaxTime=INFINITE State=UP
 	daemon(t, dir, "slurmctld", "slurmctld", "-D", "-i", "-f", conf)
 	daemon(t, dir, "slurmd", "slurmd", "-D", "-N", host, "-f", conf)
 	waitFor(t, func() bool {
-		cmd := exec.Command("sinfo", "-h", "-N", "-o", "%T")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "sinfo", "-h", "-N", "-o", "%T")
 		cmd.Env = s.Env()
 		out, err := cmd.Output()
 		return err == nil && strings.TrimSpace(string(out)) == "idle"
 	}, "the node to be idle in sinfo (see "+dir+"/slurmd.log)")
+	// Before the daemons stop (cleanups run last first): slurmd double-forks
+	// each step's slurmstepd, so nothing the test started holds them, and a
+	// stepd whose slurmd is gone stays forever.
+	t.Cleanup(s.endSteps)
 	return s
+}
+
+// endSteps cancels every job of this cluster and waits for their
+// processes — slurmstepd, the tasks, srun clients: every process whose
+// environment names this cluster's SLURM_CONF — to end, SIGKILLing those
+// still there after 10 s.
+func (s *Slurm) endSteps() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	q := exec.CommandContext(ctx, "squeue", "-h", "-o", "%i")
+	q.Env = s.Env()
+	if out, err := q.Output(); err == nil && len(strings.Fields(string(out))) > 0 {
+		c := exec.CommandContext(ctx, "scancel", strings.Fields(string(out))...)
+		c.Env = s.Env()
+		_ = c.Run()
+	}
+	needle := []byte("SLURM_CONF=" + s.Conf)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := s.processes(needle)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, pid := range left {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			if time.Now().After(deadline.Add(5 * time.Second)) {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// processes lists the live processes whose environment holds needle.
+func (s *Slurm) processes(needle []byte) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue // gone, or a zombie (nothing left to end)
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(kv, needle) {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // daemon starts a foreground daemon as a child and stops it at cleanup.
@@ -124,9 +200,11 @@ func daemon(t testing.TB, dir, name string, args ...string) {
 	})
 }
 
+// waitFor polls ok for up to 30 s: the daemons are up in about a second
+// even on 2 loaded cores.
 func waitFor(t testing.TB, ok func() bool, what string) {
 	t.Helper()
-	for range 150 {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		if ok() {
 			return
 		}
