@@ -53,7 +53,7 @@ func realLayouts(t *testing.T) {
 				t.Errorf("rank 1's evidence lacks %q:\n%s", want, plain(r))
 			}
 		}
-		for _, want := range []string{"Rank 1 (pid", "uninterruptible sleep (D)", "SIGTERM or Ctrl-C does not end it", "dmesg"} {
+		for _, want := range []string{"Rank 1 (pid", "uninterruptible sleep (D)", "acts on no signal until that wait returns", "dmesg"} {
 			if !strings.Contains(next, want) {
 				t.Errorf("next steps lack %q:\n%s", want, plain(r))
 			}

@@ -208,7 +208,7 @@ func TestStaleUninterruptible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"did not end", "uninterruptible sleep (D)", "an NFS server (in nfs_wait_bit_killable)", "SIGTERM or Ctrl-C does not end it", "only if the wait is killable"} {
+	for _, want := range []string{"did not end", "uninterruptible sleep (D)", "an NFS server (in nfs_wait_bit_killable)", "acts on no signal until that wait returns", "only if the wait is killable"} {
 		if !strings.Contains(asked, want) {
 			t.Errorf("question lacks %q: %s", want, asked)
 		}

@@ -52,9 +52,11 @@ func KernelWait(wchan string) string {
 }
 
 // Unkillable is what a signal does to a task in uninterruptible sleep:
-// nothing until the kernel wait returns. Said wherever ncclwiz reports or
-// would end such a process, so nobody expects SIGTERM to free it.
-const Unkillable = "it handles no signal until that wait returns: SIGTERM or Ctrl-C does not end it, and SIGKILL only if the kernel marked the wait killable — ending it does not free what it waits for"
+// nothing until the kernel wait returns, except that a fatal signal ends
+// a wait the kernel marked killable (TASK_KILLABLE; the kernel treats an
+// unhandled SIGTERM as fatal too). Said wherever ncclwiz reports or would
+// end such a process, so nobody expects a signal to free it.
+const Unkillable = "it acts on no signal until that wait returns (Ctrl-C, or a SIGTERM the program handles, waits); SIGKILL, or a SIGTERM it does not handle, ends it only if the kernel marked the wait killable — and ending it does not free what it waits for"
 
 // ReadWchan returns pid's wait channel, "" when it runs or is hidden
 // (another user's process).

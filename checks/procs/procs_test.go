@@ -175,7 +175,7 @@ func TestJudge(t *testing.T) {
 			procs:  []fp{tini, rank(401, 400, 0, old, elastic), rank(402, 400, 1, old, elastic)},
 			dstate: []int{402},
 			want:   map[int]string{401: Stale, 402: Busy},
-			reason: map[int]string{402: "but it is in uninterruptible sleep (D, 1 thread during the sample): the kernel waits on its behalf — for storage, a network filesystem, a driver or the GPU; it handles no signal until that wait returns: SIGTERM or Ctrl-C does not end it"}},
+			reason: map[int]string{402: "but it is in uninterruptible sleep (D, 1 thread during the sample): the kernel waits on its behalf — for storage, a network filesystem, a driver or the GPU; it acts on no signal until that wait returns (Ctrl-C, or a SIGTERM the program handles, waits)"}},
 		{name: "srun step: the ranks' slurmstepd runs",
 			procs: []fp{systemd, {pid: 60, ppid: 1, comm: "slurmd", cmd: "/usr/sbin/slurmd -D", age: old},
 				{pid: 61, ppid: 60, comm: "slurmstepd", cmd: "slurmstepd: [7.0]", age: old},
