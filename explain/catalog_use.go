@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ncclwiz/ncclwiz/explain/catalog"
+	"github.com/ncclwiz/ncclwiz/explain/internal/linetext"
 )
 
 // The catalogue analysis: a line no guide signature explains is looked up
@@ -84,7 +85,7 @@ func warnFile(text []byte) string {
 
 // catalogWarn looks up an NCCL WARN no signature matched; false when the
 // catalogue does not know it either (an unrecognised warning).
-func (s *scan) catalogWarn(fs *fileState, ev func() Evidence, m lineMeta, text []byte) bool {
+func (s *scan) catalogWarn(fs *fileState, ev func() Evidence, m linetext.Meta, text []byte) bool {
 	h, ok := s.lookup(bytes.TrimSpace(m.Msg), true, warnFile(text))
 	if !ok {
 		return false
@@ -106,7 +107,7 @@ func (s *scan) catalogWarn(fs *fileState, ev func() Evidence, m lineMeta, text [
 // catalogue explained it, so that it is not also taken for a Python
 // exception of its own. sigHit: a guide signature matched the line already
 // (then only its payload and facts are used).
-func (s *scan) catalogLine(fs *fileState, m lineMeta, ev func() Evidence, sigHit bool) (handled bool) {
+func (s *scan) catalogLine(fs *fileState, m linetext.Meta, ev func() Evidence, sigHit bool) (handled bool) {
 	if m.Level == "INFO" || m.Level == "TRACE" {
 		return false // NCCL's own INFO lines are the digest's
 	}
@@ -196,7 +197,7 @@ func (s *scan) innerPayload(h catalog.Hit) string {
 
 // catalogPayload looks up a payload ("Last error:", a wrapper's message)
 // no signature explained; true when it names a cause.
-func (s *scan) catalogPayload(fs *fileState, payload []byte, ev Evidence, m lineMeta) bool {
+func (s *scan) catalogPayload(fs *fileState, payload []byte, ev Evidence, m linetext.Meta) bool {
 	msg := bytes.TrimSpace(payload)
 	h, ok := s.lookup(msg, true, warnFile(msg))
 	if ok && h.Role == catalog.RoleWrapper && h.Payload != "" {
@@ -216,7 +217,7 @@ func (s *scan) catalogPayload(fs *fileState, payload []byte, ev Evidence, m line
 }
 
 // recordCatalog records a catalogue hit as its cause's diagnosis.
-func (s *scan) recordCatalog(fs *fileState, h catalog.Hit, ev Evidence, m lineMeta, viaPayload bool) bool {
+func (s *scan) recordCatalog(fs *fileState, h catalog.Hit, ev Evidence, m linetext.Meta, viaPayload bool) bool {
 	def := s.e.byID[h.Cause]
 	if def == nil {
 		return false
@@ -291,7 +292,7 @@ var signalNames = map[string]int{"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL
 // death takes a process death a launcher reported: the rank (global, or
 // local when only that is known), the signal, and becomes a non-NCCL
 // error of that rank. Exit codes without a signal are only failed ranks.
-func (s *scan) death(fs *fileState, h catalog.Hit, ev Evidence, m lineMeta) {
+func (s *scan) death(fs *fileState, h catalog.Hit, ev Evidence, m linetext.Meta) {
 	f := h.Fields
 	sig := 0
 	switch {
@@ -418,7 +419,7 @@ func (s *scan) noteUnplaced(msg []byte, ev func() Evidence) {
 // overrideHits replaces a signature that matched a WARN line by its
 // wording when the catalogue's value rule says the line means something
 // else (an attach that failed with EACCES is not a vanished segment).
-func (s *scan) overrideHits(fs *fileState, hits []sigHit, m lineMeta, text []byte, ev func() Evidence) []sigHit {
+func (s *scan) overrideHits(fs *fileState, hits []sigHit, m linetext.Meta, text []byte, ev func() Evidence) []sigHit {
 	if m.Level != "WARN" || len(hits) == 0 {
 		return hits
 	}
@@ -470,7 +471,7 @@ func inlineLabelRank(msg []byte) int {
 			j++
 		}
 		if j+1 < len(msg) && msg[j] == ':' && msg[j+1] == ' ' {
-			counts[atoi(msg[i:j])]++
+			counts[linetext.Atoi(msg[i:j])]++
 		}
 		i = j
 	}

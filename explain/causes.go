@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ncclwiz/ncclwiz/explain/internal/linetext"
 	"github.com/ncclwiz/ncclwiz/internal/textwrap"
 )
 
@@ -94,7 +95,7 @@ func classifyCause(e *errorHit) (causeHit, bool) {
 		if strings.Contains(text, "running low on memory") {
 			ch.id = idHostOOMKill
 		}
-		if sm := reException.FindStringSubmatch(string(stripLogLevel(parseMeta([]byte(text)).Msg))); sm != nil {
+		if sm := linetext.PyException.FindStringSubmatch(string(stripLogLevel(linetext.Parse([]byte(text)).Msg))); sm != nil {
 			ch.exc, ch.msg = lastName(sm[1]), strings.TrimSpace(sm[2])
 		}
 		return ch, true
@@ -114,7 +115,7 @@ func classifyCause(e *errorHit) (causeHit, bool) {
 	default:
 		return ch, false
 	}
-	sm := reException.FindStringSubmatch(string(stripLogLevel(parseMeta([]byte(text)).Msg)))
+	sm := linetext.PyException.FindStringSubmatch(string(stripLogLevel(linetext.Parse([]byte(text)).Msg)))
 	if sm == nil {
 		return ch, false
 	}
@@ -286,8 +287,8 @@ func (s *scan) timedOutItself(e *errorHit) bool {
 }
 
 // firstTimeoutTS is the earliest timestamp of a waiting rank's timeout.
-func (s *scan) firstTimeoutTS() stamp {
-	var first stamp
+func (s *scan) firstTimeoutTS() linetext.Stamp {
+	var first linetext.Stamp
 	for _, a := range s.aggs {
 		if a.def.waiter && a.earliestTS.OK && (!first.OK || a.earliestTS.Before(first)) {
 			first = a.earliestTS
@@ -327,7 +328,7 @@ func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
 		// prefix, or its entry's @record traceback in torchrun's summary.
 		rank = sameCauseRank(hits)
 	}
-	if rank < 0 && terminatePayload(parseMeta([]byte(ev.Text)).Msg) != nil {
+	if rank < 0 && terminatePayload(linetext.Parse([]byte(ev.Text)).Msg) != nil {
 		// std::terminate ends the process with SIGABRT: the one death by
 		// signal 6 a launcher reported is this process's.
 		rank = s.abortedRank()
@@ -370,7 +371,7 @@ func (s *scan) causeDiagnosis(hits []causeHit) Diagnosis {
 		// srun: "srun: error: node: task 1: Out Of Memory".
 		for _, h := range hits {
 			if sm := reSlurmTask.FindStringSubmatch(h.hit.line.Text); sm != nil {
-				rank = atoi([]byte(sm[1]))
+				rank = linetext.Atoi([]byte(sm[1]))
 				break
 			}
 		}
@@ -537,7 +538,7 @@ func lastName(cls string) string {
 // frameWhere turns a traceback frame ('File "/a/b/data.py", line 58, in
 // f') into "data.py:58".
 func frameWhere(frame string) string {
-	sm := reFrame.FindStringSubmatch(frame)
+	sm := linetext.PyFrame.FindStringSubmatch(frame)
 	if sm == nil {
 		return ""
 	}
@@ -596,8 +597,8 @@ func splitDataLoaderBus(direct, others []*merged) ([]*merged, []*merged, *causeH
 			others = append(others, m)
 			ev := m.primary.first
 			h := &errorHit{line: ErrorLine{Kind: "python-exception", Evidence: ev}, seq: m.primary.firstSeq, ts: m.primary.earliestTS}
-			ch := causeHit{id: idDataLoaderDied, hit: h, strong: true, msg: string(stripLogLevel(parseMeta([]byte(ev.Text)).Msg))}
-			if sm := reException.FindStringSubmatch(ch.msg); sm != nil {
+			ch := causeHit{id: idDataLoaderDied, hit: h, strong: true, msg: string(stripLogLevel(linetext.Parse([]byte(ev.Text)).Msg))}
+			if sm := linetext.PyException.FindStringSubmatch(ch.msg); sm != nil {
 				ch.exc, ch.msg = lastName(sm[1]), strings.TrimSpace(sm[2])
 			}
 			hit = &ch
@@ -634,7 +635,7 @@ func (s *scan) killedByLauncher(ch causeHit) bool {
 	}
 	pid := ch.hit.line.PID
 	if sm := rePIDField.FindStringSubmatch(ch.hit.line.Text); sm != nil {
-		pid = atoi([]byte(sm[1] + sm[2]))
+		pid = linetext.Atoi([]byte(sm[1] + sm[2]))
 	}
 	// The only failure torchrun reports is no teardown, whatever it sent.
 	return pid > 0 && s.cat.ended[pid] && len(s.failures) != 1

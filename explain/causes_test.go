@@ -3,6 +3,8 @@ package explain
 import (
 	"strings"
 	"testing"
+
+	"github.com/ncclwiz/ncclwiz/explain/internal/linetext"
 )
 
 // Each error line is a cause outside NCCL (its id) or a knock-on of
@@ -50,7 +52,7 @@ func TestClassifyCause(t *testing.T) {
 		{"RuntimeError: CUDA error: an illegal memory access was encountered", ""},
 		{"RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=1275)", ""},
 	} {
-		m := parseMeta([]byte(tc.line))
+		m := linetext.Parse([]byte(tc.line))
 		kind := classifyError(m.Msg)
 		if kind == "" {
 			t.Errorf("%q: not classified as an error line", tc.line)

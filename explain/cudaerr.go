@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/ncclwiz/ncclwiz/explain/catalog"
+	"github.com/ncclwiz/ncclwiz/explain/internal/linetext"
 )
 
 // CUDA errors NCCL and PyTorch surface: NCCL's CUDACHECK prints
@@ -102,7 +103,7 @@ func terminatePayload(msg []byte) []byte {
 
 // cudaCause records the cause a CUDA error in an exception or wrapper
 // line names; false when it names none.
-func (s *scan) cudaCause(fs *fileState, msg []byte, ev func() Evidence, m lineMeta) bool {
+func (s *scan) cudaCause(fs *fileState, msg []byte, ev func() Evidence, m linetext.Meta) bool {
 	// A C++ exception that ended the process ("terminate called after
 	// throwing an instance of 'std::logic_error'", then "  what():  <its
 	// message>"): a CUDA error there is what the process died of, in any

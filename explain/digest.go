@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/ncclwiz/ncclwiz/explain/internal/linetext"
 )
 
 // Limits that keep the digest's memory constant whatever the log size.
@@ -18,17 +20,17 @@ const (
 )
 
 var (
-	reVersionLine = mustFastRe(`NCCL version (\d+\.\d+\.\d+)((?:a|b|rc|dev|post)\d+|-\d+)?(?:\+cuda(\d+\.\d+))?`)
-	reCommSummary = mustFastRe(`comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank (\d+)`)
-	reBootstrap   = mustFastRe(`Bootstrap ?: Using(?: \[\d+\])? ?([^:\s]+):(\S+?)<\d+>`)
-	reSockIfs     = mustFastRe(`NET/Socket : Using((?: \[\d+\][^:\s]+:\S+<\d+>)+)`)
-	reSockIf      = mustFastRe(`\[\d+\]([^:\s]+):(\S+?)<\d+>`)
-	reIBUsing     = mustFastRe(`NET/IB ?: Using((?: \[\d+\]\S+)+)`)
-	reIBDev       = mustFastRe(`\[\d+\](\S+)`)
-	reUsingNet    = mustFastRe(`NCCL INFO Using network (\S+)`)
-	reEnvSet      = mustFastRe(`NCCL INFO (NCCL_\w+) set by environment to ([^\r\n]*?)\.?\s*$`)
-	reDriver      = mustFastRe(`NCCL INFO cudaDriverVersion (\d+)`)
-	reBacktrace   = mustFastRe(`NCCL INFO ([\w./\-]+\.(?:cc|h|cu|c|cpp)):(\d+) -> (\d+)`)
+	reVersionLine = linetext.MustFastRe(`NCCL version (\d+\.\d+\.\d+)((?:a|b|rc|dev|post)\d+|-\d+)?(?:\+cuda(\d+\.\d+))?`)
+	reCommSummary = linetext.MustFastRe(`comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank (\d+)`)
+	reBootstrap   = linetext.MustFastRe(`Bootstrap ?: Using(?: \[\d+\])? ?([^:\s]+):(\S+?)<\d+>`)
+	reSockIfs     = linetext.MustFastRe(`NET/Socket : Using((?: \[\d+\][^:\s]+:\S+<\d+>)+)`)
+	reSockIf      = linetext.MustFastRe(`\[\d+\]([^:\s]+):(\S+?)<\d+>`)
+	reIBUsing     = linetext.MustFastRe(`NET/IB ?: Using((?: \[\d+\]\S+)+)`)
+	reIBDev       = linetext.MustFastRe(`\[\d+\](\S+)`)
+	reUsingNet    = linetext.MustFastRe(`NCCL INFO Using network (\S+)`)
+	reEnvSet      = linetext.MustFastRe(`NCCL INFO (NCCL_\w+) set by environment to ([^\r\n]*?)\.?\s*$`)
+	reDriver      = linetext.MustFastRe(`NCCL INFO cudaDriverVersion (\d+)`)
+	reBacktrace   = linetext.MustFastRe(`NCCL INFO ([\w./\-]+\.(?:cc|h|cu|c|cpp)):(\d+) -> (\d+)`)
 )
 
 // ncclResult names for backtrace codes (src/nccl.h.in).
@@ -121,11 +123,11 @@ func parseChannelAt(line []byte, i int) (channelLine, bool) {
 		p = p[5:]
 	}
 	var ok bool
-	if p, ok = skipDigits(p); !ok {
+	if p, ok = linetext.SkipDigits(p); !ok {
 		return cl, false
 	}
 	if len(p) > 0 && p[0] == '/' {
-		if p, ok = skipDigits(p[1:]); !ok {
+		if p, ok = linetext.SkipDigits(p[1:]); !ok {
 			return cl, false
 		}
 	}
@@ -185,21 +187,13 @@ func isRESpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
 }
 
-func skipDigits(p []byte) ([]byte, bool) {
-	i := 0
-	for i < len(p) && p[i] >= '0' && p[i] <= '9' {
-		i++
-	}
-	return p[i:], i > 0
-}
-
 // rankDev reads "12[1a000]" and returns the rank.
 func rankDev(p []byte) (int, []byte, bool) {
-	q, ok := skipDigits(p)
+	q, ok := linetext.SkipDigits(p)
 	if !ok || len(q) == 0 || q[0] != '[' {
 		return 0, p, false
 	}
-	n := atoi(p[:len(p)-len(q)])
+	n := linetext.Atoi(p[:len(p)-len(q)])
 	q = q[1:]
 	j := 0
 	for j < len(q) && isHex(q[j]) {
@@ -253,7 +247,7 @@ func (k infoKinds) has(kind int) bool { return k&(1<<kind) != 0 }
 func (e *Explainer) infoKinds(cand []uint64) infoKinds {
 	var k infoKinds
 	for i, t := range e.tagInfo {
-		if setHas(cand, t) {
+		if linetext.SetHas(cand, t) {
 			k |= 1 << i
 		}
 	}
@@ -330,11 +324,11 @@ func parseInitLine(line []byte) (initLine, bool) {
 		if !bytes.HasPrefix(p, []byte(word)) {
 			return 0, false
 		}
-		q, ok := skipDigits(p[len(word):])
+		q, ok := linetext.SkipDigits(p[len(word):])
 		if !ok {
 			return 0, false
 		}
-		n := atoi(p[len(word):])
+		n := linetext.Atoi(p[len(word):])
 		p = q
 		return n, true
 	}
@@ -418,7 +412,7 @@ func (d *digestAcc) channel(cl channelLine) {
 	}
 }
 
-func where(m lineMeta, file string) string {
+func where(m linetext.Meta, file string) string {
 	switch {
 	case m.Rank >= 0 && m.Host != "":
 		return fmt.Sprintf("rank %d (%s)", m.Rank, m.Host)
@@ -432,7 +426,7 @@ func where(m lineMeta, file string) string {
 	return file
 }
 
-func (d *digestAcc) version(v string, m lineMeta, file string) {
+func (d *digestAcc) version(v string, m linetext.Meta, file string) {
 	w, ok := d.versions[v]
 	if !ok {
 		if len(d.versions) >= maxListItems {
@@ -449,7 +443,7 @@ func (d *digestAcc) version(v string, m lineMeta, file string) {
 
 // info handles an NCCL INFO line other than a channel line whose
 // prefilter found the literals of kinds.
-func (d *digestAcc) info(line []byte, m lineMeta, file string, n int64, kinds infoKinds) {
+func (d *digestAcc) info(line []byte, m linetext.Meta, file string, n int64, kinds infoKinds) {
 	p := infoParse{kinds: kinds}
 	if kinds.has(infoInit) {
 		p.init, p.initOK = parseInitLine(line)
@@ -589,10 +583,10 @@ func parseCommSummary(line []byte) (commSummary, bool) {
 				break
 			}
 			var q []byte
-			if q, ok = skipDigits(p[len(w):]); !ok {
+			if q, ok = linetext.SkipDigits(p[len(w):]); !ok {
 				break
 			}
-			v[k] = atoi(p[len(w) : len(p)-len(q)])
+			v[k] = linetext.Atoi(p[len(w) : len(p)-len(q)])
 			p = q
 		}
 		if ok {
@@ -620,7 +614,7 @@ func parseEnvSet(line []byte) (name, value []byte, ok bool) {
 		start := off + i + len("NCCL INFO ")
 		off = start
 		j := start + len("NCCL_")
-		for j < len(line) && isWordByte(line[j]) {
+		for j < len(line) && linetext.IsWordByte(line[j]) {
 			j++
 		}
 		if j == start+len("NCCL_") || !bytes.HasPrefix(line[j:], []byte(" set by environment to ")) {
@@ -643,11 +637,6 @@ func parseEnvSet(line []byte) (name, value []byte, ok bool) {
 	}
 }
 
-// isWordByte is RE2's \w: [0-9A-Za-z_].
-func isWordByte(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
-}
-
 // parseDriver is reDriver's submatch: `NCCL INFO cudaDriverVersion (\d+)`.
 func parseDriver(line []byte) []byte {
 	const w = "NCCL INFO cudaDriverVersion "
@@ -658,7 +647,7 @@ func parseDriver(line []byte) []byte {
 		}
 		at := off + i + len(w)
 		off = off + i + 1
-		if q, ok := skipDigits(line[at:]); ok {
+		if q, ok := linetext.SkipDigits(line[at:]); ok {
 			return line[at : len(line)-len(q)]
 		}
 	}
@@ -727,7 +716,7 @@ func mayBeBacktrace(line []byte) bool {
 	}
 }
 
-func (d *digestAcc) mapRank(m lineMeta, rank, nranks int) {
+func (d *digestAcc) mapRank(m linetext.Meta, rank, nranks int) {
 	if m.Host == "" || m.PID == 0 {
 		return
 	}
@@ -741,7 +730,7 @@ func (d *digestAcc) mapRank(m lineMeta, rank, nranks int) {
 }
 
 // rankOf returns the rank a NCCL process was mapped to, or -1.
-func (d *digestAcc) rankOf(m lineMeta) int {
+func (d *digestAcc) rankOf(m linetext.Meta) int {
 	if m.Host == "" || m.PID == 0 {
 		return -1
 	}
@@ -751,7 +740,7 @@ func (d *digestAcc) rankOf(m lineMeta) int {
 	return -1
 }
 
-func (d *digestAcc) cumemFallback(m lineMeta, file string) {
+func (d *digestAcc) cumemFallback(m linetext.Meta, file string) {
 	w := where(m, file)
 	if !d.cumemSet[w] && len(d.cumem) < maxListItems {
 		d.cumemSet[w] = true

@@ -5,14 +5,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/ncclwiz/ncclwiz/explain/internal/linetext"
 	"github.com/ncclwiz/ncclwiz/explain/internal/loggen"
 )
 
-// The hand parsers of digest.go (and prefix.go's reStreamIndex) must accept exactly what their regexps
+// The hand parsers of digest.go must accept exactly what their regexps
 // accept, with the same submatches: checked on every line of the corpus,
 // on an init-heavy generated log, on edge cases and on random splices of
 // the formats' fragments.
@@ -107,21 +107,22 @@ func TestDigestParsersAgreeWithRegexps(t *testing.T) {
 				t.Errorf("mayBeBacktrace(%q) = false; reBacktrace matches", l)
 			}
 		}
-		if got, want := reStreamIndex(l), reStream.Regexp.FindSubmatchIndex(l); !slices.Equal(got, want) {
-			t.Errorf("reStreamIndex(%q) = %v; regexp %v", l, got, want)
-		} else if want != nil {
-			matched["stream"]++
+		// The FastRe guards of the digest's patterns are exact.
+		for _, re := range []*linetext.FastRe{reVersionLine, reCommSummary, reBootstrap, reEnvSet} {
+			if got, want := re.FindSubmatchIndex(l), re.Regexp.FindSubmatchIndex(l); !slices.Equal(got, want) {
+				t.Errorf("%s on %q: FastRe %v, regexp %v", re, l, got, want)
+			}
 		}
 		cs, ok := parseCommSummary(l)
 		sm = reCommSummary.Regexp.FindSubmatch(l)
-		if ok != (sm != nil) || ok && (cs != commSummary{rank: atoi(sm[1]), nranks: atoi(sm[2]), nnodes: atoi(sm[3]), localRanks: atoi(sm[4])}) {
+		if ok != (sm != nil) || ok && (cs != commSummary{rank: linetext.Atoi(sm[1]), nranks: linetext.Atoi(sm[2]), nnodes: linetext.Atoi(sm[3]), localRanks: linetext.Atoi(sm[4])}) {
 			t.Errorf("parseCommSummary(%q) = %+v %v; regexp %q", l, cs, ok, sm)
 		} else if ok {
 			matched["summary"]++
 		}
 	}
 	// The comparison means something only if each parser matched often.
-	for _, k := range []string{"env", "driver", "network", "summary", "backtrace", "stream"} {
+	for _, k := range []string{"env", "driver", "network", "summary", "backtrace"} {
 		if matched[k] < 20 {
 			t.Errorf("%s: only %d matching lines", k, matched[k])
 		}
@@ -132,9 +133,9 @@ func TestDigestParsersAgreeWithRegexps(t *testing.T) {
 // parser: a literal the parser does not need would make the prefilter skip
 // a line the parser accepts.
 func TestInfoLiteralsRequired(t *testing.T) {
-	for k, re := range map[int]*fastRe{infoVersion: reVersionLine, infoBootstrap: reBootstrap, infoSocket: reSockIfs,
+	for k, re := range map[int]*linetext.FastRe{infoVersion: reVersionLine, infoBootstrap: reBootstrap, infoSocket: reSockIfs,
 		infoIB: reIBUsing, infoUsingNet: reUsingNet, infoEnv: reEnvSet, infoDriver: reDriver, infoLocalRanks: reCommSummary} {
-		req, ok := requiredLiterals(re.String())
+		req, ok := linetext.RequiredLiterals(re.String())
 		if !ok {
 			t.Fatalf("%s: no required literal", re)
 		}
@@ -149,41 +150,5 @@ func TestInfoLiteralsRequired(t *testing.T) {
 				t.Errorf("kind %d: %s can match %q, which holds none of %q", k, re, l, infoLiterals[k])
 			}
 		}
-	}
-}
-
-// A worker's packed parse of a line's prefixes gives the consumer the same
-// meta as parsing the line there.
-func TestPackedMetaIsParseMeta(t *testing.T) {
-	var lines [][]byte
-	err := filepath.WalkDir("testdata/corpus", func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		lines = append(lines, bytes.Split(data, []byte("\n"))...)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c strCache
-	packed := 0
-	for _, l := range lines {
-		if len(l) == 0 {
-			continue
-		}
-		r := parseMetaRaw(l)
-		pm, ok := r.pack(l)
-		if !ok {
-			continue
-		}
-		packed++
-		if got, want := pm.meta(l, &c), parseMeta(l); !reflect.DeepEqual(got, want) {
-			t.Errorf("%q: packed %+v, parseMeta %+v", l, got, want)
-		}
-	}
-	if packed < len(lines)/2 {
-		t.Errorf("only %d of %d lines packed", packed, len(lines))
 	}
 }

@@ -47,10 +47,12 @@
 //
 // Adding a message or a cause touches one obvious place:
 //
-//   - the reading engine (reader.go, pipeline.go, prefilter.go, literals.go,
-//     fastre.go, ansi.go, join.go, prefix.go): inputs, chunks, the worker
-//     pool, cleaning, wrapped lines joined, launcher prefixes; it hands
-//     lines to the scan in input order (scan.go);
+//   - the reading engine (reader.go, pipeline.go, join.go): inputs, chunks,
+//     the worker pool, wrapped lines joined; it hands lines to the scan in
+//     input order (scan.go). Its line-text primitives, which know nothing
+//     of the analyses, are explain/internal/linetext: the literal
+//     prefilter and required-literal extraction, guarded regexps
+//     (FastRe), ANSI cleaning, and launcher prefixes and line metadata;
 //   - the catalogue (explain/catalog): every message of NCCL 2.4–2.30
 //     (generated from its sources, nccl.tsv), PyTorch, gloo, the launchers
 //     and the frameworks, each with its cause or its subsystem, as data
@@ -77,7 +79,7 @@
 // input order, with all cross-line state (PyTorch's "Last error:" payload,
 // torchrun's failure summary, ranks, timestamps), so several rank files
 // are scanned concurrently yet explained as if read one by one. Regexps
-// that run on many lines (the INFO digest, prefixes) are fastRe: exact
+// that run on many lines (the INFO digest, prefixes) are linetext.FastRe: exact
 // literal and first-byte guards reject most lines before the regexp runs.
 // Memory is a handful of 1 MiB buffers whatever the number and size of the
 // inputs; a line longer than Options.MaxLineBytes keeps its first part and

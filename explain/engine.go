@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ncclwiz/ncclwiz/explain/catalog"
+	"github.com/ncclwiz/ncclwiz/explain/internal/linetext"
 	"github.com/ncclwiz/ncclwiz/guides"
 )
 
@@ -20,6 +21,11 @@ type Input struct {
 	Name string
 	Open func() (io.ReadCloser, error)
 }
+
+// Message returns a log line without its launcher, timestamp, glog and NCCL
+// prefixes: the words a person reads first when space is short. It is
+// explain's API over the line parser in explain/internal/linetext.
+func Message(line string) string { return linetext.Message(line) }
 
 // FileInput reads a file.
 func FileInput(path string) Input {
@@ -62,7 +68,7 @@ type Explainer struct {
 	opts  Options
 	sigs  []*sigDef
 	byID  map[string]*sigDef
-	ac    *gramScanner
+	ac    *linetext.GramScanner
 	words int
 	// tag numbers of the auxiliary triggers.
 	tagChannel, tagLastError, tagWarn, tagError, tagFrame, tagBenign, tagRoot, tagCatalog int
@@ -185,8 +191,8 @@ func New(opts Options) (*Explainer, error) {
 		if s == e.transportSig || s.Re == nil {
 			continue // parsed by hand from the channel trigger, or found by the catalogue
 		}
-		l, ok := requiredLiterals(s.Re.String())
-		if ok && minLen(l) < minLiteral {
+		l, ok := linetext.RequiredLiterals(s.Re.String())
+		if ok && linetext.MinLen(l) < linetext.MinLiteral {
 			ok = false // too short to anchor the prefilter
 		}
 		if !ok {
@@ -195,7 +201,7 @@ func New(opts Options) (*Explainer, error) {
 			e.always = append(e.always, s)
 			continue
 		}
-		s.Lits = trimContained(l)
+		s.Lits = linetext.TrimContained(l)
 		for _, x := range s.Lits {
 			lits = append(lits, x)
 			tags = append(tags, s.tag)
@@ -223,7 +229,7 @@ func New(opts Options) (*Explainer, error) {
 	e.tagFrame = addAux(`file "`)
 	var bl []string
 	for _, b := range benign {
-		l, ok := requiredLiterals(b.Re.String())
+		l, ok := linetext.RequiredLiterals(b.Re.String())
 		if !ok {
 			panic("explain: benign pattern without a literal: " + b.Name)
 		}
@@ -234,11 +240,11 @@ func New(opts Options) (*Explainer, error) {
 	// The first bytes of the catalogue's anchors (the prefilter is a
 	// 4-byte gram scanner; the catalogue confirms).
 	e.tagCatalog = addAux(cat.Anchors()...)
-	e.ac = newGramScanner(lits, tags, tag)
-	e.ac.arrowTag = e.tagChannel
-	e.words = e.ac.words
+	e.ac = linetext.NewGramScanner(lits, tags, tag)
+	e.ac.ArrowTag = e.tagChannel
+	e.words = e.ac.Words()
 	e.channelOnly = make([]uint64, e.words)
-	setAdd(e.channelOnly, e.tagChannel)
+	linetext.SetAdd(e.channelOnly, e.tagChannel)
 	return e, nil
 }
 

@@ -1,6 +1,9 @@
 package explain
 
-import "regexp"
+import (
+	"github.com/ncclwiz/ncclwiz/explain/internal/linetext"
+	"regexp"
+)
 
 // Non-NCCL failures: what the job died of when NCCL was not involved, or
 // what a straggler rank died of before the others timed out.
@@ -8,12 +11,10 @@ var (
 	// PyTorch's allocator says "CUDA out of memory"; a CUDA call checked
 	// by C10_CUDA_CHECK says "CUDA error: out of memory" (a C++ exception
 	// that may end the process through std::terminate).
-	reCudaOOM   = regexp.MustCompile(`CUDA out of memory|OutOfMemoryError|CUDA error: out of memory`)
-	reException = regexp.MustCompile(`^\s*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?::(?:\s(.*))?)?\s*$`)
+	reCudaOOM = regexp.MustCompile(`CUDA out of memory|OutOfMemoryError|CUDA error: out of memory`)
 	// torchrun, DeepSpeed's launcher, Slurm and the kernel name a SIGKILL.
 	reKilled = regexp.MustCompile(`exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\)|^\s*Killed\s*$|Out of memory: Killed process|invoked oom-killer|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>|exits with return code = -9\b|oom[-_]kill event|tasks? [\d\-,]+: Out Of Memory|line \d+: +\d+ Killed +\S`)
 	reSegv   = regexp.MustCompile(`Segmentation fault|exitcode\s*:\s*-11\b|Signal 11 \(SIGSEGV\)|exits with return code = -11\b`)
-	reFrame  = regexp.MustCompile(`^\s*File "([^"]+)", line (\d+), in (\S+)`)
 	// A CUDA kernel's assert (PyTorch's CUDA_KERNEL_ASSERT, printed by the
 	// device): "Indexing.cu:1236: indexSelectSmallIndex: block: [0,0,0],
 	// thread: [96,0,0] Assertion `srcIndex < srcSelectDimSize` failed."
@@ -47,7 +48,7 @@ func classifyError(msg []byte) (kind string) {
 		return "cuda-oom"
 	case reKernelAssert.Match(msg):
 		return "cuda-assert"
-	case reException.Match(msg):
+	case linetext.PyException.Match(msg):
 		// Log levels ("ERROR: …") are not class names: the regexp needs a
 		// name ending in Error/Exception/Interrupt, case-sensitive.
 		return "python-exception"
@@ -72,7 +73,7 @@ func errorSummary(kind string, msg []byte) string {
 		return "segmentation fault"
 	}
 	// The line still has its launcher and logger prefixes ("[rank3]: ").
-	if sm := reException.FindSubmatch(stripLogLevel(parseMeta(msg).Msg)); sm != nil {
+	if sm := linetext.PyException.FindSubmatch(stripLogLevel(linetext.Parse(msg).Msg)); sm != nil {
 		return string(sm[1])
 	}
 	return kind

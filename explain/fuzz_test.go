@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"testing/iotest"
+
+	"github.com/ncclwiz/ncclwiz/explain/internal/linetext"
 )
 
 // referenceLines is what a LineReader must return: the input split at
@@ -95,7 +97,7 @@ func FuzzMatcher(f *testing.F) {
 			}
 			cl, ok := parseChannel(line)
 			m := reTransport.FindSubmatch(line)
-			if ok != (m != nil) || ok && (cl.From != atoi(m[3]) || cl.To != atoi(m[5])) {
+			if ok != (m != nil) || ok && (cl.From != linetext.Atoi(m[3]) || cl.To != linetext.Atoi(m[5])) {
 				t.Fatalf("%q: parseChannel %v %+v, regexp %q", line, ok, cl, m)
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/ncclwiz/ncclwiz/explain/internal/linetext"
 )
 
 // Diagnoses of a log that just stops (issue 15 class 7): no error, no
@@ -117,7 +119,7 @@ func (h *hangAcc) proc(host string, pid int, file string) *procInit {
 }
 
 // info sees an NCCL INFO line (other than a channel line).
-func (h *hangAcc) info(line []byte, m lineMeta, file string, n int64, ip *infoParse) {
+func (h *hangAcc) info(line []byte, m linetext.Meta, file string, n int64, ip *infoParse) {
 	p := h.proc(m.Host, m.PID, file)
 	if p == nil {
 		return
@@ -154,7 +156,7 @@ func (h *hangAcc) info(line []byte, m lineMeta, file string, n int64, ip *infoPa
 			// The collnet count is printed non-zero without CollNet support
 			// (NVIDIA/nccl#1936): only COLLNET transport lines name it.
 			j := bytes.LastIndexByte(line[:i], ' ')
-			if n := atoi(line[j+1 : i]); n > 0 {
+			if n := linetext.Atoi(line[j+1 : i]); n > 0 {
 				h.nvls = true
 			}
 			raise(stageConnecting)
@@ -248,7 +250,7 @@ func procOfLine(text []byte) ([]byte, int) {
 		return nil, 0
 	}
 	host, pid, tid := head[:c1], head[c1+1:c2], head[c2+1:]
-	if !isDigits(pid) || !isDigits(tid) {
+	if !linetext.IsDigits(pid) || !linetext.IsDigits(tid) {
 		return nil, 0
 	}
 	// "[1,5]<stdout>:host" and "node1:host" keep only the host.
@@ -261,7 +263,7 @@ func procOfLine(text []byte) ([]byte, int) {
 	if len(host) == 0 {
 		return nil, 0
 	}
-	return host, atoi(pid)
+	return host, linetext.Atoi(pid)
 }
 
 // endInput judges how one input ends from its kept tail.

@@ -3,6 +3,8 @@ package explain
 import (
 	"bytes"
 	"regexp"
+
+	"github.com/ncclwiz/ncclwiz/explain/internal/linetext"
 )
 
 // A log that just stops is judged by how it ends: the pipeline only shows
@@ -125,7 +127,7 @@ func classifyEnd(file string, lines [][]byte, firstLine int64, isInit func([]byt
 	e := inputEnd{file: file, kind: endNone}
 	for i := len(lines) - 1; i >= 0; i-- {
 		if bytes.Contains(lines[i], []byte(": opCount ")) && reOpCount.Match(lines[i]) || bytes.Contains(lines[i], []byte("NCCL INFO Launch mode ")) {
-			m := parseMeta(lines[i])
+			m := linetext.Parse(lines[i])
 			e.opLine = &Evidence{File: file, Line: firstLine + int64(i), Text: string(truncText(lines[i])), Rank: m.Rank, Host: m.Host, PID: m.PID}
 			break
 		}
@@ -141,17 +143,17 @@ func classifyEnd(file string, lines [][]byte, firstLine int64, isInit func([]byt
 		raw := lines[i]
 		n := firstLine + int64(i)
 		text := bytes.TrimRight(raw, "\r")
-		if needsCleaning(text) {
-			clean = stripANSI(clean[:0], text)
+		if linetext.NeedsCleaning(text) {
+			clean = linetext.StripANSI(clean[:0], text)
 			text = bytes.TrimRight(clean, "\r")
 		}
-		text = trimQuote(text)
+		text = linetext.TrimQuote(text)
 		// What ends the line is the last process's output (an Open MPI
 		// tag inside a line starts another's).
 		for j := midTag(text); j >= 0; j = midTag(text) {
 			text = text[j:]
 		}
-		m := parseMeta(text)
+		m := linetext.Parse(text)
 		msg := bytes.TrimSpace(m.Msg)
 		ev := func() *Evidence {
 			t := string(truncText(text))

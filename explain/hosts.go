@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ncclwiz/ncclwiz/explain/internal/linetext"
 	"github.com/ncclwiz/ncclwiz/internal/textsafe"
 )
 
@@ -58,7 +59,7 @@ func newHostsAcc() *hostsAcc {
 }
 
 // hostOf names where a line came from: its host, else its file.
-func hostOf(m lineMeta, file string) string {
+func hostOf(m linetext.Meta, file string) string {
 	if m.Host != "" {
 		return m.Host
 	}
@@ -95,7 +96,7 @@ func (h *hostsAcc) add(fact, value []byte, where string, src *lineSrc) {
 // fact's value is new.
 type lineSrc struct {
 	line []byte
-	m    lineMeta
+	m    linetext.Meta
 	file string
 	n    int64
 }
@@ -105,7 +106,7 @@ func (l *lineSrc) evidence() Evidence {
 }
 
 // info reads the facts of one NCCL INFO line.
-func (h *hostsAcc) info(line []byte, m lineMeta, file string, n int64, ip *infoParse) {
+func (h *hostsAcc) info(line []byte, m linetext.Meta, file string, n int64, ip *infoParse) {
 	where := m.Host
 	if where == "" {
 		if file != h.lastFile || h.lastWhere == "" {

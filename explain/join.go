@@ -3,6 +3,8 @@ package explain
 import (
 	"bytes"
 	"regexp"
+
+	"github.com/ncclwiz/ncclwiz/explain/internal/linetext"
 )
 
 // Pasted logs are wrapped: a terminal, an issue page or `kubectl logs`
@@ -93,8 +95,8 @@ func continuation(prev, next []byte, last, width int) []byte {
 	}
 	if next[0] == '>' {
 		// A quoted paste quotes every line: the marker is no text.
-		next = trimQuote(next)
-		prev = trimQuote(prev)
+		next = linetext.TrimQuote(next)
+		prev = linetext.TrimQuote(prev)
 		if len(next) == 0 {
 			return nil
 		}
@@ -108,12 +110,12 @@ func continuation(prev, next []byte, last, width int) []byte {
 	// The same launcher prefix repeated (an issue page, kubectl), or none
 	// (a terminal wraps the text, not the prefix), and nothing that
 	// starts a record.
-	launcher := parseMeta(prev).Launcher
+	launcher := linetext.Parse(prev).Launcher
 	rest := next
 	if bytes.HasPrefix(next, []byte(launcher)) {
 		rest = next[len(launcher):]
 	}
-	if rm := parseMeta(rest); rm.Launcher != "" || rm.Level != "" || rm.TS.OK {
+	if rm := linetext.Parse(rest); rm.Launcher != "" || rm.Level != "" || rm.TS.OK {
 		return nil
 	}
 	if len(rest) == 0 || !hard && reNewRecord.Match(bytes.TrimLeft(rest, " ")) {
@@ -171,7 +173,7 @@ func foldWidth(lines [][]byte, tail bool) int {
 // oneChar tells a separator line ("-----", "=====", quoted or not, after
 // a launcher's prefix: a prefix makes no cut width of the separators).
 func oneChar(l []byte) bool {
-	l = trimQuote(parseMetaRaw(l).m.Msg)
+	l = linetext.TrimQuote(linetext.ParseRaw(l).Msg())
 	return len(l) > 0 && len(bytes.Trim(l, string(l[:1]))) == 0
 }
 
@@ -193,7 +195,7 @@ func joinLines(dst, prev, cont []byte, space bool) []byte {
 func (s *scan) joinBest(dst, prev, cont []byte) []byte {
 	guess := !termWidths[len(prev)]
 	n := len(prev)
-	if n == 0 || len(cont) == 0 || !isWordByte(prev[n-1]) || !isWordByte(cont[0]) {
+	if n == 0 || len(cont) == 0 || !linetext.IsWordByte(prev[n-1]) || !linetext.IsWordByte(cont[0]) {
 		return joinLines(dst, prev, cont, guess)
 	}
 	// Compare the literal hits around the seam only.
@@ -215,10 +217,10 @@ func (s *scan) joinBest(dst, prev, cont []byte) []byte {
 
 // seamHits counts the literal tags found in text.
 func (s *scan) seamHits(text []byte) int {
-	setClear(s.cand2)
-	s.e.ac.scan(text, s.cand2)
+	linetext.SetClear(s.cand2)
+	s.e.ac.Scan(text, s.cand2)
 	n := 0
-	setEach(s.cand2, func(int) { n++ })
+	linetext.SetEach(s.cand2, func(int) { n++ })
 	return n
 }
 

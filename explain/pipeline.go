@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/ncclwiz/ncclwiz/explain/internal/linetext"
 	"github.com/ncclwiz/ncclwiz/internal/units"
 )
 
@@ -60,7 +61,7 @@ type event struct {
 	pre                      int8
 	from, to, viaOff, viaLen int32
 	// meta is 1 + the index in prepped.metas of the line's prefixes,
-	// parsed by the worker (parseMetaRaw is pure), or 0.
+	// parsed by the worker (linetext.ParseRaw is pure), or 0.
 	meta int32
 }
 
@@ -86,7 +87,7 @@ type prepped struct {
 	// paste folded at a terminal's width), 0 when they were not.
 	wrapWidth int
 	ranks     []int
-	metas     []packedMeta
+	metas     []linetext.Packed
 	scratch   []event
 	ready     chan struct{}
 }
@@ -234,7 +235,7 @@ func (p *producer) prep(b *prepped) {
 
 	// Literal hits, grouped by line.
 	curStart, curEnd := -1, -1
-	p.e.ac.scanAll(data, func(pos, tag int) {
+	p.e.ac.ScanAll(data, func(pos, tag int) {
 		if pos >= curEnd || curStart < 0 {
 			curStart = bytes.LastIndexByte(data[:pos], '\n') + 1
 			if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
@@ -391,8 +392,8 @@ func (p *producer) prep(b *prepped) {
 		if trunc || len(text) == 0 {
 			continue
 		}
-		r := parseMetaRaw(text)
-		if pm, ok := r.pack(text); ok {
+		r := linetext.ParseRaw(text)
+		if pm, ok := r.Pack(text); ok {
 			b.metas = append(b.metas, pm)
 			ev.meta = int32(len(b.metas))
 		}
@@ -450,8 +451,8 @@ func (p *producer) prep(b *prepped) {
 		}
 		at := off + i
 		if at == 0 || data[at-1] == '\n' {
-			if q, ok := skipDigits(data[at+5:]); ok && len(q) >= 2 && q[0] == ']' && q[1] == ':' {
-				r := atoi(data[at+5:])
+			if q, ok := linetext.SkipDigits(data[at+5:]); ok && len(q) >= 2 && q[0] == ']' && q[1] == ':' {
+				r := linetext.Atoi(data[at+5:])
 				if len(b.ranks) < maxRanksTracked && (len(b.ranks) == 0 || b.ranks[len(b.ranks)-1] != r) {
 					b.ranks = append(b.ranks, r)
 				}
@@ -588,13 +589,13 @@ func (s *scan) visitLine(fs *fileState, text []byte, n int64, trunc bool, cand [
 		s.line(fs, text, n, trunc, true)
 		return
 	}
-	if needsCleaning(text) {
-		s.clean = stripANSI(s.clean, text)
+	if linetext.NeedsCleaning(text) {
+		s.clean = linetext.StripANSI(s.clean, text)
 		text = s.clean
 	}
 	if bytes.IndexByte(text, '\r') < 0 && midTag(text) < 0 {
-		setClear(s.cand)
-		hit := s.e.ac.scan(text, s.cand)
+		linetext.SetClear(s.cand)
+		hit := s.e.ac.Scan(text, s.cand)
 		s.line(fs, text, n, trunc, hit)
 		return
 	}
@@ -609,8 +610,8 @@ func (s *scan) visitLine(fs *fileState, text []byte, n int64, trunc bool, cand [
 			} else {
 				seg = nil
 			}
-			setClear(s.cand)
-			hit := s.e.ac.scan(part, s.cand)
+			linetext.SetClear(s.cand)
+			hit := s.e.ac.Scan(part, s.cand)
 			s.line(fs, part, n, trunc, hit)
 		}
 	}
@@ -692,7 +693,7 @@ func (s *scan) analyze(ctx context.Context, inputs []Input) error {
 			}
 			fs = &fileState{idx: it.input, name: name, fileRank: -1}
 			if sm := reFileRank.FindStringSubmatch(filepath.Base(name)); sm != nil {
-				fs.fileRank = atoi([]byte(sm[1]))
+				fs.fileRank = linetext.Atoi([]byte(sm[1]))
 			}
 		case itemChunk:
 			b := it.b

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/ncclwiz/ncclwiz/explain/internal/linetext"
 )
 
 // Ranks from the evidence. torchrun's "Root Cause (first observed
@@ -82,9 +84,9 @@ func (s *scan) rootBlock(fs *fileState, msg []byte, n int64) {
 		e.Host = v
 	case "rank":
 		if rm := reRootRank.FindStringSubmatch(v); rm != nil {
-			e.Rank = atoi([]byte(rm[1]))
+			e.Rank = linetext.Atoi([]byte(rm[1]))
 			if rm[2] != "" {
-				e.LocalRank = atoi([]byte(rm[2]))
+				e.LocalRank = linetext.Atoi([]byte(rm[2]))
 			}
 		}
 	case "exitcode":
@@ -92,7 +94,7 @@ func (s *scan) rootBlock(fs *fileState, msg []byte, n int64) {
 			e.ExitCode = em[1]
 			e.Signal = signalName(em[1])
 			if em[2] != "" {
-				e.PID = atoi([]byte(em[2]))
+				e.PID = linetext.Atoi([]byte(em[2]))
 			}
 		}
 	case "error_file":
@@ -286,7 +288,7 @@ func (s *scan) culprits(out []Diagnosis, wd *Watchdog) {
 func (s *scan) desyncSides(text string) {
 	for _, sm := range reMismatchSide.FindAllStringSubmatch(text, -1) {
 		if len(s.desyncOps) < maxRanksTracked {
-			s.desyncOps[atoi([]byte(sm[1]))] = sm[2]
+			s.desyncOps[linetext.Atoi([]byte(sm[1]))] = sm[2]
 		}
 	}
 }
@@ -343,7 +345,7 @@ func (s *scan) neverAllClear(out []Diagnosis) []Diagnosis {
 	}
 	ev := *unplaced
 	d := Diagnosis{ID: idUnplaced, Role: RoleCause, RootCause: true, Confidence: Low, Inferred: true,
-		Title:       "A distributed failure ncclwiz cannot place: " + Message(ev.Text),
+		Title:       "A distributed failure ncclwiz cannot place: " + linetext.Message(ev.Text),
 		Explanation: "This line reads as a failure of PyTorch's distributed package, NCCL, gloo or the launcher, and nothing in ncclwiz's catalogue explains it. It is the best lead: the lines just before it on the same rank usually say why.",
 		Evidence:    []Evidence{ev}, Count: 1, Fields: map[string]string{}, Checks: []string{}, Fixes: []string{}, Guide: "reading-nccl-debug",
 		Advice: []string{"Rerun with NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL so NCCL and PyTorch say more, and collect every rank's output (torchrun --tee 3)."}}
@@ -361,7 +363,7 @@ func (s *scan) neverAllClear(out []Diagnosis) []Diagnosis {
 // is seen there.
 func (s *scan) tailRanks(t *tailKeeper) {
 	for _, l := range t.lines {
-		m := parseMeta(l)
+		m := linetext.Parse(l)
 		if m.Rank >= 0 && len(s.seenRanks) < maxRanksTracked {
 			s.seenRanks[m.Rank] = true
 		}

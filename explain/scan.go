@@ -3,6 +3,8 @@ package explain
 import (
 	"bytes"
 	"strings"
+
+	"github.com/ncclwiz/ncclwiz/explain/internal/linetext"
 )
 
 // Limits that keep memory constant.
@@ -19,7 +21,7 @@ type sigAgg struct {
 	count      int
 	firstSeq   int64
 	first      Evidence
-	earliestTS stamp
+	earliestTS linetext.Stamp
 	earliest   Evidence
 	evidence   []Evidence
 	evKeys     map[string]bool
@@ -48,9 +50,9 @@ type scan struct {
 	clean []byte
 	// seam, seam2: scratch for joinBest.
 	seam, seam2 []byte
-	strs        strCache // hosts and launchers of parsed lines
+	strs        linetext.StrCache // hosts and launchers of parsed lines
 	// preMeta is the worker's parse of preText, the line being visited.
-	preMeta  *packedMeta
+	preMeta  *linetext.Packed
 	preText  []byte
 	aggs     map[string]*sigAgg
 	notes    map[string]*sigAgg
@@ -65,7 +67,7 @@ type scan struct {
 	warnings []string
 	// earliest failure by timestamp, and first by order.
 	earliest   *Evidence
-	earliestTS stamp
+	earliestTS linetext.Stamp
 	// trail is the first frame of NCCL's INFO return-code trail.
 	trail    *Evidence
 	firstSig *SignatureFirst
@@ -92,7 +94,7 @@ type scan struct {
 type errorHit struct {
 	line ErrorLine
 	seq  int64
-	ts   stamp
+	ts   linetext.Stamp
 	file int
 }
 
@@ -125,11 +127,11 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 		s.channel(fs, text, n)
 		return
 	}
-	var m lineMeta
+	var m linetext.Meta
 	if p := s.preMeta; p != nil && len(text) > 0 && len(text) == len(s.preText) && &text[0] == &s.preText[0] {
-		m = p.meta(text, &s.strs) // a worker parsed this very text
+		m = p.Meta(text, &s.strs) // a worker parsed this very text
 	} else {
-		m = parseMetaIn(text, &s.strs)
+		m = linetext.ParseIn(text, &s.strs)
 	}
 	if m.Rank < 0 {
 		m.Rank = s.digest.rankOf(m)
@@ -156,7 +158,7 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 	}
 	ev := func() Evidence { return s.evidence(fs, text, n, trunc, m) }
 
-	if fs.pendingLE != nil && !setHas(s.cand, s.e.tagLastError) {
+	if fs.pendingLE != nil && !linetext.SetHas(s.cand, s.e.tagLastError) {
 		p := fs.pendingLE
 		if m.Launcher == p.launcher {
 			if payload := bytes.TrimSpace(m.Msg); len(payload) > 0 {
@@ -172,20 +174,20 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 	if !hit && len(s.e.always) == 0 {
 		return
 	}
-	if setHas(s.cand, s.e.tagChannel) {
+	if linetext.SetHas(s.cand, s.e.tagChannel) {
 		s.channel(fs, text, n)
 	}
-	if setHas(s.cand, s.e.tagRoot) {
+	if linetext.SetHas(s.cand, s.e.tagRoot) {
 		s.tableStart(fs, m.Msg, n)
 	}
-	if setHas(s.cand, s.e.tagFrame) {
-		if msg := stripLogLevel(m.Msg); reFrame.Match(msg) {
+	if linetext.SetHas(s.cand, s.e.tagFrame) {
+		if msg := stripLogLevel(m.Msg); linetext.PyFrame.Match(msg) {
 			fs.lastFrame, fs.lastFrameN = strings.TrimSpace(string(truncText(msg))), n
 		}
 	}
 
 	// Benign lines feed notes and the digest, never diagnoses.
-	if setHas(s.cand, s.e.tagBenign) {
+	if linetext.SetHas(s.cand, s.e.tagBenign) {
 		for _, b := range benign {
 			if b.Re.Match(text) {
 				if b.Name == "cumem-host-fallback" {
@@ -203,7 +205,7 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 	// the payload, matched as such; the rest of the line as usual.
 	matchText := text
 	var samePayload []byte
-	if setHas(s.cand, s.e.tagLastError) {
+	if linetext.SetHas(s.cand, s.e.tagLastError) {
 		if i := bytes.Index(text, []byte("Last error:")); i >= 0 {
 			if p := bytes.TrimSpace(text[i+len("Last error:"):]); len(p) > 0 {
 				matchText, samePayload = text[:i], p
@@ -229,17 +231,17 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 	}
 	if samePayload != nil {
 		s.payload(fs, samePayload, ev(), m)
-	} else if setHas(s.cand, s.e.tagLastError) && bytes.Contains(m.Msg, []byte("Last error:")) {
+	} else if linetext.SetHas(s.cand, s.e.tagLastError) && bytes.Contains(m.Msg, []byte("Last error:")) {
 		fs.pendingLE = &pendingLastError{launcher: m.Launcher, ttl: 6}
 	}
-	catOK := setHas(s.cand, s.e.tagCatalog) || setHas(s.cand, s.e.tagError)
+	catOK := linetext.SetHas(s.cand, s.e.tagCatalog) || linetext.SetHas(s.cand, s.e.tagError)
 	if len(hits) > 0 {
 		if catOK && samePayload == nil && fs.pendingLE == nil {
 			s.catalogLine(fs, m, ev, true)
 		}
 		return
 	}
-	if setHas(s.cand, s.e.tagWarn) && m.Level == "WARN" {
+	if linetext.SetHas(s.cand, s.e.tagWarn) && m.Level == "WARN" {
 		if !s.catalogWarn(fs, ev, m, text) {
 			s.unrecognised(fs, ev(), m)
 		}
@@ -248,7 +250,7 @@ func (s *scan) line(fs *fileState, text []byte, n int64, trunc bool, hit bool) {
 	if catOK && samePayload == nil && fs.pendingLE == nil && s.catalogLine(fs, m, ev, false) {
 		return
 	}
-	if setHas(s.cand, s.e.tagError) {
+	if linetext.SetHas(s.cand, s.e.tagError) {
 		if kind := classifyError(m.Msg); kind != "" {
 			s.errorLine(fs, kind, ev(), m)
 		} else {
@@ -279,7 +281,7 @@ func (s *scan) channelParsed(fs *fileState, text []byte, n int64, cl channelLine
 		had := s.digest.origin != ""
 		s.digest.backtrace(text)
 		if !had && s.digest.origin != "" {
-			m := parseMeta(text)
+			m := linetext.Parse(text)
 			if m.Rank < 0 {
 				m.Rank = s.digest.rankOf(m)
 			}
@@ -303,7 +305,7 @@ func (s *scan) channelParsed(fs *fileState, text []byte, n int64, cl channelLine
 		a.count++
 		return
 	}
-	m := parseMeta(text)
+	m := linetext.Parse(text)
 	m.Rank = cl.From
 	caps := make([]string, t.Re.NumSubexp())
 	s.record(s.aggs, sigHit{def: t, caps: caps}, s.evidence(fs, text, n, false, m), m, fs, false)
@@ -331,7 +333,7 @@ func (s *scan) matchSigs(text []byte, cand []uint64) []sigHit {
 		}
 		hits = append(hits, sigHit{def: d, caps: caps})
 	}
-	setEach(cand, func(t int) {
+	linetext.SetEach(cand, func(t int) {
 		if t < len(s.e.sigs) {
 			try(s.e.sigs[t])
 		}
@@ -360,7 +362,7 @@ func (s *scan) matchSigs(text []byte, cand []uint64) []sigHit {
 }
 
 // record adds a hit to the aggregate of its signature.
-func (s *scan) record(into map[string]*sigAgg, h sigHit, ev Evidence, m lineMeta, fs *fileState, viaPayload bool) *sigAgg {
+func (s *scan) record(into map[string]*sigAgg, h sigHit, ev Evidence, m linetext.Meta, fs *fileState, viaPayload bool) *sigAgg {
 	a := into[h.def.ID]
 	if a == nil {
 		a = newSigAgg(h.def, s.seq, ev)
@@ -405,7 +407,7 @@ func (s *scan) record(into map[string]*sigAgg, h sigHit, ev Evidence, m lineMeta
 	return a
 }
 
-func evKey(m lineMeta) string {
+func evKey(m linetext.Meta) string {
 	switch {
 	case m.Rank >= 0:
 		return "r" + itoa(m.Rank)
@@ -436,7 +438,7 @@ func appendInt(b []byte, n int) []byte {
 }
 
 // failureSeen tracks the earliest failure by time and the first by order.
-func (s *scan) failureSeen(d *sigDef, ev func() Evidence, m lineMeta) {
+func (s *scan) failureSeen(d *sigDef, ev func() Evidence, m linetext.Meta) {
 	if d.Role == RoleContext {
 		return
 	}
@@ -453,7 +455,7 @@ func (s *scan) failureSeen(d *sigDef, ev func() Evidence, m lineMeta) {
 
 // markFailed records the first failure (and the first timeout) line of
 // this input and rank.
-func (s *scan) markFailed(fs *fileState, d *sigDef, m lineMeta) {
+func (s *scan) markFailed(fs *fileState, d *sigDef, m linetext.Meta) {
 	if len(s.failAt) >= maxRanksTracked {
 		return
 	}
@@ -473,7 +475,7 @@ func (s *scan) markFailed(fs *fileState, d *sigDef, m lineMeta) {
 }
 
 // evidence copies a line into an Evidence (text is capped for display).
-func (s *scan) evidence(fs *fileState, text []byte, n int64, trunc bool, m lineMeta) Evidence {
+func (s *scan) evidence(fs *fileState, text []byte, n int64, trunc bool, m linetext.Meta) Evidence {
 	t := truncText(text)
 	ev := Evidence{File: fs.name, Line: n, Text: string(t), Rank: m.Rank,
 		Host: m.Host, PID: m.PID, Time: m.TS.String(), Truncated: trunc || len(t) < len(text)}
@@ -493,11 +495,11 @@ func truncText(b []byte) []byte {
 
 // payload re-matches the text of PyTorch's "Last error:" against the
 // signatures: it is the last NCCL WARN message, without its prefix.
-func (s *scan) payload(fs *fileState, payload []byte, ev Evidence, m lineMeta) {
+func (s *scan) payload(fs *fileState, payload []byte, ev Evidence, m linetext.Meta) {
 	ev.ViaLastError = true
 	s.synth = append(append(s.synth[:0], "NCCL WARN "...), payload...)
-	setClear(s.cand2)
-	s.e.ac.scan(s.synth, s.cand2)
+	linetext.SetClear(s.cand2)
+	s.e.ac.Scan(s.synth, s.cand2)
 	matched := false
 	for _, h := range s.matchSigs(s.synth, s.cand2) {
 		if warningSignatures[h.def.ID] {
@@ -537,7 +539,7 @@ func newSigAgg(def *sigDef, seq int64, ev Evidence) *sigAgg {
 }
 
 // where notes the rank, host and time of one more line of a.
-func (a *sigAgg) where(m lineMeta, ev Evidence) {
+func (a *sigAgg) where(m linetext.Meta, ev Evidence) {
 	if m.Rank >= 0 && len(a.ranks) < maxRanksTracked {
 		a.ranks[m.Rank] = true
 	}
@@ -555,7 +557,7 @@ func isUnknownPayload(p []byte) bool {
 }
 
 // unrecognised keeps NCCL WARN lines no signature explains.
-func (s *scan) unrecognised(fs *fileState, ev Evidence, m lineMeta) {
+func (s *scan) unrecognised(fs *fileState, ev Evidence, m linetext.Meta) {
 	if s.unknown == nil {
 		s.unknown = newSigAgg(&sigDef{ID: idUnrecognisedWarn, Role: RoleCause, Prec: len(precedence)}, s.seq, ev)
 		if i := indexOf(precedence, idUnrecognisedWarn); i >= 0 {
@@ -586,7 +588,7 @@ func indexOf(list []string, s string) int {
 }
 
 // errorLine keeps non-NCCL errors (bounded).
-func (s *scan) errorLine(fs *fileState, kind string, ev Evidence, m lineMeta) {
+func (s *scan) errorLine(fs *fileState, kind string, ev Evidence, m linetext.Meta) {
 	if len(s.errs) >= 64 {
 		return
 	}

@@ -1,4 +1,4 @@
-package explain
+package linetext
 
 import (
 	"regexp/syntax"
@@ -12,11 +12,11 @@ import (
 // alternations would explode).
 const maxExactSet = 16
 
-// requiredLiterals returns strings of which at least one occurs, compared
+// RequiredLiterals returns strings of which at least one occurs, compared
 // ASCII-case-insensitively, in every text the pattern matches. ok is false
 // when no such set exists (the pattern must then run on every line). The
 // strings are lower-cased ASCII.
-func requiredLiterals(pattern string) (lits []string, ok bool) {
+func RequiredLiterals(pattern string) (lits []string, ok bool) {
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return nil, false
@@ -28,7 +28,7 @@ func requiredLiterals(pattern string) (lits []string, ok bool) {
 // sets of case-kept strings such that every match contains a string of
 // each set: the exact runs of a top-level concatenation (`NCCL INFO `, the
 // alternatives of `\.(?:cc|h)`, ` -> `), longest first, at most max. Requiring
-// all of them rejects more lines than requiredLiterals' one set.
+// all of them rejects more lines than RequiredLiterals' one set.
 func caseLiteralGroups(pattern string, max int) [][]string {
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil || folds(re) {
@@ -40,14 +40,14 @@ func caseLiteralGroups(pattern string, max int) [][]string {
 	}
 	if re.Op != syntax.OpConcat {
 		if set, ok := mustSet(re, false); ok {
-			return [][]string{trimContained(set)}
+			return [][]string{TrimContained(set)}
 		}
 		return nil
 	}
 	var groups [][]string
 	add := func(set []string) {
-		if len(set) > 0 && minLen(set) > 0 {
-			groups = append(groups, trimContained(set))
+		if len(set) > 0 && MinLen(set) > 0 {
+			groups = append(groups, TrimContained(set))
 		}
 	}
 	var run []string
@@ -70,7 +70,7 @@ func caseLiteralGroups(pattern string, max int) [][]string {
 		}
 	}
 	add(run)
-	slices.SortStableFunc(groups, func(a, b []string) int { return minLen(b) - minLen(a) })
+	slices.SortStableFunc(groups, func(a, b []string) int { return MinLen(b) - MinLen(a) })
 	if len(groups) > max {
 		groups = groups[:max]
 	}
@@ -92,7 +92,7 @@ func folds(re *syntax.Regexp) bool {
 // mustSet returns a set of non-empty strings one of which every match of re
 // contains.
 func mustSet(re *syntax.Regexp, lower bool) ([]string, bool) {
-	if ex, ok := exactSet(re, lower); ok && minLen(ex) > 0 {
+	if ex, ok := exactSet(re, lower); ok && MinLen(ex) > 0 {
 		return ex, true
 	}
 	switch re.Op {
@@ -123,7 +123,7 @@ func mustSet(re *syntax.Regexp, lower bool) ([]string, bool) {
 	case syntax.OpConcat:
 		var best []string
 		consider := func(s []string) {
-			if len(s) == 0 || minLen(s) == 0 {
+			if len(s) == 0 || MinLen(s) == 0 {
 				return
 			}
 			if best == nil || better(s, best) {
@@ -167,7 +167,7 @@ func mustSet(re *syntax.Regexp, lower bool) ([]string, bool) {
 // better prefers the set whose shortest string is longer, then the smaller
 // set: fewer, longer literals mean fewer false candidates.
 func better(a, b []string) bool {
-	la, lb := minLen(a), minLen(b)
+	la, lb := MinLen(a), MinLen(b)
 	if la != lb {
 		return la > lb
 	}
@@ -312,7 +312,9 @@ func lowerASCII(s string) string {
 	return s
 }
 
-func minLen(s []string) int {
+// MinLen is the length of the shortest string of s (0 for none): explain
+// rejects literal sets too short for the GramScanner with it.
+func MinLen(s []string) int {
 	m := -1
 	for _, x := range s {
 		if m < 0 || len(x) < m {
@@ -330,9 +332,9 @@ func dedup(s []string) []string {
 	return slices.Compact(s)
 }
 
-// trimContained removes strings that contain another string of the set:
+// TrimContained removes strings that contain another string of the set:
 // if "abc" must be found, "xabcx" adds nothing to the prefilter.
-func trimContained(s []string) []string {
+func TrimContained(s []string) []string {
 	var out []string
 	for i, x := range s {
 		redundant := false

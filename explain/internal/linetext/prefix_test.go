@@ -1,6 +1,35 @@
-package explain
+package linetext
 
-import "testing"
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// corpusLines is every line of explain's corpus of real logs.
+func corpusLines(t *testing.T) [][]byte {
+	t.Helper()
+	var lines [][]byte
+	err := filepath.WalkDir("../../testdata/corpus", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		lines = append(lines, bytes.Split(data, []byte("\n"))...)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) < 500 {
+		t.Fatalf("only %d corpus lines", len(lines))
+	}
+	return lines
+}
 
 func TestParseMeta(t *testing.T) {
 	tests := []struct {
@@ -52,7 +81,7 @@ func TestParseMeta(t *testing.T) {
 		{line: "torch.distributed.DistBackendError: NCCL error", rank: -1, local: -1, msg: "torch.distributed.DistBackendError: NCCL error", dev: -1},
 	}
 	for _, tt := range tests {
-		m := parseMeta([]byte(tt.line))
+		m := Parse([]byte(tt.line))
 		if m.Rank != tt.rank || m.LocalRank != tt.local || m.PID != tt.pid || m.Host != tt.host || m.Level != tt.level ||
 			string(m.Msg) != tt.msg || m.Launcher != tt.launcher || m.TS.String() != tt.ts || m.Dev != tt.dev {
 			t.Errorf("%q:\n got rank=%d local=%d pid=%d host=%q level=%q dev=%d ts=%q launcher=%q msg=%q\nwant rank=%d local=%d pid=%d host=%q level=%q dev=%d ts=%q launcher=%q msg=%q",
@@ -63,8 +92,8 @@ func TestParseMeta(t *testing.T) {
 }
 
 func TestStampOrder(t *testing.T) {
-	a := parseMeta([]byte("[rank0]:[E1218 20:27:21.4 File.cpp:1] x")).TS
-	b := parseMeta([]byte("[2025-12-18 20:27:22] h:1:2 [0] f.cc:1 NCCL WARN y")).TS
+	a := Parse([]byte("[rank0]:[E1218 20:27:21.4 File.cpp:1] x")).TS
+	b := Parse([]byte("[2025-12-18 20:27:22] h:1:2 [0] f.cc:1 NCCL WARN y")).TS
 	if !a.OK || !b.OK || !a.Before(b) || b.Before(a) {
 		t.Errorf("a=%+v b=%+v", a, b)
 	}
@@ -84,5 +113,59 @@ func TestMessage(t *testing.T) {
 		if got := Message(in); got != want {
 			t.Errorf("Message(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A worker's packed parse of a line's prefixes gives the consumer the same
+// meta as parsing the line there.
+func TestPackedMetaIsParseMeta(t *testing.T) {
+	lines := corpusLines(t)
+	var c StrCache
+	packed := 0
+	for _, l := range lines {
+		if len(l) == 0 {
+			continue
+		}
+		r := ParseRaw(l)
+		pm, ok := r.Pack(l)
+		if !ok {
+			continue
+		}
+		packed++
+		if got, want := pm.Meta(l, &c), Parse(l); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: packed %+v, Parse %+v", l, got, want)
+		}
+	}
+	if packed < len(lines)/2 {
+		t.Errorf("only %d of %d lines packed", packed, len(lines))
+	}
+}
+
+// reStreamIndex's hand check before the regexp is exact: on the corpus,
+// edge cases and random splices of a stream tag's fragments it gives what
+// reStream gives.
+func TestStreamIndexAgreesWithRegexp(t *testing.T) {
+	lines := append(corpusLines(t), []byte("cn-d004 [stderr] h:1:2 [0] NCCL WARN x"), []byte("cn-d004.x_y [stdout] "),
+		[]byte("_cn [stdout] x"), []byte("cn:1 [stdout] x"), []byte("h:1:2 [0] NCCL INFO x"))
+	frags := []string{"cn-d004", " [stderr] ", " [stdout]", "a.b-c_d", ":", " ", "[", "x", "_", "\xff"}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 20000; i++ {
+		var b []byte
+		for n := r.IntN(6); n >= 0; n-- {
+			b = append(b, frags[r.IntN(len(frags))]...)
+		}
+		lines = append(lines, b)
+	}
+	matched := 0
+	for _, l := range lines {
+		got, want := reStreamIndex(l), reStream.Regexp.FindSubmatchIndex(l)
+		if !slices.Equal(got, want) {
+			t.Errorf("reStreamIndex(%q) = %v; regexp %v", l, got, want)
+		} else if want != nil {
+			matched++
+		}
+	}
+	if matched < 20 {
+		t.Errorf("only %d matching lines", matched)
 	}
 }

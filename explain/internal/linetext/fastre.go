@@ -1,4 +1,4 @@
-package explain
+package linetext
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"slices"
 )
 
-// fastRe is a regexp that rejects most lines before running: Go's regexp
+// FastRe is a regexp that rejects most lines before running: Go's regexp
 // engines try every start position of a line without a literal prefix, so
 // a pattern that fails on nearly every line it sees (the INFO digest's, the
 // prefix parsers') costs far more than finding out cheaply that it cannot
@@ -16,7 +16,7 @@ import (
 // groups of alternatives, each of which must be present), and
 // for a pattern anchored at ^, the first byte can start a match. Every
 // other method is the embedded regexp's, unguarded.
-type fastRe struct {
+type FastRe struct {
 	*regexp.Regexp
 	lits  [][]guardLit // every match holds one string of each group, rarest group first
 	first *[256]bool   // bytes a match anchored at ^ can start with; nil: any
@@ -77,9 +77,9 @@ func rarity(group []string) int {
 	return worst
 }
 
-// mustFastRe compiles pattern like regexp.MustCompile.
-func mustFastRe(pattern string) *fastRe {
-	f := &fastRe{Regexp: regexp.MustCompile(pattern)}
+// MustFastRe compiles pattern like regexp.MustCompile.
+func MustFastRe(pattern string) *FastRe {
+	f := &FastRe{Regexp: regexp.MustCompile(pattern)}
 	groups := caseLiteralGroups(pattern, 3)
 	slices.SortStableFunc(groups, func(a, b []string) int { return rarity(b) - rarity(a) })
 	for _, g := range groups {
@@ -98,7 +98,7 @@ func mustFastRe(pattern string) *fastRe {
 }
 
 // may reports whether the pattern can match b; false is certain.
-func (f *fastRe) may(b []byte) bool {
+func (f *FastRe) may(b []byte) bool {
 	if f.first != nil && (len(b) == 0 || !f.first[b[0]]) {
 		return false // a match is at least one byte, starting at b[0]
 	}
@@ -117,37 +117,39 @@ func (f *fastRe) may(b []byte) bool {
 	return true
 }
 
-func (f *fastRe) Match(b []byte) bool { return f.may(b) && f.Regexp.Match(b) }
+// The methods explain calls run the guards first; see FastRe.
 
-func (f *fastRe) FindSubmatch(b []byte) [][]byte {
+func (f *FastRe) Match(b []byte) bool { return f.may(b) && f.Regexp.Match(b) }
+
+func (f *FastRe) FindSubmatch(b []byte) [][]byte {
 	if !f.may(b) {
 		return nil
 	}
 	return f.Regexp.FindSubmatch(b)
 }
 
-func (f *fastRe) FindSubmatchIndex(b []byte) []int {
+func (f *FastRe) FindSubmatchIndex(b []byte) []int {
 	if !f.may(b) {
 		return nil
 	}
 	return f.Regexp.FindSubmatchIndex(b)
 }
 
-func (f *fastRe) FindAllSubmatch(b []byte, n int) [][][]byte {
+func (f *FastRe) FindAllSubmatch(b []byte, n int) [][][]byte {
 	if !f.may(b) {
 		return nil
 	}
 	return f.Regexp.FindAllSubmatch(b, n)
 }
 
-func (f *fastRe) MatchString(s string) bool {
+func (f *FastRe) MatchString(s string) bool {
 	if !f.may([]byte(s)) {
 		return false
 	}
 	return f.Regexp.MatchString(s)
 }
 
-func (f *fastRe) FindStringSubmatch(s string) []string {
+func (f *FastRe) FindStringSubmatch(s string) []string {
 	if !f.may([]byte(s)) {
 		return nil
 	}

@@ -1,21 +1,22 @@
-package explain
+package linetext
 
 import (
 	"bytes"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// lineMeta is what the prefixes of one line say about where it came from.
-type lineMeta struct {
+// Meta is what the prefixes of one line say about where it came from.
+type Meta struct {
 	Rank      int // global rank, -1 unknown
 	LocalRank int // torchrun --tee role prefix ([default3]:), -1 unknown
 	Host      string
 	PID       int
 	Dev       int // NCCL [cudaDev], -1 unknown
 	Level     string
-	TS        stamp
+	TS        Stamp
 	// Launcher is the launcher prefix text ("[rank3]:") that groups the
 	// lines of one process in a merged log.
 	Launcher string
@@ -23,16 +24,16 @@ type lineMeta struct {
 	Msg []byte
 }
 
-// stamp is a log timestamp. Many logs omit the year (glog: E1218
+// Stamp is a log timestamp. Many logs omit the year (glog: E1218
 // 20:27:21.4), so the comparison falls back to the time within the year.
-type stamp struct {
+type Stamp struct {
 	Year int     // 0 when the log did not say
 	Sec  float64 // seconds since 1 January 00:00 of that year
 	OK   bool
 }
 
 // Before reports whether s is earlier than t; both must be OK.
-func (s stamp) Before(t stamp) bool {
+func (s Stamp) Before(t Stamp) bool {
 	if s.Year != 0 && t.Year != 0 && s.Year != t.Year {
 		return s.Year < t.Year
 	}
@@ -40,7 +41,7 @@ func (s stamp) Before(t stamp) bool {
 }
 
 // String renders the stamp for evidence.
-func (s stamp) String() string {
+func (s Stamp) String() string {
 	if !s.OK {
 		return ""
 	}
@@ -55,57 +56,65 @@ func (s stamp) String() string {
 	return t.Format("2006-01-02 15:04:05.000")
 }
 
-func mkStamp(year, month, day, hh, mm int, sec float64) stamp {
+func mkStamp(year, month, day, hh, mm int, sec float64) Stamp {
 	if month < 1 || month > 12 || day < 1 || day > 31 || hh > 23 || mm > 59 || sec >= 61 {
-		return stamp{}
+		return Stamp{}
 	}
 	y := year
 	if y == 0 {
 		y = 2001
 	}
 	days := time.Date(y, time.Month(month), day, 0, 0, 0, 0, time.UTC).YearDay() - 1
-	return stamp{Year: year, Sec: float64(days*86400+hh*3600+mm*60) + sec, OK: true}
+	return Stamp{Year: year, Sec: float64(days*86400+hh*3600+mm*60) + sec, OK: true}
 }
+
+// A Python traceback's frame and exception lines. A "host: " label before
+// one is a launcher's (labelOK); the analyses read tracebacks with the same
+// patterns, so they are exported from here rather than kept twice.
+var (
+	PyException = regexp.MustCompile(`^\s*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?::(?:\s(.*))?)?\s*$`)
+	PyFrame     = regexp.MustCompile(`^\s*File "([^"]+)", line (\d+), in (\S+)`)
+)
 
 var (
 	// ISO / Python logging / kubectl --timestamps / NCCL 2.26+ WARN stamps.
-	reLeadTS = mustFastRe(`^\[?(\d{4})-(\d{2})-(\d{2})[T _](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?:Z|[+-]\d{2}:?\d{2})?\]?(?: - | |:|$)`)
+	reLeadTS = MustFastRe(`^\[?(\d{4})-(\d{2})-(\d{2})[T _](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?:Z|[+-]\d{2}:?\d{2})?\]?(?: - | |:|$)`)
 	// glog (PyTorch C++ and newer Python loggers): "[E1218 20:27:21.426415540 File.cpp:629] ",
 	// "[E ProcessGroupNCCL.cpp:1537] ", "I0527 15:16:52.212738 58631 File.cpp:878] ".
-	reGlog = mustFastRe(`^\[?([IWEF])(?:(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?)? ?(?:\d+ )?[\w./\-]+\.(?:cpp|hpp|cc|h|py):\d+\] ?`)
+	reGlog = MustFastRe(`^\[?([IWEF])(?:(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?)? ?(?:\d+ )?[\w./\-]+\.(?:cpp|hpp|cc|h|py):\d+\] ?`)
 	// Message-level rank: "[Rank 3]", "[PG 0 Rank 2]", "[PG ID 0 PG GUID 0(default_pg) Rank 1]",
 	// Lightning's rank_prefixed_message "[rank: 1] ".
-	reMsgRank = mustFastRe(`\[(?:(?:PG [^\]]{0,80}? )?Rank |rank: )(\d+)\]`)
+	reMsgRank = MustFastRe(`\[(?:(?:PG [^\]]{0,80}? )?Rank |rank: )(\d+)\]`)
 	// Ray / vLLM workers: "(Worker_TP0 pid=1234)", "(RayWorkerWrapper pid=2345, ip=10.0.0.2)",
 	// a task's "(pid=45601)", an actor with its own __repr__ ("(MyActor(index=2) pid=482120)",
 	// Ray's logging docs) and fields after the ip ("(RayTrainWorker pid=7, ip=10.0.0.3, rank=1)").
-	reRay = mustFastRe(`^\((?:[\w.\-]+(?:\([^()]{0,80}\))? )?pid=(\d+)(?:, ip=([\w.:\-]+))?(?:, \w+=[^,()\s]{1,40})*\) ?`)
+	reRay = MustFastRe(`^\((?:[\w.\-]+(?:\([^()]{0,80}\))? )?pid=(\d+)(?:, ip=([\w.:\-]+))?(?:, \w+=[^,()\s]{1,40})*\) ?`)
 	// mpirun --tag-output: "[1,0]<stdout>:"; torchrun: "[rank3]:", --tee role prefix "[default0]:".
 	// A launcher's "[host|N]:" (TorchX and others: host name and rank).
-	reBracket = mustFastRe(`^\[(?:rank(\d+)|(\d+),(\d+)|([A-Za-z_][\w\-]*?)(\d+)|([A-Za-z0-9][\w.\-]*)\|(\d+))\](?:<(?:stdout|stderr|stddiag)>)?: ?`)
+	reBracket = MustFastRe(`^\[(?:rank(\d+)|(\d+),(\d+)|([A-Za-z_][\w\-]*?)(\d+)|([A-Za-z0-9][\w.\-]*)\|(\d+))\](?:<(?:stdout|stderr|stddiag)>)?: ?`)
 	// NCCL 2.0-2.2 (closed source) printed the level without "NCCL":
 	// "host:pid:tid [0] INFO NET : Using interface ib0:10.0.0.1<0>"
 	// (https://github.com/horovod/horovod/issues/134) and
 	// "host:pid:tid [0] misc/ibvwrap.cu:269 WARN Call to ibv_create_qp failed"
 	// (https://github.com/jade-hpc-gpu/jade-hpc-gpu.github.io/issues/43).
-	reOldNCCL = mustFastRe(`^([^\s:]+:\d+:\d+ \[\d+\] )((?:[\w.\-]+/)*[\w.\-]+\.(?:cu|cc|h):\d+ )?(INFO|WARN) `)
+	reOldNCCL = MustFastRe(`^([^\s:]+:\d+:\d+ \[\d+\] )((?:[\w.\-]+/)*[\w.\-]+\.(?:cu|cc|h):\d+ )?(INFO|WARN) `)
 	// NCCL 1.x: printf("WARN %s:%d ", __FILE__, __LINE__) (v1.3.4-1
 	// src/core.h); its INFO had no location and is too plain to claim.
-	reNCCL1 = mustFastRe(`^WARN ((?:[\w.\-]+/)*[\w.\-]+\.(?:cu|cc|h|cpp):\d+) `)
+	reNCCL1 = MustFastRe(`^WARN ((?:[\w.\-]+/)*[\w.\-]+\.(?:cu|cc|h|cpp):\d+) `)
 	// Runners that tag each line with its node and stream (milabench):
 	// "cn-d004 [stderr] ".
-	reStream = mustFastRe(`^([A-Za-z0-9][\w.\-]*) \[(?:stdout|stderr)\] `)
+	reStream = MustFastRe(`^([A-Za-z0-9][\w.\-]*) \[(?:stdout|stderr)\] `)
 	// srun --label "3: " and pdsh/deepspeed "host: ".
-	reLabel = mustFastRe(`^(\d{1,6}|[A-Za-z0-9][A-Za-z0-9.\-]*[0-9.\-][A-Za-z0-9.\-]*): `)
+	reLabel = MustFastRe(`^(\d{1,6}|[A-Za-z0-9][A-Za-z0-9.\-]*[0-9.\-][A-Za-z0-9.\-]*): `)
 )
 
-// parseMeta strips the prefixes a line may carry and reads what they say.
-func parseMeta(line []byte) lineMeta { return parseMetaIn(line, nil) }
+// Parse strips the prefixes a line may carry and reads what they say.
+func Parse(line []byte) Meta { return ParseIn(line, nil) }
 
-// strCache interns the host and launcher strings of parsed lines: a log
+// StrCache interns the host and launcher strings of parsed lines: a log
 // repeats a few of them on every line, and converting each would cost an
 // allocation per line. A nil cache converts.
-type strCache struct {
+type StrCache struct {
 	m map[string]string
 	// recent strings, checked before hashing: a log's lines come from a
 	// few hosts in runs.
@@ -116,7 +125,7 @@ type strCache struct {
 // maxCachedStrings bounds the cache whatever the log.
 const maxCachedStrings = 4096
 
-func (c *strCache) str(b []byte) string {
+func (c *StrCache) str(b []byte) string {
 	if c == nil {
 		return string(b)
 	}
@@ -134,7 +143,7 @@ func (c *strCache) str(b []byte) string {
 	return s
 }
 
-func (c *strCache) add(b []byte) string {
+func (c *StrCache) add(b []byte) string {
 	s := string(b)
 	if c.m == nil {
 		c.m = map[string]string{}
@@ -145,21 +154,25 @@ func (c *strCache) add(b []byte) string {
 	return s
 }
 
-// parseMetaIn is parseMeta with the strings interned in c.
-func parseMetaIn(line []byte, c *strCache) lineMeta {
-	r := parseMetaRaw(line)
+// ParseIn is Parse with the strings interned in c.
+func ParseIn(line []byte, c *StrCache) Meta {
+	r := ParseRaw(line)
 	return r.meta(c)
 }
 
-// rawMeta is a parsed line's meta with its host and launcher still bytes
+// Raw is a parsed line's meta with its host and launcher still bytes
 // of the line: pipeline workers parse lines this way, with no allocation
 // and no shared state, and the consumer makes the strings.
-type rawMeta struct {
-	m              lineMeta // Host and Launcher empty
-	host, launcher []byte   // nil: none
+type Raw struct {
+	m              Meta   // Host and Launcher empty
+	host, launcher []byte // nil: none
 }
 
-func (r *rawMeta) meta(c *strCache) lineMeta {
+// Msg is the text after the prefixes: explain's line joiner compares the
+// messages of neighbouring lines without making any strings.
+func (r Raw) Msg() []byte { return r.m.Msg }
+
+func (r *Raw) meta(c *StrCache) Meta {
 	m := r.m
 	if r.host != nil {
 		m.Host = c.str(r.host)
@@ -170,22 +183,22 @@ func (r *rawMeta) meta(c *strCache) lineMeta {
 	return m
 }
 
-// packedMeta is a rawMeta as offsets into its line: the pipeline keeps
+// Packed is a Raw as offsets into its line: the pipeline keeps
 // one per candidate line, and a pointer-free array is cheap to keep.
-type packedMeta struct {
+type Packed struct {
 	rank, localRank, pid, dev int
-	ts                        stamp
+	ts                        Stamp
 	level                     uint8
 	// host and launcher: offset and length, length -1 for none.
 	hostOff, hostLen, launchOff, launchLen, msgOff, msgLen int32
 }
 
-// metaLevels are the levels parseMetaRaw sets.
+// metaLevels are the levels ParseRaw sets.
 var metaLevels = [...]string{"", "WARN", "INFO", "TRACE", "CALL", "ABORT", "I", "W", "E", "F"}
 
 // pack turns r, parsed from line, into offsets; false when it cannot.
-func (r *rawMeta) pack(line []byte) (packedMeta, bool) {
-	p := packedMeta{rank: r.m.Rank, localRank: r.m.LocalRank, pid: r.m.PID, dev: r.m.Dev, ts: r.m.TS}
+func (r *Raw) Pack(line []byte) (Packed, bool) {
+	p := Packed{rank: r.m.Rank, localRank: r.m.LocalRank, pid: r.m.PID, dev: r.m.Dev, ts: r.m.TS}
 	lv := -1
 	for i, l := range metaLevels {
 		if l == r.m.Level {
@@ -222,9 +235,9 @@ func subOffset(line, sub []byte) (off, n int32, ok bool) {
 	return int32(o), int32(len(sub)), true
 }
 
-// meta is the lineMeta of line, the text p was packed from.
-func (p *packedMeta) meta(line []byte, c *strCache) lineMeta {
-	m := lineMeta{Rank: p.rank, LocalRank: p.localRank, PID: p.pid, Dev: p.dev, TS: p.ts, Level: metaLevels[p.level],
+// meta is the Meta of line, the text p was packed from.
+func (p *Packed) Meta(line []byte, c *StrCache) Meta {
+	m := Meta{Rank: p.rank, LocalRank: p.localRank, PID: p.pid, Dev: p.dev, TS: p.ts, Level: metaLevels[p.level],
 		Msg: line[p.msgOff : p.msgOff+p.msgLen]}
 	if p.hostLen >= 0 {
 		m.Host = c.str(line[p.hostOff : p.hostOff+p.hostLen])
@@ -235,17 +248,17 @@ func (p *packedMeta) meta(line []byte, c *strCache) lineMeta {
 	return m
 }
 
-// parseMetaRaw is parseMeta's work.
-func parseMetaRaw(line []byte) rawMeta {
+// ParseRaw is Parse's work.
+func ParseRaw(line []byte) Raw {
 	var host, launcher []byte
-	m := lineMeta{Rank: -1, LocalRank: -1, Dev: -1}
+	m := Meta{Rank: -1, LocalRank: -1, Dev: -1}
 	rest := line
 	launchStart, launchEnd := -1, 0
 	for guard := 0; guard < 6 && len(rest) > 0; guard++ {
 		// A quoted or indented paste ("> ", "    "): the markers are no
 		// part of any prefix or message.
 		if rest[0] == ' ' || rest[0] == '\t' || rest[0] == '>' {
-			rest = trimQuote(rest)
+			rest = TrimQuote(rest)
 		}
 		consumed := len(line) - len(rest)
 		// torchrun's "[rank3]:", the commonest prefix, read by hand.
@@ -261,14 +274,14 @@ func parseMetaRaw(line []byte) rawMeta {
 		if sm := reBracket.FindSubmatchIndex(rest); sm != nil {
 			switch {
 			case sm[2] >= 0:
-				m.Rank = atoi(rest[sm[2]:sm[3]])
+				m.Rank = Atoi(rest[sm[2]:sm[3]])
 			case sm[6] >= 0:
-				m.Rank = atoi(rest[sm[6]:sm[7]])
+				m.Rank = Atoi(rest[sm[6]:sm[7]])
 			case sm[8] >= 0:
-				m.LocalRank = atoi(rest[sm[10]:sm[11]])
+				m.LocalRank = Atoi(rest[sm[10]:sm[11]])
 			case sm[12] >= 0:
 				host = rest[sm[12]:sm[13]]
-				m.Rank = atoi(rest[sm[14]:sm[15]])
+				m.Rank = Atoi(rest[sm[14]:sm[15]])
 			}
 			if launchStart < 0 {
 				launchStart = consumed
@@ -278,7 +291,7 @@ func parseMetaRaw(line []byte) rawMeta {
 			continue
 		}
 		if sm := reRay.FindSubmatchIndex(rest); sm != nil {
-			m.PID = atoi(rest[sm[2]:sm[3]])
+			m.PID = Atoi(rest[sm[2]:sm[3]])
 			if sm[4] >= 0 {
 				host = rest[sm[4]:sm[5]]
 			}
@@ -297,8 +310,8 @@ func parseMetaRaw(line []byte) rawMeta {
 			if sm[14] >= 0 {
 				frac, _ = strconv.ParseFloat("0."+string(rest[sm[14]:sm[15]]), 64)
 			}
-			m.TS = mkStamp(atoi(rest[sm[2]:sm[3]]), atoi(rest[sm[4]:sm[5]]), atoi(rest[sm[6]:sm[7]]),
-				atoi(rest[sm[8]:sm[9]]), atoi(rest[sm[10]:sm[11]]), float64(atoi(rest[sm[12]:sm[13]]))+frac)
+			m.TS = mkStamp(Atoi(rest[sm[2]:sm[3]]), Atoi(rest[sm[4]:sm[5]]), Atoi(rest[sm[6]:sm[7]]),
+				Atoi(rest[sm[8]:sm[9]]), Atoi(rest[sm[10]:sm[11]]), float64(Atoi(rest[sm[12]:sm[13]]))+frac)
 			rest = rest[sm[1]:]
 			continue
 		}
@@ -324,8 +337,8 @@ func parseMetaRaw(line []byte) rawMeta {
 		}
 		if sm := reLabel.FindSubmatchIndex(rest); sm != nil && labelOK(rest[sm[2]:sm[3]], rest[sm[1]:]) {
 			tok := rest[sm[2]:sm[3]]
-			if isDigits(tok) {
-				m.Rank = atoi(tok)
+			if IsDigits(tok) {
+				m.Rank = Atoi(tok)
 			} else {
 				host = tok
 			}
@@ -349,8 +362,8 @@ func parseMetaRaw(line []byte) rawMeta {
 			if sm[14] >= 0 {
 				frac, _ = strconv.ParseFloat("0."+string(rest[sm[14]:sm[15]]), 64)
 			}
-			m.TS = mkStamp(0, atoi(rest[sm[4]:sm[5]]), atoi(rest[sm[6]:sm[7]]), atoi(rest[sm[8]:sm[9]]),
-				atoi(rest[sm[10]:sm[11]]), float64(atoi(rest[sm[12]:sm[13]]))+frac)
+			m.TS = mkStamp(0, Atoi(rest[sm[4]:sm[5]]), Atoi(rest[sm[6]:sm[7]]), Atoi(rest[sm[8]:sm[9]]),
+				Atoi(rest[sm[10]:sm[11]]), float64(Atoi(rest[sm[12]:sm[13]]))+frac)
 		}
 		rest = rest[sm[1]:]
 	}
@@ -377,11 +390,11 @@ func parseMetaRaw(line []byte) rawMeta {
 	}
 	if m.Rank < 0 {
 		if sm := reMsgRank.FindSubmatchIndex(rest); sm != nil && sm[0] < 120 {
-			m.Rank = atoi(rest[sm[2]:sm[3]])
+			m.Rank = Atoi(rest[sm[2]:sm[3]])
 		}
 	}
 	m.Msg = rest
-	return rawMeta{m: m, host: host, launcher: launcher}
+	return Raw{m: m, host: host, launcher: launcher}
 }
 
 // ncclLevel reads "WARN msg" / "INFO msg" after " NCCL ".
@@ -400,12 +413,12 @@ func ncclLevel(b []byte) (string, []byte, bool) {
 
 // parseNCCLHead reads "[2025-05-10 23:09:41] host:pid:tid [dev] file:line"
 // (every part optional) into m; the host goes to *hostp unless one is known.
-func parseNCCLHead(h []byte, m *lineMeta, hostp *[]byte) {
+func parseNCCLHead(h []byte, m *Meta, hostp *[]byte) {
 	h = bytes.TrimLeft(h, " ")
 	if sm := reLeadTS.FindSubmatchIndex(h); sm != nil {
 		if !m.TS.OK {
-			m.TS = mkStamp(atoi(h[sm[2]:sm[3]]), atoi(h[sm[4]:sm[5]]), atoi(h[sm[6]:sm[7]]),
-				atoi(h[sm[8]:sm[9]]), atoi(h[sm[10]:sm[11]]), float64(atoi(h[sm[12]:sm[13]])))
+			m.TS = mkStamp(Atoi(h[sm[2]:sm[3]]), Atoi(h[sm[4]:sm[5]]), Atoi(h[sm[6]:sm[7]]),
+				Atoi(h[sm[8]:sm[9]]), Atoi(h[sm[10]:sm[11]]), float64(Atoi(h[sm[12]:sm[13]])))
 		}
 		h = h[sm[1]:]
 	}
@@ -415,19 +428,19 @@ func parseNCCLHead(h []byte, m *lineMeta, hostp *[]byte) {
 	if sp >= 0 {
 		tok = h[:sp]
 	}
-	if host, pid, tid, ok := cut3(tok); ok && isDigits(pid) && isDigits(tid) && len(host) > 0 {
+	if host, pid, tid, ok := cut3(tok); ok && IsDigits(pid) && IsDigits(tid) && len(host) > 0 {
 		if len(*hostp) == 0 {
 			*hostp = host
 		}
-		m.PID = atoi(pid)
+		m.PID = Atoi(pid)
 	}
 	if sp < 0 {
 		return
 	}
 	h = h[sp+1:]
 	if len(h) > 2 && h[0] == '[' {
-		if e := bytes.IndexByte(h, ']'); e > 1 && isDigits(h[1:e]) {
-			m.Dev = atoi(h[1:e])
+		if e := bytes.IndexByte(h, ']'); e > 1 && IsDigits(h[1:e]) {
+			m.Dev = Atoi(h[1:e])
 		}
 	}
 }
@@ -450,7 +463,7 @@ func rankPrefix(b []byte) (n, rank int, ok bool) {
 	if n < len(b) && b[n] == ' ' {
 		n++
 	}
-	return n, atoi(b[5:d]), true
+	return n, Atoi(b[5:d]), true
 }
 
 // rayRank reads the rank a Ray prefix names ("rank=3" in the actor's
@@ -463,9 +476,9 @@ func rayRank(prefix []byte) (int, bool) {
 		}
 		at := off + i
 		// "rank=", not "local_rank=" or "world_rank=".
-		if at == 0 || !isWordByte(prefix[at-1]) {
-			if _, ok := skipDigits(prefix[at+5:]); ok {
-				return atoi(prefix[at+5:]), true
+		if at == 0 || !IsWordByte(prefix[at-1]) {
+			if _, ok := SkipDigits(prefix[at+5:]); ok {
+				return Atoi(prefix[at+5:]), true
 			}
 		}
 		off = at + 5
@@ -480,7 +493,7 @@ func composePrefix(b []byte) (int, bool) {
 		return 0, false
 	}
 	i := 1
-	for i < len(b) && i < 64 && (isWordByte(b[i]) || b[i] == '.' || b[i] == '-') {
+	for i < len(b) && i < 64 && (IsWordByte(b[i]) || b[i] == '.' || b[i] == '-') {
 		i++
 	}
 	j := i
@@ -517,7 +530,7 @@ func reStreamIndex(b []byte) []int {
 		return nil
 	}
 	i := 1
-	for i < len(b) && (isWordByte(b[i]) || b[i] == '.' || b[i] == '-') {
+	for i < len(b) && (IsWordByte(b[i]) || b[i] == '.' || b[i] == '-') {
 		i++
 	}
 	if i+1 >= len(b) || b[i] != ' ' || b[i+1] != '[' {
@@ -552,7 +565,7 @@ func cut3(b []byte) (x, y, z []byte, ok bool) {
 // (srun --label digits, or a host name followed by more log structure), so
 // "RuntimeError: …" or "ERROR: …" are never taken for host names.
 func labelOK(tok, after []byte) bool {
-	if isDigits(tok) {
+	if IsDigits(tok) {
 		return true
 	}
 	hasDigit := false
@@ -576,7 +589,7 @@ func labelOK(tok, after []byte) bool {
 		return true
 	}
 	// A Python traceback relayed by pdsh or DeepSpeed's launcher.
-	if bytes.HasPrefix(after, []byte("Traceback (most recent call last)")) || reFrame.Match(after) || reException.Match(after) {
+	if bytes.HasPrefix(after, []byte("Traceback (most recent call last)")) || PyFrame.Match(after) || PyException.Match(after) {
 		return true
 	}
 	sp := bytes.IndexByte(after, ' ')
@@ -586,7 +599,9 @@ func labelOK(tok, after []byte) bool {
 	return bytes.Count(after[:sp], []byte(":")) == 2 && bytes.Contains(after, []byte(" NCCL "))
 }
 
-func isDigits(b []byte) bool {
+// IsDigits reports whether b is a non-empty run of decimal digits; explain
+// checks pid and tid fields with it.
+func IsDigits(b []byte) bool {
 	if len(b) == 0 {
 		return false
 	}
@@ -598,8 +613,24 @@ func isDigits(b []byte) bool {
 	return true
 }
 
-// atoi parses decimal digits, saturating instead of overflowing.
-func atoi(b []byte) int {
+// IsWordByte is RE2's \w: [0-9A-Za-z_]. The prefix parsers and explain's
+// hand-written digest parsers share it.
+func IsWordByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
+}
+
+// SkipDigits returns p after its leading decimal digits; false when there
+// are none. Shared with explain's digest and pipeline parsers.
+func SkipDigits(p []byte) ([]byte, bool) {
+	i := 0
+	for i < len(p) && p[i] >= '0' && p[i] <= '9' {
+		i++
+	}
+	return p[i:], i > 0
+}
+
+// Atoi parses decimal digits, saturating instead of overflowing.
+func Atoi(b []byte) int {
 	n := 0
 	for _, c := range b {
 		if c < '0' || c > '9' {
@@ -616,15 +647,15 @@ func atoi(b []byte) int {
 // Message returns a log line without its launcher, timestamp, glog and NCCL
 // prefixes: the words a person reads first when space is short.
 func Message(line string) string {
-	if msg := string(parseMeta([]byte(line)).Msg); strings.TrimSpace(msg) != "" {
+	if msg := string(Parse([]byte(line)).Msg); strings.TrimSpace(msg) != "" {
 		return msg
 	}
 	return line
 }
 
-// trimQuote removes leading blanks and e-mail/markdown quote markers
+// TrimQuote removes leading blanks and e-mail/markdown quote markers
 // ("> > ").
-func trimQuote(b []byte) []byte {
+func TrimQuote(b []byte) []byte {
 	for len(b) > 0 {
 		switch {
 		case b[0] == ' ' || b[0] == '\t':

@@ -1,4 +1,4 @@
-package explain
+package linetext
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"slices"
 )
 
-// gramScanner finds which of many literals occur in a line in one pass.
+// GramScanner finds which of many literals occur in a line in one pass.
 // Each literal gets two anchors: the 4-byte windows at offsets o and o+1,
 // chosen where its bytes are rarest. Text is examined only at even
 // positions: wherever a literal starts, one of its two anchors lands on an
@@ -20,8 +20,8 @@ import (
 // folded with |0x20, which maps upper to lower case letters and also
 // conflates a few punctuation pairs ([ and {); that only adds candidates,
 // which the verification rejects. The scanner never misses a literal (tests
-// and fuzzing check this). Literals must be at least minLiteral bytes.
-type gramScanner struct {
+// and fuzzing check this). Literals must be at least MinLiteral bytes.
+type GramScanner struct {
 	bitmap [1 << 10]uint64 // 65536 bits
 	// anchors sorted by hash; those of hash h are
 	// anchors[start[h]:start[h+1]] (a flat table: no map lookup per hit).
@@ -30,16 +30,16 @@ type gramScanner struct {
 	lits    []string
 	tags    []int
 	words   int
-	// arrowTag, when >= 0, is reported for each " -> " that follows ']'
+	// ArrowTag, when >= 0, is reported for each " -> " that follows ']'
 	// or precedes a digit 1-8: transport lines ("0[0] -> 1[1]") and NCCL
 	// return-code trails ("shm.cc:114 -> 2"). As nine 5-byte literals
 	// sharing the window " -> " they cost nine verifications per arrow;
 	// bytes.Index finds the arrows at memory speed instead.
-	arrowTag int
+	ArrowTag int
 }
 
-// minLiteral is the shortest literal the stride-2 scan can anchor.
-const minLiteral = 5
+// MinLiteral is the shortest literal the stride-2 scan can anchor.
+const MinLiteral = 5
 
 // anchor is one literal's window.
 type anchor struct {
@@ -51,16 +51,16 @@ const gramFold = 0x20202020
 
 func gramHash(g uint32) uint32 { return (g * 0x9E3779B1) >> 16 }
 
-// newGramScanner builds the scanner. lits[i] is reported as tags[i].
-func newGramScanner(lits []string, tags []int, ntags int) *gramScanner {
-	s := &gramScanner{lits: lits, tags: tags, words: (ntags + 63) / 64, start: make([]int32, 1<<16+1), arrowTag: -1}
+// NewGramScanner builds the scanner. lits[i] is reported as tags[i].
+func NewGramScanner(lits []string, tags []int, ntags int) *GramScanner {
+	s := &GramScanner{lits: lits, tags: tags, words: (ntags + 63) / 64, start: make([]int32, 1<<16+1), ArrowTag: -1}
 	type hashed struct {
 		h uint32
 		a anchor
 	}
 	var all []hashed
 	for i, l := range lits {
-		if len(l) < minLiteral {
+		if len(l) < MinLiteral {
 			panic("explain: prefilter literal shorter than 5 bytes: " + l)
 		}
 		o := rarestWindow(l)
@@ -86,6 +86,10 @@ func newGramScanner(lits []string, tags []int, ntags int) *gramScanner {
 	}
 	return s
 }
+
+// Words is the length of the tag sets Scan fills: explain sizes its
+// candidate sets by it.
+func (s *GramScanner) Words() int { return s.words }
 
 // byteRarity scores how rare a byte is in logs (higher is rarer).
 func byteRarity(c byte) int {
@@ -158,16 +162,16 @@ func rarestWindow(l string) int {
 
 // scan ORs the tags of every literal found in text into set (len = words)
 // and reports whether any was found.
-func (s *gramScanner) scan(text []byte, set []uint64) bool {
+func (s *GramScanner) Scan(text []byte, set []uint64) bool {
 	hit := false
-	s.scanAll(text, func(_, t int) {
+	s.ScanAll(text, func(_, t int) {
 		set[t/64] |= 1 << (uint(t) % 64)
 		hit = true
 	})
 	return hit
 }
 
-// nextArrow returns the position of the first arrow (see arrowTag) at or
+// nextArrow returns the position of the first arrow (see ArrowTag) at or
 // after from, or -1.
 func nextArrow(text []byte, from int) int {
 	// '>' is rare in logs, unlike the space bytes.Index would look for
@@ -192,20 +196,20 @@ func nextArrow(text []byte, from int) int {
 
 // scanAll reports every literal occurrence in text (a line or a chunk of
 // many lines) as fn(anchor position, tag), in increasing position order.
-func (s *gramScanner) scanAll(text []byte, fn func(pos, tag int)) {
-	if s.arrowTag >= 0 {
+func (s *GramScanner) ScanAll(text []byte, fn func(pos, tag int)) {
+	if s.ArrowTag >= 0 {
 		// Merge the arrows into the literal hits, in position order.
 		arrow, inner := nextArrow(text, 0), fn
 		fn = func(pos, tag int) {
 			for arrow >= 0 && arrow <= pos {
-				inner(arrow, s.arrowTag)
+				inner(arrow, s.ArrowTag)
 				arrow = nextArrow(text, arrow+1)
 			}
 			inner(pos, tag)
 		}
 		defer func() {
 			for arrow >= 0 {
-				inner(arrow, s.arrowTag)
+				inner(arrow, s.ArrowTag)
 				arrow = nextArrow(text, arrow+1)
 			}
 		}()
@@ -236,7 +240,7 @@ func (s *gramScanner) scanAll(text []byte, fn func(pos, tag int)) {
 }
 
 // verify checks the literals anchored at hash h against text at p.
-func (s *gramScanner) verify(text []byte, p int, h uint32, fn func(pos, tag int)) {
+func (s *GramScanner) verify(text []byte, p int, h uint32, fn func(pos, tag int)) {
 	for _, a := range s.anchors[s.start[h]:s.start[h+1]] {
 		l := s.lits[a.lit]
 		start := p - a.off
@@ -261,20 +265,21 @@ func equalFoldASCII(b []byte, l string) bool {
 	return true
 }
 
-// bitset helpers over []uint64.
+// Bitset helpers over []uint64: the tag sets Scan fills, which explain's
+// scan tests and clears per line.
 
-func setHas(set []uint64, i int) bool { return set[i/64]&(1<<(uint(i)%64)) != 0 }
+func SetHas(set []uint64, i int) bool { return set[i/64]&(1<<(uint(i)%64)) != 0 }
 
-func setAdd(set []uint64, i int) { set[i/64] |= 1 << (uint(i) % 64) }
+func SetAdd(set []uint64, i int) { set[i/64] |= 1 << (uint(i) % 64) }
 
-func setClear(set []uint64) {
+func SetClear(set []uint64) {
 	for i := range set {
 		set[i] = 0
 	}
 }
 
-// setEach calls f for each member in increasing order.
-func setEach(set []uint64, f func(int)) {
+// SetEach calls f for each member in increasing order.
+func SetEach(set []uint64, f func(int)) {
 	for w, v := range set {
 		for v != 0 {
 			b := bits.TrailingZeros64(v)

@@ -1,13 +1,13 @@
-package explain
+package linetext
 
 import "bytes"
 
-// stripANSI appends src to dst[:0] without terminal escape sequences (CSI
+// StripANSI appends src to dst[:0] without terminal escape sequences (CSI
 // colour codes from Python loggers and progress bars, OSC titles and
 // hyperlinks, two-byte ESC sequences) and without NUL bytes (crashed writers
 // leave NUL-filled holes in log files). An unterminated sequence at the end
 // of the line is dropped.
-func stripANSI(dst, src []byte) []byte {
+func StripANSI(dst, src []byte) []byte {
 	dst = dst[:0]
 	for i := 0; i < len(src); {
 		c := src[i]
@@ -68,7 +68,7 @@ func skipEscape(src []byte, i int) int {
 	}
 }
 
-// needsCleaning reports whether a line carries escapes or NULs.
-func needsCleaning(line []byte) bool {
+// NeedsCleaning reports whether a line carries escapes or NULs.
+func NeedsCleaning(line []byte) bool {
 	return bytes.IndexByte(line, 0x1b) >= 0 || bytes.IndexByte(line, 0) >= 0
 }
