@@ -48,7 +48,7 @@ func TestBlind2Score(t *testing.T) {
 	dir := filepath.Join("testdata", "blind2")
 	sc := scoreBlindSet(t, dir, func(th string) bool { return strings.HasPrefix(th, "https://") })
 	t.Logf("blind2: %s", sc)
-	if d := blind2SetDigest(t, dir); d != blind2Digest {
+	if d := blindSetDigest(t, dir); d != blind2Digest {
 		t.Errorf("the second blind set changed after it was scored (digest %s, frozen %s)", d, blind2Digest)
 	}
 	if sc.n != blind2Frozen {
@@ -71,9 +71,9 @@ func TestBlind2Score(t *testing.T) {
 	}
 }
 
-// blind2SetDigest hashes every file under the set (path and bytes, in
+// blindSetDigest hashes every file under a blind set (path and bytes, in
 // path order) so that an edit to a log or label after scoring is seen.
-func blind2SetDigest(t *testing.T, dir string) string {
+func blindSetDigest(t *testing.T, dir string) string {
 	t.Helper()
 	h := sha256.New()
 	err := fs.WalkDir(os.DirFS(dir), ".", func(p string, d fs.DirEntry, err error) error {
