@@ -17,13 +17,17 @@ import (
 // Blind3 floors and ceilings: a notch under the score measured once when
 // the set was frozen (explainer at 6dfddcf: top-1 27/30, rank 4/5, one
 // false all-clear, no false alarm either way; docs/explain.md), so that a
-// change that loses ground fails. blind3Digest pins the set itself: a log
+// change that loses ground fails. The class behind the false all-clear (a
+// paste that goes on with the user's next command at a shell prompt,
+// joined to the signal line before it) was then fixed with a perturbation
+// and tests of our own (TestShellPromptEndsTheJob): 28/30, rank 5/5, no
+// all-clear — no longer blind for that log, so no all-clear is allowed. blind3Digest pins the set itself: a log
 // or label edited after scoring changes it (a fix of a transcription
 // mistake must say so where it updates the digest).
 const (
 	blind3MinTop1    = 0.86
 	blind3MinRank    = 0.60
-	blind3MaxClears  = 1
+	blind3MaxClears  = 0
 	blind3MaxAlarms  = 0
 	blind3MaxNotNCCL = 0
 	blind3Frozen     = 30

@@ -289,6 +289,25 @@ var signalNames = map[string]int{"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL
 	"Hangup": 1, "Interrupt": 2, "Illegal instruction": 4, "Aborted": 6, "Bus error": 7, "Floating point exception": 8,
 	"Killed": 9, "Segmentation fault": 11, "Terminated": 15, "Out Of Memory": 9}
 
+// signalOf reads a signal field by its head: a format's last field takes
+// the rest of its line, and a line held as possibly wrapped may have had
+// the next line joined to it ("SIGKILL" + " 41", "Killed" + "$ cat …").
+// The longest known name it starts with wins; a number is a number.
+func signalOf(v string) int {
+	v = strings.TrimSpace(v)
+	if n := len(v) - len(strings.TrimLeft(v, "0123456789")); n > 0 {
+		sig, _ := strconv.Atoi(v[:n])
+		return sig
+	}
+	sig, best := 0, 0
+	for name, n := range signalNames {
+		if len(name) > best && strings.HasPrefix(v, name) {
+			sig, best = n, len(name)
+		}
+	}
+	return sig
+}
+
 // death takes a process death a launcher reported: the rank (global, or
 // local when only that is known), the signal, and becomes a non-NCCL
 // error of that rank. Exit codes without a signal are only failed ranks.
@@ -297,18 +316,13 @@ func (s *scan) death(fs *fileState, h catalog.Hit, ev Evidence, m linetext.Meta)
 	sig := 0
 	switch {
 	case f["signal"] != "":
-		if n, err := strconv.Atoi(f["signal"]); err == nil {
-			sig = n
-		} else {
-			sig = signalNames[f["signal"]]
-		}
+		sig = signalOf(f["signal"])
 	case f["exitcode"] != "":
 		if n, err := strconv.Atoi(f["exitcode"]); err == nil && n < 0 {
 			sig = -n
 		}
 	case f["signame"] != "":
-		name := strings.TrimSuffix(strings.TrimSpace(f["signame"]), " (core dumped)")
-		sig = signalNames[name]
+		sig = signalOf(f["signame"])
 	}
 	rank := -1
 	global, local := f["rank"], f["local_rank"]

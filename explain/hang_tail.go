@@ -114,9 +114,12 @@ var (
 	// PyTorch's warnings at a normal exit without destroy_process_group
 	// (ProcessGroupNCCL's destructor; distributed_c10d.py at exit).
 	// A reporter's note at the end of a paste, and elisions.
-	reHangNote   = regexp.MustCompile(`(?i)^[\s<(\[#*/>-]*(?:\.\.\.|…)?\s*(?:(?:and |then |it |the job |training |process(?:es)? |program )*(?:hangs?|hung|hanging|stuck|freezes|frozen|blocks?|waits?)\b[^.]{0,60}|no (?:more )?output\b.{0,40}|nothing (?:happens|more)\b.{0,40})[.!)>\]]*\s*$`)
-	reElision    = regexp.MustCompile(`^\s*(?:\.\.\.+|…|\[\.\.\.\]|\(\.\.\.\)|<snip>|\[snip\]|---+)\s*$`)
-	reFinished   = regexp.MustCompile(`- (?:Destroy|Abort) COMPLETE|^# Avg bus bandwidth|^# Out of bounds values|has NOT been destroyed before (?:we destruct ProcessGroupNCCL|it is being destructed)|destroy_process_group\(\) was not called before program exit`)
+	reHangNote = regexp.MustCompile(`(?i)^[\s<(\[#*/>-]*(?:\.\.\.|…)?\s*(?:(?:and |then |it |the job |training |process(?:es)? |program )*(?:hangs?|hung|hanging|stuck|freezes|frozen|blocks?|waits?)\b[^.]{0,60}|no (?:more )?output\b.{0,40}|nothing (?:happens|more)\b.{0,40})[.!)>\]]*\s*$`)
+	reElision  = regexp.MustCompile(`^\s*(?:\.\.\.+|…|\[\.\.\.\]|\(\.\.\.\)|<snip>|\[snip\]|---+)\s*$`)
+	reFinished = regexp.MustCompile(`- (?:Destroy|Abort) COMPLETE|^# Avg bus bandwidth|^# Out of bounds values|has NOT been destroyed before (?:we destruct ProcessGroupNCCL|it is being destructed)|destroy_process_group\(\) was not called before program exit`)
+	// reLaunchCmd is a command that starts (or runs) a job, after any
+	// VAR=value assignments and sudo/env/time/nohup.
+	reLaunchCmd  = regexp.MustCompile(`^(?:\w+=\S*\s+)*(?:(?:sudo|env|time|nohup|exec)\s+)*(?:\S*/)?(?:torchrun|python[\d.]*|srun|sbatch|salloc|mpirun|mpiexec|deepspeed|accelerate|horovodrun|ray|vllm|sglang|lightning|docker|podman|apptainer|singularity|kubectl|bash|sh|uv|conda)\b|^\./|\.sh\b`)
 	reNCCLINFOAt = regexp.MustCompile(` NCCL (?:INFO|TRACE) |^NCCL (?:INFO|TRACE) |^NCCL version \d`)
 )
 
@@ -125,6 +128,18 @@ var (
 // the first remaining line decides.
 func classifyEnd(file string, lines [][]byte, firstLine int64, isInit func([]byte) bool) inputEnd {
 	e := inputEnd{file: file, kind: endNone}
+	// A paste that goes on with the user's next command at a shell
+	// prompt: the job's output ended before the prompt. A prompt that
+	// launched the job is followed by the job's output.
+	for i := len(lines) - 1; i > 0; i-- {
+		l := linetext.TrimQuote(bytes.TrimRight(lines[i], "\r"))
+		if loc := reShellPrompt.FindIndex(l); loc != nil {
+			if !reLaunchCmd.Match(l[loc[1]-1:]) {
+				lines = lines[:i]
+			}
+			break
+		}
+	}
 	for i := len(lines) - 1; i >= 0; i-- {
 		if bytes.Contains(lines[i], []byte(": opCount ")) && reOpCount.Match(lines[i]) || bytes.Contains(lines[i], []byte("NCCL INFO Launch mode ")) {
 			m := linetext.Parse(lines[i])

@@ -42,6 +42,12 @@ var termWidths = map[int]bool{80: true, 100: true, 120: true, 132: true, 160: tr
 // file's location (a warning's).
 var reNewRecord = regexp.MustCompile(`^(?:[\w.]*(?:Error|Exception|Warning|Interrupt)\b|\w+(?:\.\w+)+[:(\s]|Traceback|File "|\[|[A-Z]{2,8}[\s:]|\d{4}-\d\d-\d\d|[EWIFD]\d{4} |#|\+ |\*|={3,}|-{2,}|\.\.|/[^\s/]+/|[\w./\-]+\.py:\d+)`)
 
+// reShellPrompt is a shell prompt followed by a command: the paste goes on
+// with what the user typed after the job (`$ cmd`, `user@host:dir$ cmd`,
+// `(env) user@host:~$ cmd`, `[user@host dir]$ cmd`, root's `#`). It starts
+// a record of its own, and the job's output ends before it.
+var reShellPrompt = regexp.MustCompile(`^(?:\([\w.\-]+\) )?(?:\$|[\w.\-]+@[\w.\-]+(?::[^\s$#]*)?[$#]|\[[\w.\-]+@[\w.\-]+ [^\]]*\][$#]) +\S`)
+
 // mayBeCut reports whether a visited line could be the first part of a
 // wrapped message: a warning or error, long, not ending a sentence.
 func mayBeCut(text []byte) bool {
@@ -118,7 +124,7 @@ func continuation(prev, next []byte, last, width int) []byte {
 	if rm := linetext.Parse(rest); rm.Launcher != "" || rm.Level != "" || rm.TS.OK {
 		return nil
 	}
-	if len(rest) == 0 || !hard && reNewRecord.Match(bytes.TrimLeft(rest, " ")) {
+	if len(rest) == 0 || reShellPrompt.Match(rest) || !hard && reNewRecord.Match(bytes.TrimLeft(rest, " ")) {
 		return nil
 	}
 	return rest

@@ -238,6 +238,17 @@ var perturbations = []perturbation{
 		pre := []string{"trainer-1  | ", "ddp_worker_2  | ", "gpu-node07 [stderr] "}[r.IntN(3)]
 		return mapLines(lines, func(l string) string { return pre + l })
 	}},
+	{"trailing-shell", func(r *rand.Rand, lines []string) []string {
+		// A paste that goes on past the failure: the shell prompt the user
+		// typed next and what it printed, directly after the last line.
+		tails := [][]string{
+			{"$ nvidia-smi --query-gpu=index,memory.used --format=csv,noheader", "0, 81037 MiB", "1, 3 MiB"},
+			{"(train) alice@gpu-b07:~/proj$ tail -n 2 /var/log/syslog", "Mar  3 04:12:09 gpu-b07 systemd[1]: session-51.scope: Consumed 2h 11min CPU time."},
+			{"[bob@login2 run7]$ cat /sys/fs/cgroup/memory.events; echo done", "oom 0", "done"},
+			{"root@7f3c2a9e41d0:/workspace# free -g | head -2", "              total        used        free", "Mem:            503         498           1"},
+		}
+		return append(slices.Clone(lines), tails[r.IntN(len(tails))]...)
+	}},
 }
 
 // mapLines changes every line the same way.

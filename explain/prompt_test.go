@@ -1,0 +1,60 @@
+package explain
+
+import (
+	"strings"
+	"testing"
+)
+
+// A paste that goes on past the job with the user's next command at a
+// shell prompt: the prompt line is never the continuation of a wrapped
+// message, and the job's output ends before it — unless the prompt
+// launched the job (its output follows). Modelled on pastes whose
+// reporters ran `cat`, `free` or `nvidia-smi` after the failure (the
+// shapes of chaoyi-wu/RadFM#30 and many others); values are ours.
+func TestShellPromptEndsTheJob(t *testing.T) {
+	e := testExplainer(t)
+	spawnKill := "torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with signal SIGKILL"
+	initHang := strings.Join([]string{
+		"gpu-a12:5511:5511 [0] NCCL INFO Bootstrap : Using eth0:10.8.1.12<0>",
+		"gpu-a12:5511:5511 [0] NCCL INFO NET/Plugin: No plugin found (libnccl-net.so)",
+		"NCCL version 2.21.5+cuda12.4",
+		"gpu-a12:5511:5530 [0] NCCL INFO NET/Socket : Using [0]eth0:10.8.1.12<0>",
+		"gpu-a12:5511:5530 [0] NCCL INFO Using network Socket",
+	}, "\n")
+	for _, tc := range []struct {
+		name, log, root string
+	}{
+		{"spawn SIGKILL, then a prompt", spawnKill + "\n$ cat /sys/fs/cgroup/memory.events\noom_kill 2\n", idHostOOMKill},
+		{"spawn SIGKILL, then a user@host prompt", spawnKill + "\n(base) dan@node3:~/exp$ free -g\nMem: 251 249 2\n", idHostOOMKill},
+		{"init hang, then a prompt and its output", initHang + "\n[dan@node3 exp]$ nvidia-smi -L\nGPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)\n", "init-hang"},
+		{"init hang under a launch prompt", "$ NCCL_DEBUG=INFO torchrun --nproc-per-node 2 train.py\n" + initHang + "\n", "init-hang"},
+		{"the launch prompt, then the program's own progress", "$ python train.py\n" + initHang + "\nepoch 1 step 10 loss 2.31\nepoch 1 step 20 loss 2.07\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := analyze(t, e, tc.log)
+			got := ""
+			if root := rootOf(r); root != nil {
+				got = root.ID
+			}
+			if got != tc.root {
+				t.Errorf("root %q, want %q (diagnoses %v)", got, tc.root, diagIDs(r))
+			}
+		})
+	}
+}
+
+// A signal field keeps its signal when the line it ends was joined with
+// the next (held as possibly wrapped: long, "signal" in it, no full stop).
+func TestSignalFieldSurvivesAJoin(t *testing.T) {
+	for v, want := range map[string]int{"SIGKILL": 9, "SIGKILL 41": 9, "SIGKILLdone": 9, " 11": 11, "9 hello": 9,
+		"Segmentation fault (core dumped)": 11, "Killed": 9, "SIGSEGV$ ls": 11, "nonsense": 0} {
+		if got := signalOf(v); got != want {
+			t.Errorf("signalOf(%q) = %d, want %d", v, got, want)
+		}
+	}
+	e := testExplainer(t)
+	r := analyze(t, e, "torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with signal SIGKILL\n41\n")
+	if root := rootOf(r); root == nil || root.ID != idHostOOMKill {
+		t.Errorf("diagnoses %v, want %s first", diagIDs(r), idHostOOMKill)
+	}
+}
