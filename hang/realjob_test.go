@@ -324,17 +324,34 @@ func serveRASIn(t *testing.T, pid int, status func() string) string {
 	}
 	ch := make(chan res, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
+		// The thread goes back to our namespace before it is unlocked. A
+		// thread left in the container's would be retired with this
+		// goroutine — unless it is the main thread, which Go keeps: then
+		// /proc/self/ns/net is the container's, and ncclwiz (in this
+		// process) believes it shares the job's namespace (it flaked so).
+		runtime.LockOSThread()
+		self, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			ch <- res{nil, err}
+			return
+		}
+		defer self.Close()
 		ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
 		if err == nil {
 			defer ns.Close()
 			err = unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET)
 		}
 		if err != nil {
+			runtime.UnlockOSThread()
 			ch <- res{nil, err}
 			return
 		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if berr := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); berr != nil {
+			ch <- res{ln, fmt.Errorf("back to our network namespace: %w", berr)} // stays locked: retired
+			return
+		}
+		runtime.UnlockOSThread()
 		ch <- res{ln, err}
 	}()
 	r := <-ch
