@@ -20,8 +20,10 @@ import (
 // change that loses ground fails. The class behind the false all-clear (a
 // paste that goes on with the user's next command at a shell prompt,
 // joined to the signal line before it) was then fixed with a perturbation
-// and tests of our own (TestShellPromptEndsTheJob): 28/30, rank 5/5, no
-// all-clear — no longer blind for that log, so no all-clear is allowed. blind3Digest pins the set itself: a log
+// and tests of our own (TestShellPromptEndsTheJob), and two more classes
+// (plugin-named IB completion errors, launcher tags taken for hosts): 29/30,
+// rank 5/5, no all-clear — no longer blind for those logs, so no all-clear
+// is allowed. blind3Digest pins the set itself: a log
 // or label edited after scoring changes it (a fix of a transcription
 // mistake must say so where it updates the digest).
 const (

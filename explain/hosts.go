@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"bytes"
 	"fmt"
 	"github.com/ncclwiz/ncclwiz/explain/internal/phrase"
 	"net/netip"
@@ -107,6 +108,13 @@ func (l *lineSrc) evidence() Evidence {
 
 // info reads the facts of one NCCL INFO line.
 func (h *hostsAcc) info(line []byte, m linetext.Meta, file string, n int64, ip *infoParse) {
+	// A host's facts are NCCL's own lines: INFO lines and the version
+	// banner. PyTorch's error quoting the version ("NCCL error in: …,
+	// NCCL version 2.27.7") under a launcher's tag ("[trainer0|0]:") is no
+	// host's report, and the tag need not name a host at all.
+	if m.Level != "INFO" && m.Level != "TRACE" && !bytes.HasPrefix(bytes.TrimSpace(m.Msg), []byte("NCCL version")) {
+		return
+	}
 	where := m.Host
 	if where == "" {
 		if file != h.lastFile || h.lastWhere == "" {

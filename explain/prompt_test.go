@@ -58,3 +58,26 @@ func TestSignalFieldSurvivesAJoin(t *testing.T) {
 		t.Errorf("diagnoses %v, want %s first", diagIDs(r), idHostOOMKill)
 	}
 }
+
+// A launcher's tag is no host: PyTorch's error quoting the NCCL version
+// ("…, NCCL version 2.27.7") under TorchX-style tags ("[trainer0|0]:")
+// made "trainer0" a host that had NCCL_SOCKET_IFNAME "(not set)", and the
+// root a hosts-disagree. Modelled on the tags of NVIDIA/nccl#1837; values
+// are ours.
+func TestErrorQuotingVersionIsNoHostReport(t *testing.T) {
+	e := testExplainer(t)
+	log := strings.Join([]string{
+		"[trainer0]:gpu-q3:4410:4410 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ib7",
+		"[trainer1]:gpu-q3:4411:4411 [1] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ib7",
+		"[trainer0]:gpu-q3:4410:4410 [0] NCCL INFO cudaDriverVersion 12090",
+		"[trainer0]:NCCL version 2.26.5+cuda12.9",
+		"[trainer0|0]:[rank0]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.26.5",
+		"[trainer0|0]:ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.",
+	}, "\n") + "\n"
+	r := analyze(t, e, log)
+	for _, d := range r.Diagnoses {
+		if d.ID == "hosts-disagree" {
+			t.Errorf("hosts-disagree from a launcher tag: %v", diagIDs(r))
+		}
+	}
+}

@@ -23,8 +23,9 @@ type realFailure struct {
 	// root is the root diagnosis's id ("consequence:ID" when the report
 	// has only consequences); alt is another accepted one.
 	root, alt string
-	// culprit is the rank it must name; -1: it must name none (the output
-	// does not say which rank failed), and must not name notRank.
+	// culprit is the rank it must name; -1: the output need not say which
+	// rank failed: it names none (and then says) or the true one (1), never
+	// notRank.
 	culprit int
 	notRank int
 	// says is a phrase the plain report must contain.
@@ -164,9 +165,12 @@ func TestRealFailures(t *testing.T) {
 			case c.culprit >= 0:
 				ok = ok && culprit == c.culprit
 			case c.culprit == -1:
-				ok = ok && culprit != c.notRank
+				// Unknown, or rank 1 when the output did show it (a loaded
+				// machine lets torchrun end the others before they fail,
+				// and its summary then lists rank 1 alone); never another.
+				ok = ok && culprit != c.notRank && (culprit == -1 || culprit == 1)
 			}
-			if c.says != "" && !strings.Contains(text, c.says) {
+			if c.says != "" && culprit == -1 && !strings.Contains(text, c.says) {
 				ok = false
 			}
 			mark := "ok"
