@@ -2,7 +2,6 @@ package explain
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -23,44 +22,14 @@ import (
 // and tests of our own (TestShellPromptEndsTheJob), and two more classes
 // (plugin-named IB completion errors, launcher tags taken for hosts): 29/30,
 // rank 5/5, no all-clear — no longer blind for those logs, so no all-clear
-// is allowed. blind3Digest pins the set itself: a log
+// is allowed; top-1 must stay above 28/30. The digest pins the set itself: a log
 // or label edited after scoring changes it (a fix of a transcription
 // mistake must say so where it updates the digest).
-const (
-	blind3MinTop1    = 0.86
-	blind3MinRank    = 0.60
-	blind3MaxClears  = 0
-	blind3MaxAlarms  = 0
-	blind3MaxNotNCCL = 0
-	blind3Frozen     = 30
-	blind3Digest     = "21ade36cdfbbe6c7eaec8a95435c8ae8a9cba7479b78b0b4af107720f1816d1c"
-)
+var blind3Floors = blindFloors{name: "blind3", minTop1: 0.93, minRank: 0.80, maxClears: 0, maxAlarms: 0,
+	maxNotNCCL: 0, frozen: 30, digest: "21ade36cdfbbe6c7eaec8a95435c8ae8a9cba7479b78b0b4af107720f1816d1c"}
 
 // TestBlind3Score scores the third blind set like TestBlind2Score.
 func TestBlind3Score(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join("testdata", "blind3")
-	sc := scoreBlindSet(t, dir, func(th string) bool { return strings.HasPrefix(th, "https://") })
-	t.Logf("blind3: %s", sc)
-	if d := blindSetDigest(t, dir); d != blind3Digest {
-		t.Errorf("the third blind set changed after it was scored (digest %s, frozen %s)", d, blind3Digest)
-	}
-	if sc.n != blind3Frozen {
-		t.Errorf("the third blind set has %d logs; it was frozen with %d", sc.n, blind3Frozen)
-	}
-	if sc.top1Rate() < blind3MinTop1 {
-		t.Errorf("blind3 top-1 %.1f%% is under %.0f%%", 100*sc.top1Rate(), 100*blind3MinTop1)
-	}
-	if sc.rankRate() < blind3MinRank {
-		t.Errorf("blind3 rank %.1f%% is under %.0f%%", 100*sc.rankRate(), 100*blind3MinRank)
-	}
-	if sc.clears > blind3MaxClears {
-		t.Errorf("blind3: %d false all-clears, more than the %d allowed", sc.clears, blind3MaxClears)
-	}
-	if sc.alarms > blind3MaxAlarms {
-		t.Errorf("blind3: %d false NCCL alarms, more than the %d allowed", sc.alarms, blind3MaxAlarms)
-	}
-	if sc.notNCCL > blind3MaxNotNCCL {
-		t.Errorf("blind3: %d NCCL failures called not NCCL, more than the %d allowed", sc.notNCCL, blind3MaxNotNCCL)
-	}
+	checkBlindSet(t, filepath.Join("testdata", "blind3"), blind3Floors)
 }

@@ -57,6 +57,44 @@ func TestBlindScore(t *testing.T) {
 }
 
 // blindScore is what scoring a blind set counted.
+// blindFloors is what a frozen blind set must keep: rates under which
+// it fails, counts over which it fails, and the set itself (its size and
+// the digest of its files, so that an edit after scoring is seen).
+type blindFloors struct {
+	name                 string
+	minTop1, minRank     float64
+	maxClears, maxAlarms int
+	maxNotNCCL, frozen   int
+	digest               string
+}
+
+// checkBlindSet scores the set in dir and fails under f's floors.
+func checkBlindSet(t *testing.T, dir string, f blindFloors) {
+	t.Helper()
+	sc := scoreBlindSet(t, dir, func(th string) bool { return strings.HasPrefix(th, "https://") })
+	t.Logf("%s: %s", f.name, sc)
+	if d := blindSetDigest(t, dir); d != f.digest {
+		t.Errorf("%s changed after it was scored (digest %s, frozen %s)", f.name, d, f.digest)
+	}
+	if sc.n != f.frozen {
+		t.Errorf("%s has %d logs; it was frozen with %d", f.name, sc.n, f.frozen)
+	}
+	if sc.top1Rate() < f.minTop1 {
+		t.Errorf("%s top-1 %.1f%% is under %.0f%%", f.name, 100*sc.top1Rate(), 100*f.minTop1)
+	}
+	if sc.rankRate() < f.minRank {
+		t.Errorf("%s rank %.1f%% is under %.0f%%", f.name, 100*sc.rankRate(), 100*f.minRank)
+	}
+	for _, c := range []struct {
+		got, max int
+		what     string
+	}{{sc.clears, f.maxClears, "false all-clears"}, {sc.alarms, f.maxAlarms, "false NCCL alarms"}, {sc.notNCCL, f.maxNotNCCL, "NCCL failures called not NCCL"}} {
+		if c.got > c.max {
+			t.Errorf("%s: %d %s, more than the %d allowed", f.name, c.got, c.what, c.max)
+		}
+	}
+}
+
 type blindScore struct {
 	n, top1, ranked, rankRight int
 	clears                     int // no diagnosis on a log with a failure
