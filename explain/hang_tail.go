@@ -130,11 +130,13 @@ func classifyEnd(file string, lines [][]byte, firstLine int64, isInit func([]byt
 	e := inputEnd{file: file, kind: endNone}
 	// A paste that goes on with the user's next command at a shell
 	// prompt: the job's output ended before the prompt. A prompt that
-	// launched the job is followed by the job's output.
+	// launched the job is followed by the job's output, and so is one
+	// whose output has NCCL's own lines, whatever its command (`cat` or
+	// `tail -f` of the job's log, `cd … && torchrun`, `sudo -E torchrun`).
 	for i := len(lines) - 1; i > 0; i-- {
 		l := linetext.TrimQuote(bytes.TrimRight(lines[i], "\r"))
 		if loc := reShellPrompt.FindIndex(l); loc != nil {
-			if !reLaunchCmd.Match(l[loc[1]-1:]) {
+			if !reLaunchCmd.Match(l[loc[1]-1:]) && !hasNCCLLine(lines[i+1:]) {
 				lines = lines[:i]
 			}
 			break
@@ -228,6 +230,18 @@ func classifyEnd(file string, lines [][]byte, firstLine int64, isInit func([]byt
 		return e
 	}
 	return e
+}
+
+// hasNCCLLine tells whether any of lines is one of NCCL's own (INFO,
+// TRACE or WARN, or its version banner): the job's output, not a shell
+// command's.
+func hasNCCLLine(lines [][]byte) bool {
+	for _, l := range lines {
+		if reNCCLINFOAt.Match(l) || bytes.Contains(l, []byte("NCCL WARN ")) {
+			return true
+		}
+	}
+	return false
 }
 
 // wrappedTail tells whether text is the second part of prev wrapped at

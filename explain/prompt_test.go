@@ -29,6 +29,13 @@ func TestShellPromptEndsTheJob(t *testing.T) {
 		{"init hang, then a prompt and its output", initHang + "\n[dan@node3 exp]$ nvidia-smi -L\nGPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)\n", "init-hang"},
 		{"init hang under a launch prompt", "$ NCCL_DEBUG=INFO torchrun --nproc-per-node 2 train.py\n" + initHang + "\n", "init-hang"},
 		{"the launch prompt, then the program's own progress", "$ python train.py\n" + initHang + "\nepoch 1 step 10 loss 2.31\nepoch 1 step 20 loss 2.07\n", ""},
+		// The prompt's command shows the job's log, or launches it in a
+		// way no list foresees: NCCL's own lines after the prompt are the
+		// job's output, whatever the command (a false all-clear before).
+		{"a command's output, then the job's log shown by cat", "(base) dan@node3:~/exp$ nvidia-smi -L\nGPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)\n(base) dan@node3:~/exp$ cat logs/train-0.log\n" + initHang + "\n", "init-hang"},
+		{"a command's output, then tail -f of the job's log", "$ squeue -u dan\n  JOBID PARTITION NAME USER ST TIME NODES\n  4411 gpu train dan R 12:01 2\n$ tail -f slurm-4411.out\n" + initHang + "\n", "init-hang"},
+		{"cd && torchrun after another command", "$ nvidia-smi -L\nGPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)\n$ cd ~/exp && torchrun --nproc-per-node 2 train.py\n" + initHang + "\n", "init-hang"},
+		{"sudo -E torchrun after another command", "$ free -g\nMem: 251 249 2\n$ sudo -E torchrun --nproc-per-node 2 train.py\n" + initHang + "\n", "init-hang"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := analyze(t, e, tc.log)
