@@ -330,9 +330,10 @@ func askRAS(ctx context.Context, h *host.Host, j Job, rt Runtime, o Options) *RA
 
 // enterNote says that RAS was not asked because the job's network
 // namespace, which ncclwiz cannot enter (why), is not ncclwiz's own, and
-// how to ask it as root.
+// how to ask it as root. The namespace may be a container's or not, and
+// sudo's secure_path leaves out ~/.local/bin (pipx) and ~/go/bin.
 func enterNote(h *host.Host, pid int, addr, why string) string {
-	return fmt.Sprintf("not asked: the job runs in another network namespace (a container's), whose localhost is not ncclwiz's, and ncclwiz cannot enter it as this user (%s); %s. As root, ask it from inside: `sudo nsenter -t %d -n ncclwiz hang --pid %d`", why, listenNote(h, pid, addr), pid, pid)
+	return fmt.Sprintf("not asked: the job runs in another network namespace (a container's, or one made with unshare or ip netns), whose localhost is not ncclwiz's, and ncclwiz cannot enter it as this user (%s); %s. As root, ask it from inside: `sudo nsenter -t %d -n \"$(command -v ncclwiz)\" hang --pid %d` (sudo's PATH may lack the directory ncclwiz is in)", why, listenNote(h, pid, addr), pid, pid)
 }
 
 // listenNote says, from /proc/PID/net/tcp (readable by anyone), whether

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ncclwiz/ncclwiz/host"
 )
 
 // sample builds a rank watched for 3 s (20 reads): its main thread in
@@ -225,5 +227,21 @@ func TestJudgeWords(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEnterNoteClaimsNoContainer: a network namespace ncclwiz cannot enter
+// may be a container's, or one made with unshare or `ip netns` (the test
+// bed's is): the note says which it may be, never that it is a container's.
+// Its command finds ncclwiz where sudo's PATH would not (pipx, go install).
+func TestEnterNoteClaimsNoContainer(t *testing.T) {
+	note := enterNote(&host.Host{Root: t.TempDir()}, 4242, "localhost:28028", "setns needs root (CAP_SYS_ADMIN)")
+	for _, want := range []string{"not asked: the job runs in another network namespace", "unshare", "`sudo nsenter -t 4242 -n \"$(command -v ncclwiz)\" hang --pid 4242`"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("%q lacks %q", note, want)
+		}
+	}
+	if strings.Contains(note, "(a container's)") {
+		t.Errorf("%q says the namespace is a container's", note)
 	}
 }

@@ -111,7 +111,7 @@ func realLayouts(t *testing.T) {
 		}
 		rn, code := runAs(t, bin, 65534, "hang", "--json", "--interval", "2s", "--pid", strconv.Itoa(pid1), "--ras-addr", addr)
 		expect(t, rn, VerdictSuspect, "[1]")
-		want := fmt.Sprintf("nsenter -t %d -n ncclwiz hang --pid %d", ranks[0], ranks[0])
+		want := fmt.Sprintf(`nsenter -t %d -n "$(command -v ncclwiz)" hang --pid %d`, ranks[0], ranks[0])
 		if code != 1 || rn.RAS.Reply != nil || !strings.Contains(rn.RAS.Error, "another network namespace") || !strings.Contains(rn.RAS.Error, want) {
 			t.Errorf("as nobody: exit %d, RAS %+v; want it not asked, with %q", code, rn.RAS, want)
 		}
